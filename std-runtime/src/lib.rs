@@ -1,0 +1,3 @@
+//! picograd's std runtime: everything that needs an operating system — the Clang device (compile
+//! generated C, cache it on disk, load it), and the glue that installs it as the default device.
+#![deny(missing_docs)]
