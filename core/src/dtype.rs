@@ -220,12 +220,12 @@ impl DType {
     /// ```
     pub fn promote(self, other: DType) -> DType {
         let common = self.upper_set() & other.upper_set();
-        // The least element of the common upper set is the one whose own upper set contains all
-        // of the others; in this lattice it is also the first in `ALL_DTYPES` order.
+        // As tinygrad does: the first common upper type in priority order. That is the lattice join
+        // wherever one exists; for i64 with u64 (no int joins them) it picks f16.
         ALL_DTYPES
             .iter()
             .copied()
-            .find(|d| common & (1 << (*d as u16)) != 0 && d.upper_set() & common == common)
+            .find(|d| common & (1 << (*d as u16)) != 0)
             .unwrap_or(DType::F64)
     }
 }
