@@ -10,3 +10,6 @@ pub mod symbolic;
 
 pub use dtype::DType;
 pub use error::{Error, Result};
+pub mod codegen;
+pub mod device;
+pub mod ops;

@@ -1,0 +1,148 @@
+//! UOps: the flat, linear IR a kernel is lowered to, and the [`LinearKernel`] that carries them to
+//! a device (the interpreter runs them; the C renderer prints them).
+//!
+//! Invariants: a UOp's sources are earlier UOps (indices into the same list), so the list is in
+//! dependency order; every `Loop` is closed by exactly one `EndLoop` after it, and loops nest
+//! properly; `DefineGlobal`s and `DefineVar`s come first. Index arithmetic is i32 when its bounds
+//! fit in i32 and i64 otherwise.
+
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::fmt;
+
+use crate::dtype::DType;
+use crate::ops::{AluOp, Scalar};
+
+/// What a UOp does.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum UOpKind {
+    /// Buffer parameter number `idx` (a pointer to elements of the UOp's dtype); outputs are
+    /// `writable`.
+    DefineGlobal {
+        /// The parameter's position in the kernel's buffer list.
+        idx: usize,
+        /// Does the kernel store to it?
+        writable: bool,
+    },
+    /// A symbolic variable, passed to the kernel as an `int32_t` argument.
+    DefineVar {
+        /// The variable's name (a C identifier).
+        name: Arc<str>,
+        /// Its smallest value.
+        min: i64,
+        /// Its largest value.
+        max: i64,
+    },
+    /// A constant.
+    Const(Scalar),
+    /// A loop: the UOp's value runs over `[src0, src1)`.
+    Loop,
+    /// The end of the loop `src0`.
+    EndLoop,
+    /// An accumulator register, starting at the given value; updated by `Assign`.
+    DefineAcc(Scalar),
+    /// `src0[src1]`; with a bool `src2` (a gate), the load happens only where the gate holds and
+    /// gives 0 elsewhere (padding), so the index need not be in bounds there.
+    Load,
+    /// `src0[src1] = src2`.
+    Store,
+    /// An elementwise operation on the sources.
+    Alu(AluOp),
+    /// `src0` converted to the UOp's dtype: floats to ints truncate and saturate, NaN gives 0;
+    /// ints wrap; to f16/bf16 rounds to nearest-even.
+    Cast,
+    /// `src0`'s bits reinterpreted as the UOp's dtype (same item size).
+    Bitcast,
+    /// Accumulator update: `src0` (a `DefineAcc`) takes the value `src1`.
+    Assign,
+}
+
+/// One micro-op.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct UOp {
+    /// What it does.
+    pub kind: UOpKind,
+    /// The dtype of its value (for `DefineGlobal`, the element dtype of the buffer; for `Store`,
+    /// `EndLoop`: the stored dtype / the loop's dtype).
+    pub dtype: DType,
+    /// Its operands, as indices of earlier UOps.
+    pub src: Vec<u32>,
+}
+
+/// A buffer parameter of a kernel.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct BufParam {
+    /// Element dtype.
+    pub dtype: DType,
+    /// How many elements the kernel may touch (for the largest variable values).
+    pub size: usize,
+    /// Written by the kernel (outputs come first).
+    pub writable: bool,
+}
+
+/// Work estimates of a kernel, for `PICOGRAD_DEBUG=1` and for the tests that count work.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct KernelCost {
+    /// Arithmetic operations executed (ALU ops inside loops, times the trip counts).
+    pub flops: u64,
+    /// Bytes loaded and stored.
+    pub bytes: u64,
+    /// Reduce accumulations executed.
+    pub reduce_ops: u64,
+}
+
+/// A kernel lowered to UOps, ready for a device.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct LinearKernel {
+    /// The function name (a C identifier, unique within a program).
+    pub name: String,
+    /// The micro-ops, in dependency order.
+    pub uops: Vec<UOp>,
+    /// Buffer parameters, outputs first, then inputs in first-use order.
+    pub bufs: Vec<BufParam>,
+    /// Symbolic variables passed as arguments, sorted by name: (name, min, max).
+    pub vars: Vec<(Arc<str>, i64, i64)>,
+    /// Estimated work.
+    pub cost: KernelCost,
+}
+
+impl fmt::Display for UOpKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            UOpKind::DefineGlobal { idx, writable } => {
+                write!(
+                    f,
+                    "DEFINE_GLOBAL {idx}{}",
+                    if *writable { " (out)" } else { "" }
+                )
+            }
+            UOpKind::DefineVar { name, min, max } => write!(f, "DEFINE_VAR {name} [{min}, {max}]"),
+            UOpKind::Const(v) => write!(f, "CONST {v}"),
+            UOpKind::Loop => f.write_str("LOOP"),
+            UOpKind::EndLoop => f.write_str("ENDLOOP"),
+            UOpKind::DefineAcc(v) => write!(f, "DEFINE_ACC {v}"),
+            UOpKind::Load => f.write_str("LOAD"),
+            UOpKind::Store => f.write_str("STORE"),
+            UOpKind::Alu(op) => write!(f, "ALU {op}"),
+            UOpKind::Cast => f.write_str("CAST"),
+            UOpKind::Bitcast => f.write_str("BITCAST"),
+            UOpKind::Assign => f.write_str("ASSIGN"),
+        }
+    }
+}
+
+impl fmt::Display for LinearKernel {
+    /// One line per UOp: `  index dtype KIND srcs`, e.g. `   5 f32 ALU add [3, 4]`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "kernel {} ({} uops)", self.name, self.uops.len())?;
+        for (i, u) in self.uops.iter().enumerate() {
+            write!(f, "{i:4} {:<4} {}", u.dtype.name(), u.kind)?;
+            if !u.src.is_empty() {
+                write!(f, " {:?}", u.src)?;
+            }
+            writeln!(f)?;
+        }
+        Ok(())
+    }
+}

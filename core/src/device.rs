@@ -1,0 +1,129 @@
+//! The device traits every runtime plugs in through, and [`Buffer`], a device allocation that
+//! frees itself.
+//!
+//! Invariant: programs address memory through [`BufId`] slots, never through `&mut` borrows, so a
+//! device can be driven from any thread and by the JIT's replay; devices report failures as the
+//! core's [`Error`](crate::Error).
+
+use alloc::sync::Arc;
+
+use crate::codegen::uops::LinearKernel;
+use crate::dtype::DType;
+use crate::error::Result;
+
+/// A handle to one allocation on a device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BufId(pub u64);
+
+/// Allocates device memory and copies bytes in and out.
+pub trait Allocator: Send + Sync {
+    /// Allocates `bytes` bytes (zeroed), aligned for any dtype.
+    fn alloc(&self, bytes: usize) -> Result<BufId>;
+    /// Copies `src` into the start of buffer `b`.
+    fn copy_in(&self, b: BufId, src: &[u8]) -> Result<()>;
+    /// Copies the start of buffer `b` into `dst`.
+    fn copy_out(&self, b: BufId, dst: &mut [u8]) -> Result<()>;
+    /// Releases `b`.
+    fn free(&self, b: BufId);
+}
+
+/// A compiled kernel.
+pub trait Program: Send + Sync {
+    /// Runs the kernel on buffers (in the kernel's parameter order) with variable values (in the
+    /// kernel's variable order).
+    fn run(&self, bufs: &[BufId], vars: &[i64]) -> Result<()>;
+}
+
+/// A place kernels run: memory plus a way to turn UOps into programs.
+pub trait Device: Send + Sync {
+    /// The device's name (`INTERP`, `CLANG`, ...).
+    fn name(&self) -> &str;
+    /// Its memory.
+    fn allocator(&self) -> &dyn Allocator;
+    /// Turns a lowered kernel into something that runs.
+    fn compile(&self, k: &LinearKernel) -> Result<Arc<dyn Program>>;
+}
+
+/// An allocation on a device, freed when dropped.
+pub struct Buffer {
+    device: Arc<dyn Device>,
+    id: BufId,
+    dtype: DType,
+    len: usize,
+}
+
+impl Buffer {
+    /// Allocates room for `len` elements of `dtype` on `device`.
+    pub fn new(device: Arc<dyn Device>, dtype: DType, len: usize) -> Result<Buffer> {
+        let bytes = len
+            .checked_mul(dtype.itemsize())
+            .ok_or_else(|| crate::Error::overflow(alloc::format!("buffer of {len} x {dtype}")))?;
+        let id = device.allocator().alloc(bytes.max(1))?;
+        Ok(Buffer {
+            device,
+            id,
+            dtype,
+            len,
+        })
+    }
+
+    /// The device-side handle.
+    pub fn id(&self) -> BufId {
+        self.id
+    }
+
+    /// The device it lives on.
+    pub fn device(&self) -> &Arc<dyn Device> {
+        &self.device
+    }
+
+    /// Element dtype.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Is it empty?
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Size in bytes.
+    pub fn nbytes(&self) -> usize {
+        self.len * self.dtype.itemsize()
+    }
+
+    /// Copies host bytes in (`src.len()` must be `nbytes()`).
+    pub fn copy_in(&self, src: &[u8]) -> Result<()> {
+        self.device.allocator().copy_in(self.id, src)
+    }
+
+    /// Copies the contents out into a new byte vector.
+    pub fn to_bytes(&self) -> Result<alloc::vec::Vec<u8>> {
+        let mut out = alloc::vec![0u8; self.nbytes()];
+        self.device.allocator().copy_out(self.id, &mut out)?;
+        Ok(out)
+    }
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        self.device.allocator().free(self.id);
+    }
+}
+
+impl core::fmt::Debug for Buffer {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "Buffer({} x {} on {})",
+            self.len,
+            self.dtype,
+            self.device.name()
+        )
+    }
+}

@@ -1,0 +1,313 @@
+//! The op set everything in picograd lowers to, and the scalar constants ops carry.
+//!
+//! Invariant: this is the whole vocabulary of computation. Movement ops are not here — they exist
+//! only as ShapeTracker changes. Adding an op touches four places: [`AluOp`], the interpreter, the
+//! C renderer, and the gradient rule.
+
+use core::fmt;
+use core::hash::{Hash, Hasher};
+
+use crate::dtype::DType;
+
+/// An elementwise operation: unary, binary or ternary. Shared by kernel ASTs and UOps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum AluOp {
+    /// 2^x (floats).
+    Exp2,
+    /// log2(x) (floats).
+    Log2,
+    /// sin(x) (floats).
+    Sin,
+    /// √x (floats).
+    Sqrt,
+    /// -x.
+    Neg,
+    /// 1/x (floats).
+    Recip,
+    /// a + b (ints wrap).
+    Add,
+    /// a - b (ints wrap).
+    Sub,
+    /// a * b (ints wrap).
+    Mul,
+    /// a / b: floats IEEE; ints truncate toward zero, and x/0 = 0.
+    Div,
+    /// max(a, b).
+    Max,
+    /// a % b: C's remainder (sign of the dividend); x%0 = 0; floats use fmod.
+    Mod,
+    /// a < b, giving bool.
+    CmpLt,
+    /// a == b, giving bool.
+    CmpEq,
+    /// Bitwise xor (ints and bools).
+    Xor,
+    /// Bitwise and (ints and bools).
+    And,
+    /// Bitwise or (ints and bools).
+    Or,
+    /// Floor division of ints (index arithmetic where the dividend may be negative).
+    FloorDiv,
+    /// Floor modulo of ints (index arithmetic where the dividend may be negative).
+    FloorMod,
+    /// cond ? a : b.
+    Where,
+    /// a * b + c, two roundings (no fused multiply-add).
+    MulAcc,
+}
+
+impl AluOp {
+    /// How many operands the op takes.
+    pub const fn arity(self) -> usize {
+        use AluOp::*;
+        match self {
+            Exp2 | Log2 | Sin | Sqrt | Neg | Recip => 1,
+            Add | Sub | Mul | Div | Max | Mod | CmpLt | CmpEq | Xor | And | Or | FloorDiv
+            | FloorMod => 2,
+            Where | MulAcc => 3,
+        }
+    }
+
+    /// Does the op give a bool whatever its operands' dtype?
+    pub const fn is_comparison(self) -> bool {
+        matches!(self, AluOp::CmpLt | AluOp::CmpEq)
+    }
+
+    /// The lowercase name used when printing IR.
+    pub const fn name(self) -> &'static str {
+        use AluOp::*;
+        match self {
+            Exp2 => "exp2",
+            Log2 => "log2",
+            Sin => "sin",
+            Sqrt => "sqrt",
+            Neg => "neg",
+            Recip => "recip",
+            Add => "add",
+            Sub => "sub",
+            Mul => "mul",
+            Div => "div",
+            Max => "max",
+            Mod => "mod",
+            CmpLt => "cmplt",
+            CmpEq => "cmpeq",
+            Xor => "xor",
+            And => "and",
+            Or => "or",
+            FloorDiv => "floordiv",
+            FloorMod => "floormod",
+            Where => "where",
+            MulAcc => "mulacc",
+        }
+    }
+}
+
+impl fmt::Display for AluOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A reduction over axes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ReduceOp {
+    /// Sum; identity 0.
+    Sum,
+    /// Maximum; identity the dtype's lowest value (-inf for floats).
+    Max,
+}
+
+impl ReduceOp {
+    /// The elementwise op that folds one more value into the accumulator.
+    pub const fn alu(self) -> AluOp {
+        match self {
+            ReduceOp::Sum => AluOp::Add,
+            ReduceOp::Max => AluOp::Max,
+        }
+    }
+
+    /// The accumulator's starting value.
+    pub fn identity(self, dtype: DType) -> Scalar {
+        match self {
+            ReduceOp::Sum => Scalar::zero(dtype),
+            ReduceOp::Max => Scalar::lowest(dtype),
+        }
+    }
+
+    /// The lowercase name used when printing IR.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ReduceOp::Sum => "sum",
+            ReduceOp::Max => "max",
+        }
+    }
+}
+
+impl fmt::Display for ReduceOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A constant of a given dtype.
+///
+/// Invariant: `bits` is canonical for the dtype — floats hold the f64 bits of a value already
+/// rounded to the dtype; ints hold the value wrapped to the dtype, sign-extended into 64 bits;
+/// bools hold 0 or 1. So equal constants hash equal.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Scalar {
+    dtype: DType,
+    bits: u64,
+}
+
+impl Hash for Scalar {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.dtype.hash(state);
+        self.bits.hash(state);
+    }
+}
+
+impl Scalar {
+    /// `v` converted to `dtype` (floats round, ints truncate and saturate as casts do, NaN → 0).
+    pub fn from_f64(v: f64, dtype: DType) -> Scalar {
+        if dtype.is_float() {
+            return Scalar {
+                dtype,
+                bits: round_float(v, dtype).to_bits(),
+            };
+        }
+        if dtype == DType::Bool {
+            return Scalar {
+                dtype,
+                bits: u64::from(v != 0.0),
+            };
+        }
+        let i: i128 = if v.is_nan() { 0 } else { v as i128 };
+        let clamped = i.clamp(dtype.int_min(), dtype.int_max());
+        Scalar::from_i128(clamped, dtype)
+    }
+
+    /// `v` converted to `dtype` (ints wrap, as integer casts do).
+    pub fn from_i64(v: i64, dtype: DType) -> Scalar {
+        if dtype.is_float() {
+            return Scalar::from_f64(v as f64, dtype);
+        }
+        Scalar::from_i128(i128::from(v), dtype)
+    }
+
+    fn from_i128(v: i128, dtype: DType) -> Scalar {
+        let bits = match dtype {
+            DType::Bool => u64::from(v != 0),
+            DType::I8 => v as i8 as i64 as u64,
+            DType::U8 => v as u8 as u64,
+            DType::I16 => v as i16 as i64 as u64,
+            DType::U16 => v as u16 as u64,
+            DType::I32 => v as i32 as i64 as u64,
+            DType::U32 => v as u32 as u64,
+            DType::I64 => v as i64 as u64,
+            DType::U64 => v as u64,
+            _ => (v as f64).to_bits(),
+        };
+        Scalar { dtype, bits }
+    }
+
+    /// A bool constant.
+    pub fn from_bool(v: bool) -> Scalar {
+        Scalar {
+            dtype: DType::Bool,
+            bits: u64::from(v),
+        }
+    }
+
+    /// Zero of `dtype`.
+    pub fn zero(dtype: DType) -> Scalar {
+        Scalar::from_i64(0, dtype)
+    }
+
+    /// One of `dtype`.
+    pub fn one(dtype: DType) -> Scalar {
+        Scalar::from_i64(1, dtype)
+    }
+
+    /// The lowest value of `dtype` (-inf for floats): the identity of max.
+    pub fn lowest(dtype: DType) -> Scalar {
+        if dtype.is_float() {
+            Scalar::from_f64(f64::NEG_INFINITY, dtype)
+        } else {
+            Scalar::from_i128(dtype.int_min(), dtype)
+        }
+    }
+
+    /// The dtype.
+    pub fn dtype(self) -> DType {
+        self.dtype
+    }
+
+    /// The value as f64 (exact for floats and for ints up to 2^53).
+    pub fn as_f64(self) -> f64 {
+        match self.dtype {
+            d if d.is_float() => f64::from_bits(self.bits),
+            DType::U64 => self.bits as f64,
+            _ => self.bits as i64 as f64,
+        }
+    }
+
+    /// The value as i64 (floats truncate; u64 wraps).
+    pub fn as_i64(self) -> i64 {
+        if self.dtype.is_float() {
+            f64::from_bits(self.bits) as i64
+        } else {
+            self.bits as i64
+        }
+    }
+
+    /// The canonical 64-bit pattern (see the type's invariant).
+    pub fn bits(self) -> u64 {
+        self.bits
+    }
+
+    /// The same value converted to another dtype, as a cast would.
+    pub fn cast(self, dtype: DType) -> Scalar {
+        if self.dtype.is_float() {
+            Scalar::from_f64(self.as_f64(), dtype)
+        } else if self.dtype == DType::U64 {
+            Scalar::from_i128(i128::from(self.bits), dtype)
+        } else {
+            Scalar::from_i64(self.as_i64(), dtype)
+        }
+    }
+}
+
+/// Rounds an f64 to the nearest value of a float dtype (nearest-even), returned as f64.
+pub fn round_float(v: f64, dtype: DType) -> f64 {
+    match dtype {
+        DType::F16 => f64::from(half::f16::from_f64(v)),
+        DType::BF16 => f64::from(half::bf16::from_f64(v)),
+        DType::F32 => f64::from(v as f32),
+        _ => v,
+    }
+}
+
+impl fmt::Debug for Scalar {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{self}:{}", self.dtype)
+    }
+}
+
+impl fmt::Display for Scalar {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.dtype {
+            DType::Bool => write!(f, "{}", self.bits != 0),
+            DType::U64 => write!(f, "{}", self.bits),
+            d if d.is_float() => {
+                let v = f64::from_bits(self.bits);
+                if v.is_finite() && v == libm::trunc(v) && v.abs() < 1e15 {
+                    write!(f, "{v:.1}")
+                } else {
+                    write!(f, "{v}")
+                }
+            }
+            _ => write!(f, "{}", self.bits as i64),
+        }
+    }
+}

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# picograd's whole test suite: formatting, lints, every test in the workspace, and the no_std core
+# built for two microcontroller targets. Installs what it needs first (scripts/install-deps.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/install-deps.sh
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy (warnings are errors)"
+cargo clippy --workspace --all-targets -- -D warnings
+
+step "no_std core for thumbv7em-none-eabihf and riscv32imac-unknown-none-elf"
+cargo build -p picograd-core --no-default-features --target thumbv7em-none-eabihf
+cargo build -p picograd-core --no-default-features --target riscv32imac-unknown-none-elf
+
+step "cargo test --workspace"
+cargo test --workspace
