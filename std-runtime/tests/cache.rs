@@ -1,6 +1,7 @@
 //! The clang compiler and its disk cache: compile and call a hand-written kernel, hit the cache
 //! from a fresh compiler, detect and rebuild corrupt entries, fill one cache from several processes
-//! at once, and fail cleanly without a compiler. Every test uses its own cache directory.
+//! at once, share one compiler between threads, fall back to `cc` (saying so once), and fail
+//! cleanly without a compiler. Every test uses its own cache directory.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -174,7 +175,9 @@ fn several_processes_fill_one_cache() {
             }
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
-        check_add(&compiler(&dir.join("kernels")));
+        let cc = compiler(&dir.join("kernels"));
+        check_add(&cc);
+        println!("child stats: {:?}", cc.stats());
         return;
     }
     let dir = fresh_dir("procs");
@@ -186,6 +189,7 @@ fn several_processes_fill_one_cache() {
                     "several_processes_fill_one_cache",
                     "--exact",
                     "--test-threads=1",
+                    "--nocapture",
                 ])
                 .env(CHILD_DIR, &dir)
                 .stdout(Stdio::piped())
@@ -203,6 +207,12 @@ fn several_processes_fill_one_cache() {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
+        // Informational (visible with --nocapture): how many children ran the compiler.
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        stdout
+            .lines()
+            .filter(|l| l.contains("child stats"))
+            .for_each(|l| println!("{l}"));
     }
     let kernels = dir.join("kernels");
     let entry = only_entry(&kernels);
@@ -278,4 +288,65 @@ fn compile_error_carries_stderr_and_source() {
     assert_eq!(cc.stats().compiles, 0);
     let left: Vec<_> = fs::read_dir(&dir).unwrap().collect();
     assert!(left.is_empty(), "a failed compile left files behind");
+}
+
+#[test]
+fn threads_sharing_a_compiler_compile_once() {
+    let dir = fresh_dir("threads");
+    let cc = compiler(&dir);
+    std::thread::scope(|s| {
+        for _ in 0..8 {
+            s.spawn(|| check_add(&cc));
+        }
+    });
+    let st = cc.stats();
+    assert_eq!((st.compiles, st.disk_hits, st.memory_hits), (1, 0, 7));
+}
+
+/// Env var that turns a run of this test binary into a child of `falls_back_to_cc_and_says_so_once`.
+const CHILD_FALLBACK: &str = "PICOGRAD_TEST_CHILD_FALLBACK";
+
+#[test]
+fn falls_back_to_cc_and_says_so_once() {
+    if env::var_os(CHILD_FALLBACK).is_some() {
+        // PATH holds only a `cc`; detection (which runs the preprocessor only) must pick it.
+        for _ in 0..2 {
+            let cc = Compiler::detect().expect("cc is on PATH");
+            assert_eq!(cc.path().file_name().unwrap(), "cc");
+        }
+        return;
+    }
+    #[cfg(unix)]
+    {
+        let real_cc = ["/usr/bin/cc", "/usr/bin/gcc"]
+            .into_iter()
+            .map(Path::new)
+            .find(|p| p.exists());
+        let Some(real_cc) = real_cc else { return };
+        let bin = fresh_dir("fallback");
+        std::os::unix::fs::symlink(real_cc, bin.join("cc")).unwrap();
+        let out = Command::new(env::current_exe().unwrap())
+            .args([
+                "falls_back_to_cc_and_says_so_once",
+                "--exact",
+                "--test-threads=1",
+                "--nocapture",
+            ])
+            .env(CHILD_FALLBACK, "1")
+            .env_remove("PICOGRAD_CC")
+            .env("PATH", &bin)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success(),
+            "child failed:\n{}{stderr}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        assert_eq!(
+            stderr.matches("clang not found").count(),
+            1,
+            "stderr: {stderr}"
+        );
+    }
 }
