@@ -1,3 +1,8 @@
 //! picograd's std runtime: everything that needs an operating system — the Clang device (compile
 //! generated C, cache it on disk, load it), and the glue that installs it as the default device.
 #![deny(missing_docs)]
+
+pub mod cache;
+pub mod compiler;
+
+pub use compiler::{CompiledLib, Compiler, EntryFn, Stats};

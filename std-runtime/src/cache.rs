@@ -1,0 +1,304 @@
+//! The content-addressed on-disk kernel cache: where entries live, how they are keyed, how they are
+//! sealed with a checksum, published, verified and loaded.
+//!
+//! Invariant: a file at an entry's final path is only ever created by an atomic `rename` of a
+//! complete, sealed temporary file from the same directory, and no byte of an entry reaches
+//! `dlopen` before the whole file has been read and its trailer (magic, length, key, checksum)
+//! verified. Entries are never modified in place, so a library this process has mapped is never
+//! changed underneath it by picograd.
+//!
+//! ## Entry format
+//!
+//! `<dir>/<key as 32 lowercase hex digits>.<DLL_EXTENSION>` holds the shared object exactly as the
+//! compiler wrote it (the *payload*), followed by a 48-byte trailer — the dynamic loader ignores
+//! bytes after the ELF image:
+//!
+//! | offset from trailer start | bytes | content                                           |
+//! | ------------------------- | ----- | ------------------------------------------------- |
+//! | 0                         | 16    | the entry's key, u128 little-endian               |
+//! | 16                        | 16    | FNV-1a-128 of `payload ‖ key bytes`, little-endian |
+//! | 32                        | 8     | payload length in bytes, u64 little-endian        |
+//! | 40                        | 8     | magic `PGKCACH1`                                  |
+//!
+//! Temporary files are named `.<key>.<pid>.<counter>.tmp` in the same directory (unique among
+//! live processes); a crash can leave one behind, which is harmless and never loaded.
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use libloading::Library;
+use picograd_core::{Error, Result};
+
+/// The magic closing every cache entry.
+pub const MAGIC: [u8; 8] = *b"PGKCACH1";
+/// Length in bytes of the trailer appended after the shared object.
+pub const TRAILER_LEN: usize = 48;
+
+const FNV128_OFFSET: u128 = 0x6c62_272e_07bb_0142_62b8_2175_6295_c58d;
+const FNV128_PRIME: u128 = 0x0000_0000_0100_0000_0000_0000_0000_013b;
+
+/// FNV-1a with a 128-bit state. Not cryptographic: it keys and checksums our own files, which
+/// guards against accidents (torn writes, bit rot, stale files), not against an attacker who can
+/// write to the cache directory. Every step is a bijection of the state, so a change to any single
+/// byte always changes the hash.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Fnv128(u128);
+
+impl Fnv128 {
+    pub(crate) fn new() -> Self {
+        Fnv128(FNV128_OFFSET)
+    }
+
+    pub(crate) fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 ^= u128::from(b);
+            self.0 = self.0.wrapping_mul(FNV128_PRIME);
+        }
+    }
+
+    /// Hashes one length-prefixed field, so that field boundaries are unambiguous.
+    pub(crate) fn field(&mut self, bytes: &[u8]) {
+        self.write(&(bytes.len() as u64).to_le_bytes());
+        self.write(bytes);
+    }
+
+    pub(crate) fn finish(self) -> u128 {
+        self.0
+    }
+}
+
+/// The key of a cache entry: a hash of everything that determines the compiled bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Key(pub(crate) u128);
+
+impl Key {
+    /// Hashes (source, compiler path, compiler version, flags, target) into a key.
+    pub(crate) fn new(src: &str, cc: &Path, version: &str, flags: &[String], target: &str) -> Key {
+        let mut h = Fnv128::new();
+        h.field(b"picograd kernel cache v1");
+        h.field(src.as_bytes());
+        h.field(cc.as_os_str().as_encoded_bytes());
+        h.field(version.as_bytes());
+        h.write(&(flags.len() as u64).to_le_bytes());
+        for f in flags {
+            h.field(f.as_bytes());
+        }
+        h.field(target.as_bytes());
+        Key(h.finish())
+    }
+
+    /// The entry's file name: the key in hex plus the platform's shared-library extension.
+    pub(crate) fn file_name(self) -> String {
+        format!("{:032x}.{}", self.0, std::env::consts::DLL_EXTENSION)
+    }
+}
+
+/// The default cache directory for compiled kernels: `$PICOGRAD_CACHE/kernels`, else
+/// `$XDG_CACHE_HOME/picograd/kernels`, else `$HOME/.cache/picograd/kernels`; `None` when none
+/// of these variables is set (picograd never falls back to a shared directory such as `/tmp`).
+pub fn default_dir() -> Option<PathBuf> {
+    let var = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let root = var("PICOGRAD_CACHE")
+        .or_else(|| var("XDG_CACHE_HOME").map(|p| p.join("picograd")))
+        .or_else(|| var("HOME").map(|p| p.join(".cache").join("picograd")))?;
+    Some(root.join("kernels"))
+}
+
+/// Checks a whole entry file's bytes against its trailer; on success returns the payload.
+/// `expected` is the key the entry must carry (`None` accepts any key).
+fn check(bytes: &[u8], expected: Option<u128>) -> std::result::Result<&[u8], String> {
+    let len = bytes.len();
+    if len < TRAILER_LEN {
+        return Err(format!(
+            "{len} bytes, shorter than the {TRAILER_LEN}-byte trailer"
+        ));
+    }
+    let (payload, trailer) = bytes.split_at(len - TRAILER_LEN);
+    let word = |at: usize| u128::from_le_bytes(trailer[at..at + 16].try_into().unwrap_or([0; 16]));
+    if trailer[40..48] != MAGIC {
+        return Err("no cache trailer at the end of the file (truncated or foreign)".into());
+    }
+    let stored_len = u64::from_le_bytes(trailer[32..40].try_into().unwrap_or([0; 8]));
+    if stored_len != payload.len() as u64 {
+        return Err(format!(
+            "trailer records {stored_len} payload bytes, file holds {}",
+            payload.len()
+        ));
+    }
+    let key = word(0);
+    if expected.is_some_and(|k| k != key) {
+        return Err(format!(
+            "entry carries key {key:032x}, not the key it is filed under"
+        ));
+    }
+    if word(16) != checksum(payload, key) {
+        return Err("checksum mismatch (contents changed since the entry was written)".into());
+    }
+    Ok(payload)
+}
+
+fn checksum(payload: &[u8], key: u128) -> u128 {
+    let mut h = Fnv128::new();
+    h.write(payload);
+    h.write(&key.to_le_bytes());
+    h.finish()
+}
+
+fn trailer(payload: &[u8], key: u128) -> [u8; TRAILER_LEN] {
+    let mut t = [0u8; TRAILER_LEN];
+    t[0..16].copy_from_slice(&key.to_le_bytes());
+    t[16..32].copy_from_slice(&checksum(payload, key).to_le_bytes());
+    t[32..40].copy_from_slice(&(payload.len() as u64).to_le_bytes());
+    t[40..48].copy_from_slice(&MAGIC);
+    t
+}
+
+fn io_err(path: &Path, e: io::Error) -> Error {
+    Error::Io {
+        path: path.display().to_string(),
+        detail: e.to_string(),
+    }
+}
+
+/// Verifies the cache entry at `path`: `Ok(())` when its trailer and checksum are intact,
+/// `Err(Error::Format)` naming what is wrong otherwise, `Err(Error::Io)` when it cannot be read.
+pub fn verify_entry(path: &Path) -> Result<()> {
+    let bytes = fs::read(path).map_err(|e| io_err(path, e))?;
+    check(&bytes, None)
+        .map(|_| ())
+        .map_err(|detail| Error::Format {
+            file: path.display().to_string(),
+            offset: bytes.len().saturating_sub(TRAILER_LEN) as u64,
+            detail,
+        })
+}
+
+/// The outcome of looking an entry up on disk.
+pub(crate) enum Lookup {
+    /// The entry was intact and is now loaded.
+    Loaded(Library),
+    /// There is no entry.
+    Missing,
+    /// There is an entry, but it failed verification (the reason); it was not loaded.
+    Corrupt(String),
+}
+
+/// Reads the entry for `key` at `path`, verifies it, and only then loads it.
+pub(crate) fn lookup(path: &Path, key: Key) -> Result<Lookup> {
+    let bytes = match fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Lookup::Missing),
+        Err(e) => return Err(io_err(path, e)),
+    };
+    if let Err(reason) = check(&bytes, Some(key.0)) {
+        return Ok(Lookup::Corrupt(reason));
+    }
+    load(path).map(Lookup::Loaded)
+}
+
+/// `dlopen`s a verified entry. Symbols are bound now, so a missing one fails here, not at a call.
+fn load(path: &Path) -> Result<Library> {
+    let fail = |e: libloading::Error| {
+        Error::Device(format!(
+            "cannot load kernel library {}: {e}",
+            path.display()
+        ))
+    };
+    // SAFETY: the file was verified as an entry written by this cache; kernel libraries have no
+    // initialisers with side effects.
+    #[cfg(unix)]
+    let lib = unsafe {
+        use libloading::os::unix::{Library as UnixLibrary, RTLD_LOCAL, RTLD_NOW};
+        UnixLibrary::open(Some(path), RTLD_NOW | RTLD_LOCAL).map(Library::from)
+    };
+    #[cfg(not(unix))]
+    let lib = unsafe { Library::new(path) };
+    lib.map_err(fail)
+}
+
+/// A fresh temporary path in `dir` for building the entry `key`: unique among live processes
+/// (pid) and within this process (a counter).
+pub(crate) fn temp_path(dir: &Path, key: Key) -> PathBuf {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    dir.join(format!(".{:032x}.{}.{n}.tmp", key.0, std::process::id()))
+}
+
+/// Seals the compiler's output at `tmp` (appends the trailer) and renames it to `dest`. The
+/// temporary file is removed on failure.
+pub(crate) fn publish(tmp: &Path, dest: &Path, key: Key) -> Result<()> {
+    let seal = || -> Result<()> {
+        let payload = fs::read(tmp).map_err(|e| io_err(tmp, e))?;
+        let mut f = fs::OpenOptions::new()
+            .append(true)
+            .open(tmp)
+            .map_err(|e| io_err(tmp, e))?;
+        f.write_all(&trailer(&payload, key.0))
+            .map_err(|e| io_err(tmp, e))?;
+        drop(f);
+        fs::rename(tmp, dest).map_err(|e| io_err(dest, e))
+    };
+    let r = seal();
+    if r.is_err() {
+        let _ = fs::remove_file(tmp);
+    }
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(payload: &[u8], key: u128) -> Vec<u8> {
+        let mut v = payload.to_vec();
+        v.extend_from_slice(&trailer(payload, key));
+        v
+    }
+
+    #[test]
+    fn intact_entry_checks() {
+        let e = entry(b"\x7fELF some bytes", 7);
+        assert_eq!(check(&e, Some(7)), Ok(&b"\x7fELF some bytes"[..]));
+        assert!(check(&e, Some(8)).is_err());
+    }
+
+    #[test]
+    fn every_single_byte_flip_is_caught() {
+        let e = entry(b"\x7fELF payload of a kernel", 42);
+        for i in 0..e.len() {
+            let mut bad = e.clone();
+            bad[i] ^= 0x01;
+            assert!(
+                check(&bad, Some(42)).is_err(),
+                "flip at byte {i} went unnoticed"
+            );
+        }
+    }
+
+    #[test]
+    fn every_truncation_is_caught() {
+        let e = entry(b"\x7fELF payload of a kernel", 42);
+        for n in 0..e.len() {
+            assert!(
+                check(&e[..n], Some(42)).is_err(),
+                "truncation to {n} went unnoticed"
+            );
+        }
+    }
+
+    #[test]
+    fn key_fields_are_unambiguous() {
+        let a = Key::new("ab", Path::new("c"), "v", &["-O2".into()], "t");
+        let b = Key::new("a", Path::new("bc"), "v", &["-O2".into()], "t");
+        let c = Key::new("ab", Path::new("c"), "v", &["-O2".into()], "u");
+        assert_ne!(a, b);
+        assert_ne!(a, c);
+        assert_eq!(a, Key::new("ab", Path::new("c"), "v", &["-O2".into()], "t"));
+    }
+}

@@ -1,0 +1,427 @@
+//! The host C compiler: finding it, compiling kernel source into a shared object through the
+//! on-disk cache, and loading the result.
+//!
+//! Invariant: within one [`Compiler`], a given source is compiled and loaded at most once (later
+//! requests share the same [`CompiledLib`]), and a library is only loaded after the cache has
+//! verified its file (see [`crate::cache`]). Compiler flags keep IEEE-754 semantics: no fast-math,
+//! no floating-point contraction.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::fmt;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Once, OnceLock};
+
+use libloading::Library;
+use picograd_core::{Error, Result};
+
+use crate::cache::{self, Key, Lookup};
+
+/// The default flags: optimise for this machine, position-independent shared object, IEEE float
+/// semantics (no contraction into FMA, no fast-math), libm linked.
+pub const DEFAULT_FLAGS: &[&str] = &[
+    "-O2",
+    "-march=native",
+    "-fPIC",
+    "-shared",
+    "-ffp-contract=off",
+    "-fno-math-errno",
+    "-lm",
+];
+
+/// How many lines of the source a compile error quotes.
+const SOURCE_LINES_IN_ERRORS: usize = 20;
+
+/// The entry point every kernel library exports as `NAME_entry`: `bufs` holds one pointer per
+/// buffer argument, `vars` one value per symbolic variable, in the kernel's calling-convention order.
+pub type EntryFn = unsafe extern "C" fn(bufs: *const *mut core::ffi::c_void, vars: *const i32);
+
+/// Counters of a [`Compiler`]'s work, for tests and diagnostics.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Times the C compiler was run.
+    pub compiles: u64,
+    /// Libraries loaded from an intact disk-cache entry, without running the compiler.
+    pub disk_hits: u64,
+    /// Requests answered by a library this `Compiler` had already loaded.
+    pub memory_hits: u64,
+    /// Disk-cache entries found corrupt (truncated, altered, foreign) and rebuilt.
+    pub corrupt_rebuilt: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    compiles: AtomicU64,
+    disk_hits: AtomicU64,
+    memory_hits: AtomicU64,
+    corrupt_rebuilt: AtomicU64,
+}
+
+/// One slot per key; its lock is held while that key is being compiled or loaded, so concurrent
+/// requests for the same source wait for the first instead of compiling again.
+type Slot = Arc<Mutex<Option<Arc<CompiledLib>>>>;
+
+/// A C compiler plus the kernel cache it fills. `Send + Sync`: share one per process (see
+/// [`Compiler::shared`]).
+pub struct Compiler {
+    path: PathBuf,
+    version: String,
+    target: String,
+    flags: Vec<String>,
+    cache_dir: Option<PathBuf>,
+    loaded: Mutex<HashMap<Key, Slot>>,
+    counters: Counters,
+}
+
+/// A loaded kernel library. Keeps the library mapped for as long as it lives.
+pub struct CompiledLib {
+    lib: Library,
+    path: PathBuf,
+    from_cache: bool,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Compiler {
+    /// Finds the C compiler: `$PICOGRAD_CC` if set (no fallback when it cannot run), else `clang`
+    /// on `PATH`, else `cc` on `PATH` (saying so on stderr once per process). The cache directory
+    /// is [`cache::default_dir`]. Errors with [`Error::Compile`] when no compiler can be run.
+    pub fn detect() -> Result<Self> {
+        if let Some(cc) = std::env::var_os("PICOGRAD_CC").filter(|v| !v.is_empty()) {
+            return Self::new(&cc).map_err(|e| match e {
+                Error::Compile(m) => Error::Compile(format!("{m} (set by PICOGRAD_CC)")),
+                other => other,
+            });
+        }
+        if let Some(clang) = find_in_path("clang") {
+            return Self::new(clang);
+        }
+        if let Some(cc) = find_in_path("cc") {
+            static SAID: Once = Once::new();
+            SAID.call_once(|| {
+                eprintln!(
+                    "picograd: clang not found on PATH, compiling kernels with {}",
+                    cc.display()
+                )
+            });
+            return Self::new(cc);
+        }
+        Err(Error::Compile(
+            "no C compiler found: neither `clang` nor `cc` is on PATH; install clang or set \
+             PICOGRAD_CC to a C compiler"
+                .into(),
+        ))
+    }
+
+    /// Uses the compiler at `cc` (a path, or a bare name searched on `PATH`) with the default flags
+    /// and cache directory. Runs it once to read its version and target; errors with
+    /// [`Error::Compile`] when it cannot be run.
+    pub fn new(cc: impl AsRef<Path>) -> Result<Self> {
+        let cc = cc.as_ref();
+        let path = if cc.components().count() == 1 {
+            find_in_path(cc.as_os_str()).unwrap_or_else(|| cc.to_path_buf())
+        } else {
+            cc.to_path_buf()
+        };
+        let flags: Vec<String> = DEFAULT_FLAGS.iter().map(|f| f.to_string()).collect();
+        let version = first_line(&probe(&path, &["--version"], "")?);
+        let target = target_fingerprint(&path, &flags)?;
+        Ok(Compiler {
+            path,
+            version,
+            target,
+            flags,
+            cache_dir: cache::default_dir(),
+            loaded: Mutex::new(HashMap::new()),
+            counters: Counters::default(),
+        })
+    }
+
+    /// The process-wide compiler, detected once with [`Compiler::detect`]; a detection error is
+    /// remembered and returned to every caller.
+    pub fn shared() -> Result<&'static Compiler> {
+        static SHARED: OnceLock<Result<Compiler>> = OnceLock::new();
+        SHARED
+            .get_or_init(Compiler::detect)
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// The same compiler, keeping its cache entries in `dir` (created on first use) instead.
+    pub fn with_cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cache_dir = Some(dir.into());
+        self
+    }
+
+    /// The compiler executable.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The first line of the compiler's `--version` output.
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    /// The flags passed on every compile.
+    pub fn flags(&self) -> &[String] {
+        &self.flags
+    }
+
+    /// What the compiler targets: its `-dumpmachine` triple and a hash of the macros it predefines
+    /// under the flags (this captures the CPU features `-march=native` turns on).
+    pub fn target(&self) -> &str {
+        &self.target
+    }
+
+    /// The directory holding this compiler's cache entries; `None` when no default could be found
+    /// and none was given (compiling then fails).
+    pub fn cache_dir(&self) -> Option<&Path> {
+        self.cache_dir.as_deref()
+    }
+
+    /// A snapshot of the counters.
+    pub fn stats(&self) -> Stats {
+        let c = &self.counters;
+        Stats {
+            compiles: c.compiles.load(Ordering::Relaxed),
+            disk_hits: c.disk_hits.load(Ordering::Relaxed),
+            memory_hits: c.memory_hits.load(Ordering::Relaxed),
+            corrupt_rebuilt: c.corrupt_rebuilt.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Compiles `src` into a shared object and loads it: from this compiler's loaded libraries,
+    /// else from an intact disk-cache entry, else by running the compiler and publishing a new
+    /// entry. A corrupt entry is reported on stderr and rebuilt, never loaded. Compiler failures
+    /// are [`Error::Compile`] with the compiler's stderr and the first lines of `src`.
+    pub fn compile(&self, src: &str) -> Result<Arc<CompiledLib>> {
+        let key = Key::new(src, &self.path, &self.version, &self.flags, &self.target);
+        let slot = Arc::clone(lock(&self.loaded).entry(key).or_default());
+        let mut slot = lock(&slot);
+        if let Some(lib) = slot.as_ref() {
+            self.counters.memory_hits.fetch_add(1, Ordering::Relaxed);
+            return Ok(Arc::clone(lib));
+        }
+        let lib = Arc::new(self.load_or_build(src, key)?);
+        *slot = Some(Arc::clone(&lib));
+        Ok(lib)
+    }
+
+    fn load_or_build(&self, src: &str, key: Key) -> Result<CompiledLib> {
+        let dir = self.cache_dir.as_deref().ok_or_else(|| Error::Io {
+            path: "<kernel cache>".into(),
+            detail: "no cache directory: set PICOGRAD_CACHE, XDG_CACHE_HOME or HOME".into(),
+        })?;
+        let path = dir.join(key.file_name());
+        match cache::lookup(&path, key)? {
+            Lookup::Loaded(lib) => {
+                self.counters.disk_hits.fetch_add(1, Ordering::Relaxed);
+                return Ok(CompiledLib {
+                    lib,
+                    path,
+                    from_cache: true,
+                });
+            }
+            Lookup::Missing => {}
+            Lookup::Corrupt(reason) => {
+                eprintln!(
+                    "picograd: kernel cache entry {} is corrupt ({reason}); rebuilding",
+                    path.display()
+                );
+                self.counters
+                    .corrupt_rebuilt
+                    .fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        fs::create_dir_all(dir).map_err(|e| Error::Io {
+            path: dir.display().to_string(),
+            detail: e.to_string(),
+        })?;
+        let tmp = cache::temp_path(dir, key);
+        if let Err(e) = self.run(src, &tmp) {
+            let _ = fs::remove_file(&tmp);
+            return Err(e);
+        }
+        self.counters.compiles.fetch_add(1, Ordering::Relaxed);
+        cache::publish(&tmp, &path, key)?;
+        // Another process may have renamed its own (equally complete) entry over ours; either way
+        // what is at `path` now is verified again before it is loaded.
+        match cache::lookup(&path, key)? {
+            Lookup::Loaded(lib) => Ok(CompiledLib {
+                lib,
+                path,
+                from_cache: false,
+            }),
+            Lookup::Missing => Err(Error::Device(format!(
+                "kernel cache entry {} vanished right after it was written",
+                path.display()
+            ))),
+            Lookup::Corrupt(reason) => Err(Error::Device(format!(
+                "kernel cache entry {} is corrupt right after it was written: {reason}",
+                path.display()
+            ))),
+        }
+    }
+
+    /// Runs the compiler on `src` (fed on stdin), writing the shared object to `out`.
+    fn run(&self, src: &str, out: &Path) -> Result<()> {
+        let mut args: Vec<OsString> = vec!["-x".into(), "c".into(), "-".into()];
+        args.extend(self.flags.iter().map(OsString::from));
+        args.push("-o".into());
+        args.push(out.into());
+        let output = run_with_stdin(&self.path, &args, src)?;
+        if output.status.success() {
+            return Ok(());
+        }
+        let head: Vec<&str> = src.lines().take(SOURCE_LINES_IN_ERRORS).collect();
+        Err(Error::Compile(format!(
+            "{} failed ({}):\n{}\n--- first {} lines of the source ---\n{}",
+            self.path.display(),
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim_end(),
+            head.len(),
+            head.join("\n")
+        )))
+    }
+}
+
+impl fmt::Debug for Compiler {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Compiler")
+            .field("path", &self.path)
+            .field("version", &self.version)
+            .field("target", &self.target)
+            .field("flags", &self.flags)
+            .field("cache_dir", &self.cache_dir)
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+impl CompiledLib {
+    /// The entry wrapper of kernel `name`, i.e. the exported symbol `{name}_entry`. The pointer is
+    /// valid while this library lives; calling it is `unsafe` (its buffers and variables must match
+    /// the kernel).
+    pub fn entry(&self, name: &str) -> Result<EntryFn> {
+        let symbol = format!("{name}_entry");
+        // SAFETY: the symbol is declared by our generated C with exactly the `EntryFn` signature.
+        let f = unsafe { self.lib.get::<EntryFn>(symbol.as_bytes()) };
+        f.map(|f| *f).map_err(|e| {
+            Error::Device(format!(
+                "kernel library {} has no `{symbol}`: {e}",
+                self.path.display()
+            ))
+        })
+    }
+
+    /// Whether the library was loaded from an existing disk-cache entry (the compiler was not run).
+    pub fn loaded_from_cache(&self) -> bool {
+        self.from_cache
+    }
+
+    /// The cache entry the library was loaded from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl fmt::Debug for CompiledLib {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CompiledLib")
+            .field("path", &self.path)
+            .field("from_cache", &self.from_cache)
+            .finish()
+    }
+}
+
+/// The first executable file named `name` in a `PATH` directory.
+fn find_in_path(name: impl AsRef<std::ffi::OsStr>) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name.as_ref()))
+        .find(|p| is_executable(p))
+}
+
+fn is_executable(p: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        p.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    }
+    #[cfg(not(unix))]
+    {
+        p.is_file()
+    }
+}
+
+/// Runs `cc args` with `stdin` as its input and collects its output. Writes stdin on a thread so a
+/// compiler that talks before it has read everything cannot deadlock us.
+fn run_with_stdin(cc: &Path, args: &[OsString], stdin: &str) -> Result<Output> {
+    let cannot = |e: std::io::Error| {
+        Error::Compile(format!("cannot run the C compiler {}: {e}", cc.display()))
+    };
+    let mut child = Command::new(cc)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(cannot)?;
+    let mut pipe = child.stdin.take();
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            if let Some(p) = pipe.as_mut() {
+                // A write error means the compiler stopped reading; its exit status says why.
+                let _ = p.write_all(stdin.as_bytes());
+            }
+        });
+        child.wait_with_output().map_err(cannot)
+    })
+}
+
+/// Runs the compiler for information and returns its stdout; errors unless it exits successfully.
+fn probe(cc: &Path, args: &[&str], stdin: &str) -> Result<String> {
+    let args: Vec<OsString> = args.iter().map(OsString::from).collect();
+    let out = run_with_stdin(cc, &args, stdin)?;
+    if !out.status.success() {
+        return Err(Error::Compile(format!(
+            "the C compiler {} failed on `{}` ({}): {}",
+            cc.display(),
+            args.iter()
+                .map(|a| a.to_string_lossy())
+                .collect::<Vec<_>>()
+                .join(" "),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim_end()
+        )));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn first_line(s: &str) -> String {
+    s.lines().next().unwrap_or("").trim().to_string()
+}
+
+/// `-dumpmachine` plus a hash of the macros predefined under the code-generation flags.
+fn target_fingerprint(cc: &Path, flags: &[String]) -> Result<String> {
+    let triple = first_line(&probe(cc, &["-dumpmachine"], "")?);
+    let mut args: Vec<&str> = vec!["-x", "c", "-", "-E", "-dM"];
+    args.extend(
+        flags
+            .iter()
+            .map(String::as_str)
+            .filter(|f| *f != "-shared" && !f.starts_with("-l")),
+    );
+    let macros = probe(cc, &args, "")?;
+    let mut h = cache::Fnv128::new();
+    h.write(macros.as_bytes());
+    Ok(format!("{triple} {:032x}", h.finish()))
+}
