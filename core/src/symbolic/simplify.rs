@@ -91,7 +91,11 @@ impl Node {
                 ];
                 let min = corners.iter().copied().min().unwrap_or(0);
                 let max = corners.iter().copied().max().unwrap_or(0);
-                let (a, b) = if self <= other { (self, other) } else { (other, self) };
+                let (a, b) = if self <= other {
+                    (self, other)
+                } else {
+                    (other, self)
+                };
                 Node::make(Kind::Mul(a.clone(), b.clone()), min, max)
             }
         }
@@ -108,12 +112,18 @@ impl Node {
         match self.kind() {
             Kind::Const(v) => Node::cst(v.wrapping_mul(c)),
             // (x*a)*c = x*(a*c)
-            Kind::Mul(x, a) if a.is_const() => x.mul_const(a.as_const().unwrap_or(1).wrapping_mul(c)),
+            Kind::Mul(x, a) if a.is_const() => {
+                x.mul_const(a.as_const().unwrap_or(1).wrapping_mul(c))
+            }
             // (a+b)*c = a*c + b*c: keeps sums flat so like terms meet.
             Kind::Sum(ts) => Node::sum(ts.iter().map(|t| t.mul_const(c)).collect()),
             _ => {
                 let (lo, hi) = (self.vmin().saturating_mul(c), self.vmax().saturating_mul(c));
-                Node::make(Kind::Mul(self.clone(), Node::cst(c)), lo.min(hi), lo.max(hi))
+                Node::make(
+                    Kind::Mul(self.clone(), Node::cst(c)),
+                    lo.min(hi),
+                    lo.max(hi),
+                )
             }
         }
     }
@@ -123,7 +133,10 @@ impl Node {
     /// # Panics
     /// If `c <= 0`: index algebra divides only by positive constants.
     pub fn floordiv(&self, c: i64) -> Node {
-        assert!(c > 0, "symbolic floordiv by {c}: the divisor must be positive");
+        assert!(
+            c > 0,
+            "symbolic floordiv by {c}: the divisor must be positive"
+        );
         if c == 1 {
             return self.clone();
         }
@@ -136,6 +149,12 @@ impl Node {
             // (x*k)//c = x*(k/c) when c | k.
             Kind::Mul(x, k) if k.as_const().is_some_and(|k| k % c == 0) => {
                 x.mul_const(k.as_const().unwrap_or(0) / c)
+            }
+            // (x*k)//c = (x*(k/g))//(c/g) where g = gcd(k, c) > 1: the same rational, so the same
+            // floor.
+            Kind::Mul(x, k) if k.as_const().is_some_and(|k| gcd(k, c) > 1) => {
+                let g = gcd(k.as_const().unwrap_or(1), c);
+                x.mul_const(k.as_const().unwrap_or(g) / g).floordiv(c / g)
             }
             // (x//a)//c = x//(a*c) for positive a, c.
             Kind::Div(x, a) => match a.checked_mul(c) {
@@ -190,7 +209,11 @@ impl Node {
                 .collect();
             return Node::sum(reduced).floordiv(c / g);
         }
-        Node::make(Kind::Div(self.clone(), c), fdiv(self.vmin(), c), fdiv(self.vmax(), c))
+        Node::make(
+            Kind::Div(self.clone(), c),
+            fdiv(self.vmin(), c),
+            fdiv(self.vmax(), c),
+        )
     }
 
     /// Floor modulo by a positive constant (result in `[0, c-1]`).
@@ -198,7 +221,10 @@ impl Node {
     /// # Panics
     /// If `c <= 0`: index algebra takes the modulo only of positive constants.
     pub fn modulo(&self, c: i64) -> Node {
-        assert!(c > 0, "symbolic modulo by {c}: the divisor must be positive");
+        assert!(
+            c > 0,
+            "symbolic modulo by {c}: the divisor must be positive"
+        );
         if c == 1 {
             return Node::cst(0);
         }
@@ -244,12 +270,20 @@ impl Node {
     }
 
     fn make_mod(&self, c: i64) -> Node {
-        let hi = if self.vmin() >= 0 { self.vmax().min(c - 1) } else { c - 1 };
+        let hi = if self.vmin() >= 0 {
+            self.vmax().min(c - 1)
+        } else {
+            c - 1
+        };
         Node::make(Kind::Mod(self.clone(), c), 0, hi)
     }
 
     /// `self < other` as 0/1.
     pub fn lt(&self, other: &Node) -> Node {
+        // x < x = 0.
+        if self == other {
+            return Node::cst(0);
+        }
         // Bounds decide.
         if self.vmax() < other.vmin() {
             return Node::cst(1);
@@ -314,7 +348,8 @@ impl Node {
         Some(x.lt(&Node::cst(bound)))
     }
 
-    /// Logical and of boolean (0/1) nodes: flattened, constants folded, duplicates dropped.
+    /// Logical and: 1 when every node is nonzero, else 0. Flattened, constants folded, duplicates
+    /// dropped.
     pub fn ands(nodes: Vec<Node>) -> Node {
         let mut out: Vec<Node> = Vec::new();
         for n in nodes {
@@ -323,23 +358,26 @@ impl Node {
                 _ => alloc::vec![n],
             };
             for p in parts {
-                match p.as_const() {
-                    Some(0) => return Node::cst(0),
-                    Some(_) => {}
-                    None => out.push(p),
+                // x and y = 0 when x is always 0; x and y = y when x is never 0.
+                if p.vmin() == 0 && p.vmax() == 0 {
+                    return Node::cst(0);
                 }
+                if p.vmin() > 0 || p.vmax() < 0 {
+                    continue;
+                }
+                out.push(p);
             }
         }
         out.sort();
         out.dedup();
+        // Every operand left can be 0, so the and can be 0; it is never more than 1.
         match out.len() {
             0 => Node::cst(1),
-            1 => out.pop().unwrap_or_else(|| Node::cst(1)),
-            _ => {
-                let min = out.iter().map(Node::vmin).min().unwrap_or(0).clamp(0, 1);
-                let max = out.iter().map(Node::vmax).min().unwrap_or(1).clamp(0, 1);
-                Node::make(Kind::And(out), min, max)
+            // A lone 0/1 operand is its own truth value; any other stays `x != 0`.
+            1 if out[0].vmin() >= 0 && out[0].vmax() <= 1 => {
+                out.pop().unwrap_or_else(|| Node::cst(1))
             }
+            _ => Node::make(Kind::And(out), 0, 1),
         }
     }
 
@@ -362,11 +400,14 @@ fn merge_div_mod(coefs: &mut BTreeMap<Node, i64>) -> i64 {
         let found = coefs.iter().find_map(|(b, &k)| match b.kind() {
             Kind::Mod(x, c) if k != 0 => {
                 let div = x.floordiv(*c);
-                (coefs.get(&div) == Some(&k.wrapping_mul(*c))).then(|| (b.clone(), div, x.clone(), k))
+                (coefs.get(&div) == Some(&k.wrapping_mul(*c)))
+                    .then(|| (b.clone(), div, x.clone(), k))
             }
             _ => None,
         });
-        let Some((m, d, x, k)) = found else { return konst };
+        let Some((m, d, x, k)) = found else {
+            return konst;
+        };
         coefs.remove(&m);
         coefs.remove(&d);
         // x may itself be a sum: fold it back in term by term.
