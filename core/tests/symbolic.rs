@@ -109,12 +109,30 @@ fn eval_node(n: &Node, env: &[i64; 3]) -> i64 {
 // Strategies.
 // ---------------------------------------------------------------------------------------------
 
+/// `k1*x1 + ... + kn*xn + c`, the shape of an index expression.
+fn linear(terms: Vec<(Expr, i64)>, c: i64) -> Expr {
+    terms.into_iter().fold(Expr::Const(c), |acc, (x, k)| {
+        Expr::Add(Box::new(acc), Box::new(Expr::MulC(Box::new(x), k)))
+    })
+}
+
 fn expr_strategy() -> impl Strategy<Value = Expr> {
+    let var = (0usize..3).prop_map(Expr::Var);
+    // An index-like atom: a variable, or a variable divided or reduced by a small constant.
+    let atom = prop_oneof![
+        3 => var.clone(),
+        1 => (var.clone(), 2i64..=12).prop_map(|(x, c)| Expr::Div(Box::new(x), c)),
+        1 => (var.clone(), 2i64..=12).prop_map(|(x, c)| Expr::Mod(Box::new(x), c)),
+    ];
+    let coef = prop_oneof![4 => 1i64..=16, 1 => -12i64..=-1];
+    let offset = prop_oneof![1 => Just(0i64), 2 => -20i64..=20];
+    let lin = (prop::collection::vec((atom, coef), 1..4), offset).prop_map(|(ts, c)| linear(ts, c));
     let leaf = prop_oneof![
         2 => (-20i64..=20).prop_map(Expr::Const),
-        5 => (0usize..3).prop_map(Expr::Var),
+        4 => var,
+        4 => lin,
     ];
-    leaf.prop_recursive(5, 48, 4, |inner| {
+    leaf.prop_recursive(4, 24, 3, |inner| {
         let b = |e: Expr| Box::new(e);
         prop_oneof![
             4 => (inner.clone(), inner.clone()).prop_map(move |(x, y)| Expr::Add(b(x), b(y))),
@@ -124,6 +142,9 @@ fn expr_strategy() -> impl Strategy<Value = Expr> {
             3 => (inner.clone(), 1i64..=12).prop_map(move |(x, c)| Expr::Div(b(x), c)),
             3 => (inner.clone(), 1i64..=12).prop_map(move |(x, c)| Expr::Mod(b(x), c)),
             1 => (inner.clone(), inner.clone()).prop_map(move |(x, y)| Expr::Lt(b(x), b(y))),
+            // Index validity is mostly `expr < constant`.
+            2 => (inner.clone(), -40i64..=80)
+                .prop_map(move |(x, c)| Expr::Lt(b(x), b(Expr::Const(c)))),
             1 => prop::collection::vec(inner, 1..4).prop_map(Expr::And),
         ]
     })
