@@ -51,7 +51,8 @@ pub enum Kind {
     Mod(Node, i64),
     /// `lhs < rhs`, 1 if true and 0 if false.
     Lt(Node, Node),
-    /// Logical and of two or more boolean (0/1) nodes.
+    /// Logical and: 1 when every operand is nonzero, else 0. Two or more operands, or one that is
+    /// not 0/1-valued (then it reads `x != 0`).
     And(Vec<Node>),
 }
 

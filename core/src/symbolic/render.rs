@@ -67,11 +67,29 @@ fn render(n: &Node, s: Syntax) -> String {
             Syntax::C => format!("pg_floormod({},{c})", render(a, s)),
         },
         Kind::Lt(a, b) => format!("({}<{})", render(a, s), render(b, s)),
-        Kind::And(ts) => {
-            let parts: alloc::vec::Vec<String> = ts.iter().map(|t| render(t, s)).collect();
-            let sep = if s == Syntax::C { "&&" } else { " and " };
-            format!("({})", parts.join(sep))
-        }
+        Kind::And(ts) if ts.len() == 1 => match s {
+            Syntax::Math => format!("({} != 0)", render(&ts[0], s)),
+            Syntax::C => format!("({}!=0)", render(&ts[0], s)),
+        },
+        Kind::And(ts) => match s {
+            Syntax::Math => {
+                let parts: alloc::vec::Vec<String> = ts.iter().map(|t| render(t, s)).collect();
+                format!("({})", parts.join(" and "))
+            }
+            Syntax::C => {
+                let parts: alloc::vec::Vec<String> = ts.iter().map(render_c_truth).collect();
+                format!("({})", parts.join("&&"))
+            }
+        },
+    }
+}
+
+/// An operand of C's `&&`: comparisons and ands as they are, anything else as `(x!=0)`, so C
+/// compilers see no arithmetic in a boolean context (gcc's `-Wint-in-bool-context`).
+fn render_c_truth(n: &Node) -> String {
+    match n.kind() {
+        Kind::Lt(..) | Kind::And(..) => render(n, Syntax::C),
+        _ => format!("({}!=0)", render(n, Syntax::C)),
     }
 }
 

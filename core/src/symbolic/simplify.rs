@@ -150,6 +150,12 @@ impl Node {
             Kind::Mul(x, k) if k.as_const().is_some_and(|k| k % c == 0) => {
                 x.mul_const(k.as_const().unwrap_or(0) / c)
             }
+            // (x*k)//c = (x*(k/g))//(c/g) where g = gcd(k, c) > 1: the same rational, so the same
+            // floor.
+            Kind::Mul(x, k) if k.as_const().is_some_and(|k| gcd(k, c) > 1) => {
+                let g = gcd(k.as_const().unwrap_or(1), c);
+                x.mul_const(k.as_const().unwrap_or(g) / g).floordiv(c / g)
+            }
             // (x//a)//c = x//(a*c) for positive a, c.
             Kind::Div(x, a) => match a.checked_mul(c) {
                 Some(ac) => x.floordiv(ac),
@@ -274,6 +280,10 @@ impl Node {
 
     /// `self < other` as 0/1.
     pub fn lt(&self, other: &Node) -> Node {
+        // x < x = 0.
+        if self == other {
+            return Node::cst(0);
+        }
         // Bounds decide.
         if self.vmax() < other.vmin() {
             return Node::cst(1);
@@ -338,7 +348,8 @@ impl Node {
         Some(x.lt(&Node::cst(bound)))
     }
 
-    /// Logical and of boolean (0/1) nodes: flattened, constants folded, duplicates dropped.
+    /// Logical and: 1 when every node is nonzero, else 0. Flattened, constants folded, duplicates
+    /// dropped.
     pub fn ands(nodes: Vec<Node>) -> Node {
         let mut out: Vec<Node> = Vec::new();
         for n in nodes {
@@ -347,23 +358,26 @@ impl Node {
                 _ => alloc::vec![n],
             };
             for p in parts {
-                match p.as_const() {
-                    Some(0) => return Node::cst(0),
-                    Some(_) => {}
-                    None => out.push(p),
+                // x and y = 0 when x is always 0; x and y = y when x is never 0.
+                if p.vmin() == 0 && p.vmax() == 0 {
+                    return Node::cst(0);
                 }
+                if p.vmin() > 0 || p.vmax() < 0 {
+                    continue;
+                }
+                out.push(p);
             }
         }
         out.sort();
         out.dedup();
+        // Every operand left can be 0, so the and can be 0; it is never more than 1.
         match out.len() {
             0 => Node::cst(1),
-            1 => out.pop().unwrap_or_else(|| Node::cst(1)),
-            _ => {
-                let min = out.iter().map(Node::vmin).min().unwrap_or(0).clamp(0, 1);
-                let max = out.iter().map(Node::vmax).min().unwrap_or(1).clamp(0, 1);
-                Node::make(Kind::And(out), min, max)
+            // A lone 0/1 operand is its own truth value; any other stays `x != 0`.
+            1 if out[0].vmin() >= 0 && out[0].vmax() <= 1 => {
+                out.pop().unwrap_or_else(|| Node::cst(1))
             }
+            _ => Node::make(Kind::And(out), 0, 1),
         }
     }
 
