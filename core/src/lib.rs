@@ -10,3 +10,4 @@ pub mod symbolic;
 
 pub use dtype::DType;
 pub use error::{Error, Result};
+pub use shape::{ShapeTracker, View};
