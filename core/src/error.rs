@@ -74,7 +74,11 @@ impl fmt::Display for Error {
             Error::Compile(m) => write!(f, "compile error: {m}"),
             Error::Device(m) => write!(f, "device error: {m}"),
             Error::Io { path, detail } => write!(f, "{path}: {detail}"),
-            Error::Format { file, offset, detail } => {
+            Error::Format {
+                file,
+                offset,
+                detail,
+            } => {
                 write!(f, "{file}: malformed at byte {offset}: {detail}")
             }
             Error::Unsupported(m) => write!(f, "unsupported: {m}"),
@@ -87,15 +91,24 @@ impl core::error::Error for Error {}
 impl Error {
     /// A shape error for `op`.
     pub fn shape(op: &'static str, detail: impl Into<String>) -> Self {
-        Error::Shape { op, detail: detail.into() }
+        Error::Shape {
+            op,
+            detail: detail.into(),
+        }
     }
     /// An axis error for `op`.
     pub fn axis(op: &'static str, detail: impl Into<String>) -> Self {
-        Error::Axis { op, detail: detail.into() }
+        Error::Axis {
+            op,
+            detail: detail.into(),
+        }
     }
     /// A dtype error for `op`.
     pub fn dtype(op: &'static str, detail: impl Into<String>) -> Self {
-        Error::DType { op, detail: detail.into() }
+        Error::DType {
+            op,
+            detail: detail.into(),
+        }
     }
     /// An overflow error.
     pub fn overflow(what: impl Into<String>) -> Self {

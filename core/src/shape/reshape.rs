@@ -25,14 +25,28 @@ pub(crate) struct Group {
 /// Groups `shape` into runs: size-1 dimensions join their neighbours, a dimension whose stride is
 /// its inner neighbour's stride times that neighbour's size joins it, and a dimension that is (or
 /// is masked to) a single position joins the next one.
-pub(crate) fn merge_dims(shape: &[i64], strides: &[Node], mask: Option<&[(i64, i64)]>) -> Vec<Group> {
-    let Some((&s0, _)) = shape.split_first() else { return Vec::new() };
+pub(crate) fn merge_dims(
+    shape: &[i64],
+    strides: &[Node],
+    mask: Option<&[(i64, i64)]>,
+) -> Vec<Group> {
+    let Some((&s0, _)) = shape.split_first() else {
+        return Vec::new();
+    };
     let single = |i: usize| match mask {
         Some(m) => m[i].1 - m[i].0 == 1,
         None => shape[i] == 1,
     };
-    let real0 = if strides[0].as_const() == Some(0) { 0 } else { s0 };
-    let mut out = vec![Group { size: s0, stride: strides[0].clone(), real: real0 }];
+    let real0 = if strides[0].as_const() == Some(0) {
+        0
+    } else {
+        s0
+    };
+    let mut out = vec![Group {
+        size: s0,
+        stride: strides[0].clone(),
+        real: real0,
+    }];
     let mut merging = single(0);
     for (i, (&s, st)) in shape.iter().zip(strides).enumerate().skip(1) {
         if s == 1 {
@@ -45,7 +59,11 @@ pub(crate) fn merge_dims(shape: &[i64], strides: &[Node], mask: Option<&[(i64, i
             g.size *= s;
             g.stride = st.clone();
         } else {
-            out.push(Group { size: s, stride: st.clone(), real: s });
+            out.push(Group {
+                size: s,
+                stride: st.clone(),
+                real: s,
+            });
         }
         merging = single(i);
     }
@@ -89,7 +107,9 @@ pub(crate) fn reshape_mask(
     shape: &[i64],
     new_shape: &[i64],
 ) -> Option<Vec<(i64, i64)>> {
-    let Some(mask) = mask else { return Some(new_shape.iter().map(|&s| (0, s)).collect()) };
+    let Some(mask) = mask else {
+        return Some(new_shape.iter().map(|&s| (0, s)).collect());
+    };
     let mut olds = shape.iter().rev().copied().zip(mask.iter().rev().copied());
     let mut news = new_shape.iter().rev().copied();
     let mut next_old = move || olds.next().unwrap_or((1, (0, 1)));

@@ -82,7 +82,14 @@ impl ShapeTracker {
     pub fn reduce_shape(&self, axes: &[usize]) -> Vec<Sint> {
         let one = Node::cst(1);
         let dims = self.shape().iter().enumerate();
-        dims.map(|(i, s)| if axes.contains(&i) { one.clone() } else { s.clone() }).collect()
+        dims.map(|(i, s)| {
+            if axes.contains(&i) {
+                one.clone()
+            } else {
+                s.clone()
+            }
+        })
+        .collect()
     }
 
     /// One index variable per dimension: `idx{i}` ranging over `[0, dim-1]` (a constant 0 for a
@@ -98,7 +105,11 @@ impl ShapeTracker {
     /// # Panics
     /// If `idxs` does not have one node per dimension.
     pub fn expr_idxs(&self, idxs: &[Node]) -> (Node, Node) {
-        assert_eq!(idxs.len(), self.shape().len(), "expr_idxs: one index per dimension of {self}");
+        assert_eq!(
+            idxs.len(),
+            self.shape().len(),
+            "expr_idxs: one index per dimension of {self}"
+        );
         let (mut idx, mut valid) = self.last().expr(idxs, Node::cst(1));
         for view in self.views[..self.views.len() - 1].iter().rev() {
             if valid.vmax() == 0 {
@@ -182,7 +193,9 @@ impl ShapeTracker {
     /// The axes whose real stride is 1.
     pub fn unit_stride_axes(&self) -> Vec<usize> {
         let strides = self.real_strides();
-        (0..strides.len()).filter(|&i| strides[i].as_ref().and_then(Node::as_const) == Some(1)).collect()
+        (0..strides.len())
+            .filter(|&i| strides[i].as_ref().and_then(Node::as_const) == Some(1))
+            .collect()
     }
 
     /// The axes of size other than 1 that read the same element at every position (stride 0):
@@ -191,7 +204,9 @@ impl ShapeTracker {
         let strides = self.real_strides();
         let shape = self.shape();
         let zero = |st: &Option<Node>| st.as_ref().and_then(Node::as_const) == Some(0);
-        (0..shape.len()).filter(|&i| shape[i].as_const() != Some(1) && zero(&strides[i])).collect()
+        (0..shape.len())
+            .filter(|&i| shape[i].as_const() != Some(1) && zero(&strides[i]))
+            .collect()
     }
 
     /// Does any axis broadcast (see [`ShapeTracker::expanded_axes`])?
@@ -211,7 +226,9 @@ impl ShapeTracker {
         let mut views = self.views.clone();
         while views.len() >= 2 {
             let n = views.len();
-            let Some(merged) = merge_views(&views[n - 2], &views[n - 1]) else { break };
+            let Some(merged) = merge_views(&views[n - 2], &views[n - 1]) else {
+                break;
+            };
             views.truncate(n - 2);
             views.push(merged);
         }
@@ -359,7 +376,11 @@ fn merge_masked(inner: &View, outer: &View, mask: &[(Sint, Sint)]) -> Option<Vie
         return None;
     }
     let merged = merge_views(inner, &window)?;
-    let pads: Vec<(Sint, Sint)> = mask.iter().zip(outer.shape()).map(|((b, e), s)| (b.clone(), s - e)).collect();
+    let pads: Vec<(Sint, Sint)> = mask
+        .iter()
+        .zip(outer.shape())
+        .map(|((b, e), s)| (b.clone(), s - e))
+        .collect();
     merged.pad_nodes(&pads).ok()
 }
 
@@ -367,7 +388,9 @@ fn merge_masked(inner: &View, outer: &View, mask: &[(Sint, Sint)]) -> Option<Vie
 fn merge_linear(inner: &View, outer: &View) -> Option<View> {
     let dims = consts(outer.shape())?;
     let idxs = idx_vars(outer.shape());
-    let pair = ShapeTracker { views: vec![inner.clone(), outer.clone()] };
+    let pair = ShapeTracker {
+        views: vec![inner.clone(), outer.clone()],
+    };
     let (idx, valid) = pair.expr_idxs(&idxs);
     let mut strides = vec![Node::cst(0); dims.len()];
     let mut offset = Vec::new();
@@ -380,7 +403,12 @@ fn merge_linear(inner: &View, outer: &View) -> Option<View> {
         strides[i] = st;
     }
     let mask = mask_from_valid(&valid, &idxs, &dims)?;
-    Some(View::new(outer.shape().to_vec(), strides, Node::sum(offset), mask))
+    Some(View::new(
+        outer.shape().to_vec(),
+        strides,
+        Node::sum(offset),
+        mask,
+    ))
 }
 
 /// The box `valid` describes, as a mask (`Some(None)` when everything is valid); `None` when
@@ -397,24 +425,40 @@ fn mask_from_valid(valid: &Node, idxs: &[Node], dims: &[i64]) -> Option<Option<V
         _ => vec![valid.clone()],
     };
     for c in &conds {
-        let Kind::Lt(a, b) = c.kind() else { return None };
+        let Kind::Lt(a, b) = c.kind() else {
+            return None;
+        };
         let (i, lo, hi) = bound_of(a, b, idxs)?;
         bounds[i] = (bounds[i].0.max(lo), bounds[i].1.min(hi));
     }
-    Some(Some(bounds.into_iter().map(|(b, e)| (Node::cst(b), Node::cst(e.max(b)))).collect()))
+    Some(Some(
+        bounds
+            .into_iter()
+            .map(|(b, e)| (Node::cst(b), Node::cst(e.max(b))))
+            .collect(),
+    ))
 }
 
-/// `a < b` as `lo <= idx_i < hi`, for `idx_i*k < c` and `c < idx_i*k` with `k > 0`.
+/// `a < b` as `lo <= idx_i < hi`, when `a - b` is `k*idx_i + c`.
 fn bound_of(a: &Node, b: &Node, idxs: &[Node]) -> Option<(usize, i64, i64)> {
-    let scaled = |n: &Node| -> Option<(usize, i64)> {
-        let (i, k) = stride_term(n, idxs)?;
-        k.as_const().filter(|&k| k > 0).map(|k| (i, k))
-    };
-    match (a.as_const(), b.as_const()) {
-        // idx*k < c  ⟺  idx < ceil(c/k)
-        (None, Some(c)) => scaled(a).map(|(i, k)| (i, i64::MIN, -(-c).div_euclid(k))),
-        // c < idx*k  ⟺  idx >= floor(c/k) + 1
-        (Some(c), None) => scaled(b).map(|(i, k)| (i, c.div_euclid(k) + 1, i64::MAX)),
+    let (mut axis, mut k, mut c) = (None, 0i64, 0i64);
+    for t in terms(&(a - b)) {
+        if let Some(v) = t.as_const() {
+            c = c.checked_add(v)?;
+            continue;
+        }
+        let (i, st) = stride_term(&t, idxs)?;
+        if axis.replace(i).is_some() {
+            return None;
+        }
+        k = st.as_const()?;
+    }
+    let i = axis?;
+    match k {
+        // k*idx + c < 0  ⟺  idx < ceil(-c/k)  (k > 0)
+        k if k > 0 => Some((i, i64::MIN, -c.div_euclid(k))),
+        // -m*idx + c < 0  ⟺  idx > c/m  ⟺  idx >= floor(c/m) + 1  (m = -k > 0)
+        k if k < 0 => Some((i, c.div_euclid(k.checked_neg()?) + 1, i64::MAX)),
         _ => None,
     }
 }

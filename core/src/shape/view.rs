@@ -76,7 +76,9 @@ fn smax(a: Node, b: Node) -> Result<Node> {
     } else if b.vmin() >= a.vmax() {
         Ok(b)
     } else {
-        Err(Error::Unsupported(format!("max({a}, {b}) of a symbolic mask")))
+        Err(Error::Unsupported(format!(
+            "max({a}, {b}) of a symbolic mask"
+        )))
     }
 }
 
@@ -124,16 +126,35 @@ impl View {
         mask: Option<Vec<(Sint, Sint)>>,
     ) -> View {
         let rank = shape.len();
-        assert_eq!(strides.len(), rank, "View::new: {} strides for rank {rank}", strides.len());
+        assert_eq!(
+            strides.len(),
+            rank,
+            "View::new: {} strides for rank {rank}",
+            strides.len()
+        );
         if let Some(m) = &mask {
-            assert_eq!(m.len(), rank, "View::new: {} mask entries for rank {rank}", m.len());
+            assert_eq!(
+                m.len(),
+                rank,
+                "View::new: {} mask entries for rank {rank}",
+                m.len()
+            );
         }
         let zeros = || vec![Node::cst(0); rank];
         if shape.iter().any(is_zero) {
-            return View { shape, strides: zeros(), offset: Node::cst(0), mask: None, contiguous: true };
+            return View {
+                shape,
+                strides: zeros(),
+                offset: Node::cst(0),
+                mask: None,
+                contiguous: true,
+            };
         }
-        let mut strides: Vec<Sint> =
-            shape.iter().zip(strides).map(|(s, st)| if is_one(s) { Node::cst(0) } else { st }).collect();
+        let mut strides: Vec<Sint> = shape
+            .iter()
+            .zip(strides)
+            .map(|(s, st)| if is_one(s) { Node::cst(0) } else { st })
+            .collect();
         let mut offset = offset;
         let mask = mask.filter(|m| !covers(m, &shape));
         let mask = mask.map(|mut m| {
@@ -154,7 +175,13 @@ impl View {
             m
         });
         let contiguous = is_zero(&offset) && mask.is_none() && strides == strides_for_shape(&shape);
-        View { shape, strides, offset, mask, contiguous }
+        View {
+            shape,
+            strides,
+            offset,
+            mask,
+            contiguous,
+        }
     }
 
     /// The row-major view of `shape`.
@@ -195,7 +222,12 @@ impl View {
     /// The symbolic variables in the shape, strides, offset and mask, each once, sorted by name.
     pub fn vars(&self) -> Vec<Node> {
         let mask = self.mask.iter().flatten().flat_map(|(b, e)| [b, e]);
-        let all = self.shape.iter().chain(&self.strides).chain([&self.offset]).chain(mask);
+        let all = self
+            .shape
+            .iter()
+            .chain(&self.strides)
+            .chain([&self.offset])
+            .chain(mask);
         let mut out: Vec<Node> = all.flat_map(Node::vars).collect();
         out.sort_by(|a, b| a.var_name().cmp(&b.var_name()));
         out.dedup();
@@ -230,7 +262,11 @@ impl View {
         }
         Err(Error::shape(
             op,
-            format!("{n} arguments for shape {} of rank {}", fmt_tuple(&self.shape), self.shape.len()),
+            format!(
+                "{n} arguments for shape {} of rank {}",
+                fmt_tuple(&self.shape),
+                self.shape.len()
+            ),
         ))
     }
 
@@ -245,15 +281,28 @@ impl View {
         if arg.iter().any(|(b, e)| b.vmin() < 0 || e.vmin() < 0) {
             return Err(Error::shape(
                 "pad",
-                format!("negative padding {} for shape {}", fmt_mask(arg), fmt_tuple(&self.shape)),
+                format!(
+                    "negative padding {} for shape {}",
+                    fmt_mask(arg),
+                    fmt_tuple(&self.shape)
+                ),
             ));
         }
         if arg.iter().all(|(b, e)| is_zero(b) && is_zero(e)) {
             return Ok(self.clone());
         }
-        let region: Vec<(Node, Node)> =
-            self.shape.iter().zip(arg).map(|(s, (b, e))| (-b, s + e)).collect();
-        let mask = self.shape.iter().zip(arg).map(|(s, (b, _))| (b.clone(), s + b)).collect();
+        let region: Vec<(Node, Node)> = self
+            .shape
+            .iter()
+            .zip(arg)
+            .map(|(s, (b, e))| (-b, s + e))
+            .collect();
+        let mask = self
+            .shape
+            .iter()
+            .zip(arg)
+            .map(|(s, (b, _))| (b.clone(), s + b))
+            .collect();
         self.resize(&region, Some(mask))
     }
 
@@ -284,14 +333,24 @@ impl View {
     /// The window `region` (per dimension `[begin, end)`, which may reach outside the view), with
     /// `mask` (in the window's coordinates) anded onto the moved old mask.
     fn resize(&self, region: &[(Node, Node)], mask: Option<Vec<(Node, Node)>>) -> Result<View> {
-        let mut terms: Vec<Node> = self.strides.iter().zip(region).map(|(st, (b, _))| st * b).collect();
+        let mut terms: Vec<Node> = self
+            .strides
+            .iter()
+            .zip(region)
+            .map(|(st, (b, _))| st * b)
+            .collect();
         terms.push(self.offset.clone());
         let mask = match (&self.mask, mask) {
             (None, m) => m,
             (Some(old), m) => Some(move_mask(old, region, m)?),
         };
         let shape = region.iter().map(|(b, e)| e - b).collect();
-        Ok(View::new(shape, self.strides.clone(), Node::sum(terms), mask))
+        Ok(View::new(
+            shape,
+            self.strides.clone(),
+            Node::sum(terms),
+            mask,
+        ))
     }
 
     /// Broadcasts size-1 dimensions to `new_shape`; other dimensions must stay as they are.
@@ -299,7 +358,11 @@ impl View {
         let bad = |what: String| {
             Err(Error::shape(
                 "expand",
-                format!("cannot expand {} to {}: {what}", fmt_tuple(&self.shape), fmt_tuple(new_shape)),
+                format!(
+                    "cannot expand {} to {}: {what}",
+                    fmt_tuple(&self.shape),
+                    fmt_tuple(new_shape)
+                ),
             ))
         };
         if new_shape.len() != self.shape.len() {
@@ -325,7 +388,12 @@ impl View {
                 })
                 .collect()
         });
-        Ok(View::new(new_shape.to_vec(), self.strides.clone(), self.offset.clone(), mask))
+        Ok(View::new(
+            new_shape.to_vec(),
+            self.strides.clone(),
+            self.offset.clone(),
+            mask,
+        ))
     }
 
     /// Reorders the dimensions: dimension `i` of the result is dimension `order[i]` of this view.
@@ -333,7 +401,9 @@ impl View {
         let rank = self.shape.len();
         let mut seen = vec![false; rank];
         let valid = order.len() == rank
-            && order.iter().all(|&a| a < rank && !core::mem::replace(&mut seen[a], true));
+            && order
+                .iter()
+                .all(|&a| a < rank && !core::mem::replace(&mut seen[a], true));
         if !valid {
             return Err(Error::axis(
                 "permute",
@@ -344,8 +414,16 @@ impl View {
             ));
         }
         let pick = |v: &[Node]| order.iter().map(|&a| v[a].clone()).collect();
-        let mask = self.mask.as_ref().map(|m| order.iter().map(|&a| m[a].clone()).collect());
-        Ok(View::new(pick(&self.shape), pick(&self.strides), self.offset.clone(), mask))
+        let mask = self
+            .mask
+            .as_ref()
+            .map(|m| order.iter().map(|&a| m[a].clone()).collect());
+        Ok(View::new(
+            pick(&self.shape),
+            pick(&self.strides),
+            self.offset.clone(),
+            mask,
+        ))
     }
 
     /// Takes every `mul[i]`-th position of dimension `i`; a negative step walks it backwards from
@@ -358,8 +436,18 @@ impl View {
                 format!("zero step in {mul:?} for shape {}", fmt_tuple(&self.shape)),
             ));
         }
-        let strides = self.strides.iter().zip(mul).map(|(st, &m)| st * m).collect();
-        let shape = self.shape.iter().zip(mul).map(|(s, &m)| ceildiv(s, m.abs())).collect();
+        let strides = self
+            .strides
+            .iter()
+            .zip(mul)
+            .map(|(st, &m)| st * m)
+            .collect();
+        let shape = self
+            .shape
+            .iter()
+            .zip(mul)
+            .map(|(s, &m)| ceildiv(s, m.abs()))
+            .collect();
         let mut terms = vec![self.offset.clone()];
         for ((s, st), &m) in self.shape.iter().zip(&self.strides).zip(mul) {
             if m < 0 {
@@ -414,7 +502,8 @@ impl View {
             // An all-invalid view stays all-invalid; a scalar cannot carry a mask.
             let none = vec![(Node::cst(0), Node::cst(0)); new.len()];
             let strides = vec![Node::cst(0); new.len()];
-            return (!new.is_empty()).then(|| View::new(new_shape.to_vec(), strides, Node::cst(0), Some(none)));
+            return (!new.is_empty())
+                .then(|| View::new(new_shape.to_vec(), strides, Node::cst(0), Some(none)));
         }
         let strides = reshape_strides(&old, &self.strides, mask.as_deref(), &new)?;
         let new_mask = reshape_mask(mask.as_deref(), &old, &new)?;
@@ -425,8 +514,16 @@ impl View {
         for ((b, _), st) in new_mask.iter().zip(&strides) {
             terms.push(-(st * *b));
         }
-        let new_mask = new_mask.iter().map(|&(b, e)| (Node::cst(b), Node::cst(e))).collect();
-        Some(View::new(new_shape.to_vec(), strides, Node::sum(terms), Some(new_mask)))
+        let new_mask = new_mask
+            .iter()
+            .map(|&(b, e)| (Node::cst(b), Node::cst(e)))
+            .collect();
+        Some(View::new(
+            new_shape.to_vec(),
+            strides,
+            Node::sum(terms),
+            Some(new_mask),
+        ))
     }
 
     /// The same view with its dimensions merged as far as strides and mask allow (fewer
@@ -445,7 +542,9 @@ impl View {
 
     /// The mask as constants: `Some(None)` without a mask, `None` when it is symbolic.
     fn const_mask(&self) -> Option<Option<Vec<(i64, i64)>>> {
-        let Some(m) = &self.mask else { return Some(None) };
+        let Some(m) = &self.mask else {
+            return Some(None);
+        };
         let pairs = m.iter().map(|(b, e)| Some((b.as_const()?, e.as_const()?)));
         pairs.collect::<Option<Vec<_>>>().map(Some)
     }
@@ -453,11 +552,15 @@ impl View {
 
 /// Does `mask` admit every position of `shape`?
 fn covers(mask: &[(Node, Node)], shape: &[Node]) -> bool {
-    mask.iter().zip(shape).all(|((b, e), s)| is_zero(b) && e == s)
+    mask.iter()
+        .zip(shape)
+        .all(|((b, e), s)| is_zero(b) && e == s)
 }
 
 fn pairs(arg: &[(i64, i64)]) -> Vec<(Node, Node)> {
-    arg.iter().map(|&(b, e)| (Node::cst(b), Node::cst(e))).collect()
+    arg.iter()
+        .map(|&(b, e)| (Node::cst(b), Node::cst(e)))
+        .collect()
 }
 
 /// Moves `old` into the coordinates of the window `region`, clipped to it, and intersects it
@@ -485,7 +588,10 @@ fn move_mask(
 
 impl fmt::Display for View {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mask = self.mask.as_deref().map_or_else(|| String::from("None"), fmt_mask);
+        let mask = self
+            .mask
+            .as_deref()
+            .map_or_else(|| String::from("None"), fmt_mask);
         let contiguous = if self.contiguous { "True" } else { "False" };
         write!(
             f,

@@ -91,7 +91,11 @@ impl Node {
                 ];
                 let min = corners.iter().copied().min().unwrap_or(0);
                 let max = corners.iter().copied().max().unwrap_or(0);
-                let (a, b) = if self <= other { (self, other) } else { (other, self) };
+                let (a, b) = if self <= other {
+                    (self, other)
+                } else {
+                    (other, self)
+                };
                 Node::make(Kind::Mul(a.clone(), b.clone()), min, max)
             }
         }
@@ -108,12 +112,18 @@ impl Node {
         match self.kind() {
             Kind::Const(v) => Node::cst(v.wrapping_mul(c)),
             // (x*a)*c = x*(a*c)
-            Kind::Mul(x, a) if a.is_const() => x.mul_const(a.as_const().unwrap_or(1).wrapping_mul(c)),
+            Kind::Mul(x, a) if a.is_const() => {
+                x.mul_const(a.as_const().unwrap_or(1).wrapping_mul(c))
+            }
             // (a+b)*c = a*c + b*c: keeps sums flat so like terms meet.
             Kind::Sum(ts) => Node::sum(ts.iter().map(|t| t.mul_const(c)).collect()),
             _ => {
                 let (lo, hi) = (self.vmin().saturating_mul(c), self.vmax().saturating_mul(c));
-                Node::make(Kind::Mul(self.clone(), Node::cst(c)), lo.min(hi), lo.max(hi))
+                Node::make(
+                    Kind::Mul(self.clone(), Node::cst(c)),
+                    lo.min(hi),
+                    lo.max(hi),
+                )
             }
         }
     }
@@ -123,7 +133,10 @@ impl Node {
     /// # Panics
     /// If `c <= 0`: index algebra divides only by positive constants.
     pub fn floordiv(&self, c: i64) -> Node {
-        assert!(c > 0, "symbolic floordiv by {c}: the divisor must be positive");
+        assert!(
+            c > 0,
+            "symbolic floordiv by {c}: the divisor must be positive"
+        );
         if c == 1 {
             return self.clone();
         }
@@ -190,7 +203,11 @@ impl Node {
                 .collect();
             return Node::sum(reduced).floordiv(c / g);
         }
-        Node::make(Kind::Div(self.clone(), c), fdiv(self.vmin(), c), fdiv(self.vmax(), c))
+        Node::make(
+            Kind::Div(self.clone(), c),
+            fdiv(self.vmin(), c),
+            fdiv(self.vmax(), c),
+        )
     }
 
     /// Floor modulo by a positive constant (result in `[0, c-1]`).
@@ -198,7 +215,10 @@ impl Node {
     /// # Panics
     /// If `c <= 0`: index algebra takes the modulo only of positive constants.
     pub fn modulo(&self, c: i64) -> Node {
-        assert!(c > 0, "symbolic modulo by {c}: the divisor must be positive");
+        assert!(
+            c > 0,
+            "symbolic modulo by {c}: the divisor must be positive"
+        );
         if c == 1 {
             return Node::cst(0);
         }
@@ -244,7 +264,11 @@ impl Node {
     }
 
     fn make_mod(&self, c: i64) -> Node {
-        let hi = if self.vmin() >= 0 { self.vmax().min(c - 1) } else { c - 1 };
+        let hi = if self.vmin() >= 0 {
+            self.vmax().min(c - 1)
+        } else {
+            c - 1
+        };
         Node::make(Kind::Mod(self.clone(), c), 0, hi)
     }
 
@@ -362,11 +386,14 @@ fn merge_div_mod(coefs: &mut BTreeMap<Node, i64>) -> i64 {
         let found = coefs.iter().find_map(|(b, &k)| match b.kind() {
             Kind::Mod(x, c) if k != 0 => {
                 let div = x.floordiv(*c);
-                (coefs.get(&div) == Some(&k.wrapping_mul(*c))).then(|| (b.clone(), div, x.clone(), k))
+                (coefs.get(&div) == Some(&k.wrapping_mul(*c)))
+                    .then(|| (b.clone(), div, x.clone(), k))
             }
             _ => None,
         });
-        let Some((m, d, x, k)) = found else { return konst };
+        let Some((m, d, x, k)) = found else {
+            return konst;
+        };
         coefs.remove(&m);
         coefs.remove(&d);
         // x may itself be a sum: fold it back in term by term.
