@@ -1,15 +1,29 @@
 //! picograd-core: everything in picograd that is pure computation, `#![no_std]` + `alloc`.
+//!
+//! The flow of data: [`Tensor`] → lazy graph ([`lazy`]) → [`schedule`] (fused kernels as ASTs,
+//! [`ast`]) → [`codegen`] (Kernel → Linearizer → UOps → C) → a [`device`] runs them
+//! ([`interp::Interp`] here; the std runtime adds Clang).
 #![no_std]
 #![deny(missing_docs)]
 extern crate alloc;
 
+pub mod ast;
+pub mod codegen;
+pub mod context;
+pub mod device;
 pub mod dtype;
 pub mod error;
+pub mod interp;
+pub mod lazy;
+pub mod ops;
+pub mod realize;
+pub mod schedule;
 pub mod shape;
 pub mod symbolic;
+pub mod tensor;
 
 pub use dtype::DType;
 pub use error::{Error, Result};
-pub mod codegen;
-pub mod device;
-pub mod ops;
+pub use interp::Interp;
+pub use shape::{ShapeTracker, View};
+pub use tensor::Tensor;
