@@ -10,6 +10,8 @@ pub mod symbolic;
 
 pub use dtype::DType;
 pub use error::{Error, Result};
+pub use interp::Interp;
 pub mod codegen;
 pub mod device;
+pub mod interp;
 pub mod ops;
