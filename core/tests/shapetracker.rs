@@ -693,3 +693,35 @@ fn display_shapetracker() {
         "ShapeTracker(views=(View(shape=(n, 3), strides=(3, 1), offset=0, mask=None, contiguous=True),))"
     );
 }
+
+#[test]
+fn symbolic_pad_and_shrink() {
+    let n = Node::var("n", 1, 10);
+    let a = ShapeTracker::from_shape(&[n.clone(), Node::cst(4)])
+        .pad(&[(1, 1), (0, 0)])
+        .unwrap();
+    assert_eq!(a.shape(), &[&n + 2, Node::cst(4)][..]);
+    let (idx, valid) = a.expr_idxs(&a.idx_vars());
+    for nv in [1, 4, 10] {
+        for i in 0..nv + 2 {
+            let vals = [("n", nv), ("idx0", i), ("idx1", 3)];
+            let env = bindings(&vals);
+            let inside = (1..=nv).contains(&i);
+            assert_eq!(valid.eval(&env).unwrap(), i64::from(inside), "n={nv} i={i}");
+            if inside {
+                assert_eq!(idx.eval(&env).unwrap(), (i - 1) * 4 + 3);
+            }
+        }
+    }
+    // Shrinking the front padding away is decided by bounds; the mask keeps the back padding.
+    let s = a.shrink(&[(1, 2), (0, 4)]).unwrap();
+    assert_eq!(
+        s.real_strides(),
+        vec![Some(Node::cst(0)), Some(Node::cst(1))]
+    );
+    // A non-contiguous symbolic reshape that needs a second view is unsupported, not wrong.
+    let t = ShapeTracker::from_shape(&[n.clone(), Node::cst(4)])
+        .permute(&[1, 0])
+        .unwrap();
+    assert!(matches!(t.reshape(&[&n * 4]), Err(Error::Unsupported(_))));
+}
