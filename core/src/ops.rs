@@ -311,3 +311,42 @@ impl fmt::Display for Scalar {
         }
     }
 }
+
+/// Evaluates an elementwise op on constants, for constant folding. Covers the exact ops (no
+/// transcendentals, whose last bits depend on the math library); `None` means "don't fold".
+pub fn eval_alu(op: AluOp, v: &[Scalar], dtype: DType) -> Option<Scalar> {
+    if op == AluOp::Where {
+        return Some(if v[0].bits() != 0 { v[1] } else { v[2] }.cast(dtype));
+    }
+    let src = v[0].dtype();
+    if src.is_float() {
+        let x: alloc::vec::Vec<f64> = v.iter().map(|s| s.as_f64()).collect();
+        // One f64 operation rounded once to the dtype is exactly the dtype's own operation for
+        // + - * / (f64 carries more than twice the bits of f32).
+        let r = match op {
+            AluOp::Add => x[0] + x[1],
+            AluOp::Sub => x[0] - x[1],
+            AluOp::Mul => x[0] * x[1],
+            AluOp::Neg => -x[0],
+            AluOp::CmpLt => return Some(Scalar::from_bool(x[0] < x[1])),
+            AluOp::CmpEq => return Some(Scalar::from_bool(x[0] == x[1])),
+            _ => return None,
+        };
+        return Some(Scalar::from_f64(r, dtype));
+    }
+    let x: alloc::vec::Vec<i64> = v.iter().map(|s| s.as_i64()).collect();
+    let r = match op {
+        AluOp::Add => x[0].wrapping_add(x[1]),
+        AluOp::Sub => x[0].wrapping_sub(x[1]),
+        AluOp::Mul => x[0].wrapping_mul(x[1]),
+        AluOp::Neg => x[0].wrapping_neg(),
+        AluOp::Xor => x[0] ^ x[1],
+        AluOp::And => x[0] & x[1],
+        AluOp::Or => x[0] | x[1],
+        AluOp::CmpEq => return Some(Scalar::from_bool(x[0] == x[1])),
+        AluOp::CmpLt if !src.is_unsigned() => return Some(Scalar::from_bool(x[0] < x[1])),
+        AluOp::CmpLt => return Some(Scalar::from_bool((x[0] as u64) < (x[1] as u64))),
+        _ => return None,
+    };
+    Some(Scalar::from_i64(r, dtype))
+}

@@ -1,4 +1,6 @@
-//! Code generation: kernel ASTs are lowered to UOps ([`uops`]), which a device either interprets
-//! or renders to C ([`c`]).
+//! Code generation: a scheduled AST is arranged into a [`kernel::Kernel`], lowered to UOps by the
+//! [`linearizer`], and then interpreted or rendered to C.
 
+pub mod kernel;
+pub mod linearizer;
 pub mod uops;

@@ -5,6 +5,7 @@
 //! of the old, and [`ShapeTracker::expr_idxs`] gives the buffer index and validity of any
 //! position as symbolic [`Node`](crate::symbolic::Node)s.
 
+mod compose;
 mod reshape;
 mod shapetracker;
 mod view;

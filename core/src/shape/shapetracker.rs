@@ -468,3 +468,13 @@ impl fmt::Display for ShapeTracker {
         write!(f, "ShapeTracker(views={})", fmt_tuple(&self.views))
     }
 }
+
+impl ShapeTracker {
+    /// A tracker from a stack of views, or `None` if it breaks the invariant (no views, or a
+    /// symbolic shape below the last view).
+    pub(crate) fn from_views(views: Vec<View>) -> Option<ShapeTracker> {
+        let n = views.len();
+        let ok = n > 0 && views[..n - 1].iter().all(|v| consts(v.shape()).is_some());
+        ok.then_some(ShapeTracker { views })
+    }
+}

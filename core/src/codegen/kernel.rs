@@ -1,0 +1,295 @@
+//! `Kernel`: a scheduled AST arranged for lowering — the kernel's full shape, its axes ordered
+//! global-then-reduce, adjacent axes merged where every buffer allows it, and optimizations
+//! ([`Opt`]) applied by splitting axes.
+//!
+//! Invariants: every leaf ShapeTracker has the kernel's rank; axes are laid out as
+//! `[global | reduce | upcast]`: `[0, first_reduce)` loop over the output, `[first_reduce,
+//! first_upcast)` loop inside the accumulator, and `[first_upcast, rank)` are unrolled into
+//! straight-line code (an upcast axis is either a global one, whose copies store separately, or a
+//! reduce one, whose copies fold into the accumulator). Leaves outside the reduce have size 1 on
+//! reduce axes.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use crate::ast::{Ast, AstOp};
+use crate::error::{Error, Result};
+use crate::shape::{ShapeTracker, Sint};
+
+/// An optimization, applied by splitting an axis.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Opt {
+    /// Split global axis `axis` by `amount` and unroll the inner part (several outputs per
+    /// iteration).
+    Upcast {
+        /// Global axis index.
+        axis: usize,
+        /// Split factor (must divide the axis).
+        amount: usize,
+    },
+    /// Split reduce axis `axis` (counted from the first reduce axis) by `amount` and unroll the
+    /// inner part (several accumulations per iteration).
+    Unroll {
+        /// Reduce axis index, 0 being the first reduce axis.
+        axis: usize,
+        /// Split factor (must divide the axis).
+        amount: usize,
+    },
+}
+
+/// A kernel being prepared for the linearizer.
+#[derive(Clone, Debug)]
+pub struct Kernel {
+    /// The AST; its leaf ShapeTrackers are kept in step with the axes below.
+    pub ast: Ast,
+    /// The size of each axis.
+    pub full_shape: Vec<Sint>,
+    /// The first reduce axis (= rank of the global section).
+    pub first_reduce: usize,
+    /// The first upcast (unrolled) axis.
+    pub first_upcast: usize,
+    /// For each upcast axis: does it come from the reduce section?
+    pub upcast_is_reduce: Vec<bool>,
+}
+
+impl Kernel {
+    /// Arranges a scheduled AST: reduce axes last, size-1 axes dropped, mergeable neighbours
+    /// merged.
+    pub fn new(ast: &Ast) -> Result<Kernel> {
+        let (full_shape, reduce_axes) = match ast.find_reduce() {
+            Some(r) => {
+                let AstOp::Reduce(_, axes) = r.op() else {
+                    return Err(Error::Device("kernel: reduce node without axes".into()));
+                };
+                (leaf_shape(&r.src()[0])?, axes.clone())
+            }
+            None => (leaf_shape(ast)?, Vec::new()),
+        };
+        let rank = full_shape.len();
+        let mut order: Vec<usize> = (0..rank).filter(|a| !reduce_axes.contains(a)).collect();
+        let first_reduce = order.len();
+        order.extend(reduce_axes.iter().copied());
+        let ast = map_all(ast, |st| st.permute(&order))?;
+        let full_shape = order.iter().map(|&a| full_shape[a].clone()).collect();
+        let mut k = Kernel {
+            ast,
+            full_shape,
+            first_reduce,
+            first_upcast: rank,
+            upcast_is_reduce: Vec::new(),
+        };
+        k.drop_ones()?;
+        k.merge_adjacent()?;
+        Ok(k)
+    }
+
+    /// The rank.
+    pub fn rank(&self) -> usize {
+        self.full_shape.len()
+    }
+
+    /// Is there a reduce?
+    pub fn has_reduce(&self) -> bool {
+        self.ast.find_reduce().is_some()
+    }
+
+    /// Reshapes every leaf so axis `i` of the kernel is replaced by `new_dims` (for leaves, size
+    /// 1 axes of the reduce section stay size 1).
+    fn reshape_axes(
+        &mut self,
+        new_full: Vec<Sint>,
+        map: &dyn Fn(&[Sint]) -> Vec<Sint>,
+    ) -> Result<()> {
+        self.ast = map_all(&self.ast, |st| st.reshape(&map(st.shape())))?;
+        self.full_shape = new_full;
+        Ok(())
+    }
+
+    fn drop_ones(&mut self) -> Result<()> {
+        let keep: Vec<bool> = self
+            .full_shape
+            .iter()
+            .map(|s| s.as_const() != Some(1))
+            .collect();
+        if keep.iter().all(|k| *k) {
+            return Ok(());
+        }
+        let dropped_before = |n: usize| (0..n).filter(|&i| !keep[i]).count();
+        self.first_reduce -= dropped_before(self.first_reduce);
+        self.first_upcast -= dropped_before(self.first_upcast);
+        let filt = |s: &[Sint]| {
+            s.iter()
+                .zip(&keep)
+                .filter(|(_, k)| **k)
+                .map(|(d, _)| d.clone())
+                .collect::<Vec<_>>()
+        };
+        let new_full = filt(&self.full_shape);
+        self.reshape_axes(new_full, &filt)
+    }
+
+    /// Merges axis `i` into axis `i-1` where, in every leaf, stepping `i-1` by one is the same as
+    /// stepping `i` through its whole length (so one loop covers both).
+    fn merge_adjacent(&mut self) -> Result<()> {
+        let mut i = self.first_upcast;
+        while i > 1 {
+            i -= 1;
+            if i == self.first_reduce || !self.mergeable(i) {
+                continue;
+            }
+            let merge = |s: &[Sint]| {
+                let mut v = s.to_vec();
+                let m = &v[i - 1] * &v[i];
+                v[i - 1] = m;
+                v.remove(i);
+                v
+            };
+            let new_full = merge(&self.full_shape);
+            self.reshape_axes(new_full, &merge)?;
+            if i < self.first_reduce {
+                self.first_reduce -= 1;
+            }
+            self.first_upcast -= 1;
+        }
+        Ok(())
+    }
+
+    fn mergeable(&self, i: usize) -> bool {
+        let mut ok = true;
+        visit_sts(&self.ast, &mut |st| {
+            if st.has_mask() || st.views().len() > 1 {
+                ok = false;
+                return;
+            }
+            let strides = st.real_strides();
+            let shape = st.shape();
+            ok &= match (&strides[i - 1], &strides[i]) {
+                (Some(a), Some(b)) => *a == b * &shape[i],
+                _ => false,
+            };
+        });
+        ok
+    }
+
+    /// Applies an optimization, or explains why it does not fit.
+    pub fn apply_opt(&mut self, opt: Opt) -> Result<()> {
+        let (axis, amount, is_reduce) = match opt {
+            Opt::Upcast { axis, amount } if axis < self.first_reduce => (axis, amount, false),
+            Opt::Unroll { axis, amount } if self.first_reduce + axis < self.first_upcast => {
+                (self.first_reduce + axis, amount, true)
+            }
+            _ => {
+                return Err(Error::axis(
+                    "apply_opt",
+                    alloc::format!("{opt:?} names no such axis in {}", self.describe()),
+                ))
+            }
+        };
+        let size = self.full_shape[axis].as_const().unwrap_or(0);
+        if amount < 2 || size <= 0 || size % amount as i64 != 0 {
+            return Err(Error::shape(
+                "apply_opt",
+                alloc::format!(
+                    "{opt:?}: axis of size {} does not split by {amount}",
+                    self.full_shape[axis]
+                ),
+            ));
+        }
+        let amt = amount as i64;
+        // Split the axis into (size/amount, amount), then move the inner part to the end.
+        let split = |s: &[Sint]| {
+            let mut v = s.to_vec();
+            let outer = match v[axis].as_const() {
+                Some(1) => (Sint::cst(1), Sint::cst(1)),
+                _ => (Sint::cst(size / amt), Sint::cst(amt)),
+            };
+            v[axis] = outer.0;
+            v.insert(axis + 1, outer.1);
+            v
+        };
+        let new_full = split(&self.full_shape);
+        self.reshape_axes(new_full, &split)?;
+        let rank = self.rank();
+        let mut order: Vec<usize> = (0..rank).filter(|&a| a != axis + 1).collect();
+        order.push(axis + 1);
+        self.ast = map_all(&self.ast, |st| st.permute(&order))?;
+        self.full_shape = order.iter().map(|&a| self.full_shape[a].clone()).collect();
+        if !is_reduce {
+            self.first_reduce += 1;
+        }
+        self.upcast_is_reduce.push(is_reduce);
+        // Upcast axes are the last ones, one per applied opt.
+        self.first_upcast = rank - self.upcast_is_reduce.len();
+        Ok(())
+    }
+
+    /// A short description: `shape [global | reduce | upcast]`.
+    pub fn describe(&self) -> String {
+        let dims = |r: core::ops::Range<usize>| {
+            self.full_shape[r]
+                .iter()
+                .map(|d| alloc::format!("{d}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        alloc::format!(
+            "[{} | {} | {}]",
+            dims(0..self.first_reduce),
+            dims(self.first_reduce..self.first_upcast),
+            dims(self.first_upcast..self.rank())
+        )
+    }
+
+    /// A C-identifier name from the shape: `E_` for elementwise kernels, `r_` for reductions.
+    pub fn name(&self) -> String {
+        let mut s = String::from(if self.has_reduce() { "r" } else { "E" });
+        for d in &self.full_shape {
+            s.push('_');
+            match d.as_const() {
+                Some(v) => s.push_str(&alloc::format!("{v}")),
+                None => {
+                    let var = d
+                        .vars()
+                        .first()
+                        .and_then(|v| v.var_name().map(String::from));
+                    s.push_str(&var.unwrap_or_default());
+                }
+            }
+        }
+        s
+    }
+}
+
+fn leaf_shape(ast: &Ast) -> Result<Vec<Sint>> {
+    let mut shape = None;
+    visit_sts(ast, &mut |st| {
+        if shape.is_none() {
+            shape = Some(st.shape().to_vec());
+        }
+    });
+    shape.ok_or_else(|| Error::Device("kernel: AST without buffers".into()))
+}
+
+/// Calls `f` on every leaf's ShapeTracker (the store's included).
+pub fn visit_sts(ast: &Ast, f: &mut dyn FnMut(&ShapeTracker)) {
+    match ast.op() {
+        AstOp::Load { st, .. } | AstOp::Const { st, .. } | AstOp::Store { st, .. } => f(st),
+        _ => {}
+    }
+    ast.src().iter().for_each(|s| visit_sts(s, f));
+}
+
+fn map_all(ast: &Ast, f: impl Fn(&ShapeTracker) -> Result<ShapeTracker>) -> Result<Ast> {
+    let mut err = None;
+    let out = ast.map_sts(&mut |st, _| match f(st) {
+        Ok(s) => s,
+        Err(e) => {
+            err.get_or_insert(e);
+            st.clone()
+        }
+    });
+    match err {
+        Some(e) => Err(e),
+        None => Ok(out),
+    }
+}

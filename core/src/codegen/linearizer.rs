@@ -1,0 +1,423 @@
+//! The Linearizer: lowers an arranged [`Kernel`] to a flat list of UOps.
+//!
+//! Layout of the output: buffer and variable definitions; one loop per global axis; one
+//! accumulator per unrolled output position; the reduce loops, inside which each unrolled
+//! position's value is folded into its accumulator (a `MULACC` when a sum reduces a product);
+//! then the post-reduce ops and the stores, once per unrolled output position.
+//!
+//! Invariants: UOps are hash-consed (common subexpressions share one UOp) but only within the
+//! loop they were made in — entries made inside a loop are forgotten when it closes, so nothing
+//! computed per iteration is used after its loop; UOps that read an accumulator are never shared.
+
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+
+use hashbrown::HashMap;
+
+use super::kernel::{visit_sts, Kernel};
+use super::uops::{BufParam, KernelCost, LinearKernel, UOp, UOpKind};
+use crate::ast::{Ast, AstOp};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::ops::{AluOp, ReduceOp, Scalar};
+use crate::symbolic::{Kind, Node};
+
+struct Lin {
+    uops: Vec<UOp>,
+    cse: HashMap<UOp, u32>,
+    cse_log: Vec<UOp>,
+    /// Index variables (loop counters, kernel variables) by name.
+    vars: HashMap<String, u32>,
+    idx_dtype: DType,
+    /// Product of the trip counts of the open loops, and the log marks where they opened.
+    trips: Vec<(u64, usize)>,
+    cost: KernelCost,
+}
+
+impl Lin {
+    fn trip(&self) -> u64 {
+        self.trips.last().map_or(1, |t| t.0)
+    }
+
+    fn push(&mut self, kind: UOpKind, dtype: DType, src: Vec<u32>) -> u32 {
+        let shareable = matches!(
+            kind,
+            UOpKind::Const(_) | UOpKind::Alu(_) | UOpKind::Cast | UOpKind::Bitcast | UOpKind::Load
+        ) && !src
+            .iter()
+            .any(|&s| matches!(self.uops[s as usize].kind, UOpKind::DefineAcc(_)));
+        let u = UOp { kind, dtype, src };
+        if shareable {
+            if let Some(&i) = self.cse.get(&u) {
+                return i;
+            }
+        }
+        let i = self.uops.len() as u32;
+        self.uops.push(u.clone());
+        if shareable {
+            self.cse.insert(u.clone(), i);
+            self.cse_log.push(u);
+        }
+        i
+    }
+
+    fn konst(&mut self, v: Scalar) -> u32 {
+        self.push(UOpKind::Const(v), v.dtype(), Vec::new())
+    }
+
+    fn open_loop(&mut self, name: String, extent: &Node) -> u32 {
+        let start = self.konst(Scalar::zero(self.idx_dtype));
+        let end = self.node(extent);
+        let l = self.push(UOpKind::Loop, self.idx_dtype, alloc::vec![start, end]);
+        self.vars.insert(name, l);
+        let trips = self.trip().saturating_mul(extent.vmax().max(0) as u64);
+        self.trips.push((trips, self.cse_log.len()));
+        l
+    }
+
+    fn close_loop(&mut self, l: u32) {
+        self.push(UOpKind::EndLoop, self.idx_dtype, alloc::vec![l]);
+        if let Some((_, mark)) = self.trips.pop() {
+            for u in self.cse_log.drain(mark..) {
+                self.cse.remove(&u);
+            }
+        }
+    }
+
+    fn alu(&mut self, op: AluOp, dtype: DType, src: Vec<u32>) -> u32 {
+        self.push(UOpKind::Alu(op), dtype, src)
+    }
+
+    /// UOps computing an index expression.
+    fn node(&mut self, n: &Node) -> u32 {
+        let d = self.idx_dtype;
+        match n.kind() {
+            Kind::Const(v) => self.konst(Scalar::from_i64(*v, d)),
+            Kind::Var(name) => self
+                .vars
+                .get(&**name)
+                .copied()
+                .unwrap_or_else(|| self.konst(Scalar::zero(d))),
+            Kind::Sum(ts) => {
+                let mut acc = self.node(&ts[0]);
+                for t in &ts[1..] {
+                    let x = self.node(t);
+                    acc = self.alu(AluOp::Add, d, alloc::vec![acc, x]);
+                }
+                acc
+            }
+            Kind::Mul(a, b) => {
+                let (a, b) = (self.node(a), self.node(b));
+                self.alu(AluOp::Mul, d, alloc::vec![a, b])
+            }
+            Kind::Div(a, c) | Kind::Mod(a, c) => {
+                let op = match (n.kind(), a.vmin() >= 0) {
+                    (Kind::Div(..), true) => AluOp::Div,
+                    (Kind::Div(..), false) => AluOp::FloorDiv,
+                    (_, true) => AluOp::Mod,
+                    (_, false) => AluOp::FloorMod,
+                };
+                let (a, c) = (self.node(a), self.konst(Scalar::from_i64(*c, d)));
+                self.alu(op, d, alloc::vec![a, c])
+            }
+            Kind::Lt(a, b) => {
+                let (a, b) = (self.node(a), self.node(b));
+                self.alu(AluOp::CmpLt, DType::Bool, alloc::vec![a, b])
+            }
+            Kind::And(ts) => {
+                let mut acc = self.node(&ts[0]);
+                for t in &ts[1..] {
+                    let x = self.node(t);
+                    acc = self.alu(AluOp::And, DType::Bool, alloc::vec![acc, x]);
+                }
+                acc
+            }
+        }
+    }
+
+    fn count_flop(&mut self) {
+        self.cost.flops = self.cost.flops.saturating_add(self.trip());
+    }
+
+    /// UOps computing the AST's value at the positions `idxs`; `accs` stands for the reduce.
+    fn value(&mut self, ast: &Ast, idxs: &[Node], acc: Option<u32>) -> Result<u32> {
+        let dtype = ast.dtype();
+        match ast.op() {
+            AstOp::Load { buf, st } => {
+                let (idx, valid) = st.expr_idxs(idxs);
+                let b = self.buf_uop(*buf);
+                match valid.as_const() {
+                    Some(0) => Ok(self.konst(Scalar::zero(dtype))),
+                    Some(_) => {
+                        let i = self.node(&idx);
+                        Ok(self.push(UOpKind::Load, dtype, alloc::vec![b, i]))
+                    }
+                    None => {
+                        let (i, g) = (self.node(&idx), self.node(&valid));
+                        Ok(self.push(UOpKind::Load, dtype, alloc::vec![b, i, g]))
+                    }
+                }
+            }
+            AstOp::Const { val, st } => {
+                let (_, valid) = st.expr_idxs(idxs);
+                let c = self.konst(val.cast(dtype));
+                match valid.as_const() {
+                    Some(0) => Ok(self.konst(Scalar::zero(dtype))),
+                    Some(_) => Ok(c),
+                    None => {
+                        let (g, z) = (self.node(&valid), self.konst(Scalar::zero(dtype)));
+                        Ok(self.alu(AluOp::Where, dtype, alloc::vec![g, c, z]))
+                    }
+                }
+            }
+            AstOp::Reduce(..) => {
+                acc.ok_or_else(|| Error::Device("linearizer: reduce outside its kernel".into()))
+            }
+            AstOp::Alu(op) => {
+                let src = ast
+                    .src()
+                    .iter()
+                    .map(|s| self.value(s, idxs, acc))
+                    .collect::<Result<Vec<_>>>()?;
+                self.count_flop();
+                Ok(self.alu(*op, dtype, src))
+            }
+            AstOp::Cast | AstOp::Bitcast => {
+                let x = self.value(&ast.src()[0], idxs, acc)?;
+                let kind = if matches!(ast.op(), AstOp::Cast) {
+                    UOpKind::Cast
+                } else {
+                    UOpKind::Bitcast
+                };
+                Ok(self.push(kind, dtype, alloc::vec![x]))
+            }
+            AstOp::Store { .. } => Err(Error::Device("linearizer: nested store".into())),
+        }
+    }
+
+    fn buf_uop(&self, buf: usize) -> u32 {
+        // DefineGlobals are the first UOps, one per buffer, in buffer order.
+        buf as u32
+    }
+
+    /// Folds one value of the reduce's input into `acc`.
+    fn accumulate(
+        &mut self,
+        op: ReduceOp,
+        src: &Ast,
+        idxs: &[Node],
+        acc: u32,
+        dtype: DType,
+    ) -> Result<()> {
+        let new = match (op, src.op()) {
+            // sum(a*b): acc = a*b + acc, rounded twice like the unfused form.
+            (ReduceOp::Sum, AstOp::Alu(AluOp::Mul)) => {
+                let a = self.value(&src.src()[0], idxs, None)?;
+                let b = self.value(&src.src()[1], idxs, None)?;
+                self.count_flop();
+                self.alu(AluOp::MulAcc, dtype, alloc::vec![a, b, acc])
+            }
+            _ => {
+                let v = self.value(src, idxs, None)?;
+                self.alu(op.alu(), dtype, alloc::vec![acc, v])
+            }
+        };
+        self.count_flop();
+        self.cost.reduce_ops = self.cost.reduce_ops.saturating_add(self.trip());
+        self.push(UOpKind::Assign, dtype, alloc::vec![acc, new]);
+        Ok(())
+    }
+}
+
+/// Every combination of positions of the unrolled axes `sizes`, first axis slowest.
+fn combos(sizes: &[i64]) -> Vec<Vec<i64>> {
+    let mut out = alloc::vec![Vec::new()];
+    for &s in sizes {
+        out = out
+            .into_iter()
+            .flat_map(|c| {
+                (0..s).map(move |i| {
+                    let mut c = c.clone();
+                    c.push(i);
+                    c
+                })
+            })
+            .collect();
+    }
+    out
+}
+
+/// Chooses i32 index arithmetic unless some index expression of the kernel may leave its range.
+fn index_dtype(k: &Kernel, loop_idxs: &[Node]) -> DType {
+    let mut wide = false;
+    let fits = |n: &Node| n.vmin() >= i64::from(i32::MIN) && n.vmax() <= i64::from(i32::MAX);
+    visit_sts(&k.ast, &mut |st| {
+        let (idx, valid) = st.expr_idxs(&loop_idxs[..st.shape().len().min(loop_idxs.len())]);
+        wide |= !fits(&idx) || !fits(&valid) || subnodes_exceed(&idx);
+    });
+    if wide {
+        DType::I64
+    } else {
+        DType::I32
+    }
+}
+
+fn subnodes_exceed(n: &Node) -> bool {
+    let out = n.vmin() < i64::from(i32::MIN) || n.vmax() > i64::from(i32::MAX);
+    out || match n.kind() {
+        Kind::Sum(ts) | Kind::And(ts) => ts.iter().any(subnodes_exceed),
+        Kind::Mul(a, b) | Kind::Lt(a, b) => subnodes_exceed(a) || subnodes_exceed(b),
+        Kind::Div(a, _) | Kind::Mod(a, _) => subnodes_exceed(a),
+        _ => false,
+    }
+}
+
+/// Lowers a kernel to UOps. `bufs` describes buffer 0 (the output) and the inputs.
+pub fn linearize(k: &Kernel, bufs: Vec<BufParam>, name: String) -> Result<LinearKernel> {
+    let rank = k.rank();
+    let up_sizes: Vec<i64> = k.full_shape[k.first_upcast..]
+        .iter()
+        .map(|d| d.as_const().unwrap_or(1))
+        .collect();
+    // Index variables: loop counters for looped axes, placeholders for unrolled ones (for bounds).
+    let var_for = |i: usize| {
+        let prefix = if i < k.first_reduce {
+            "gidx"
+        } else if i < k.first_upcast {
+            "ridx"
+        } else {
+            "uidx"
+        };
+        Node::var(
+            &alloc::format!("{prefix}{i}"),
+            0,
+            (k.full_shape[i].vmax() - 1).max(0),
+        )
+    };
+    let loop_idxs: Vec<Node> = (0..rank).map(var_for).collect();
+    let mut vars: Vec<Node> = Vec::new();
+    visit_sts(&k.ast, &mut |st| vars.extend(st.vars()));
+    k.full_shape.iter().for_each(|d| vars.extend(d.vars()));
+    vars.sort_by(|a, b| a.var_name().cmp(&b.var_name()));
+    vars.dedup_by(|a, b| a.var_name() == b.var_name());
+
+    let mut l = Lin {
+        uops: Vec::new(),
+        cse: HashMap::new(),
+        cse_log: Vec::new(),
+        vars: HashMap::new(),
+        idx_dtype: index_dtype(k, &loop_idxs),
+        trips: Vec::new(),
+        cost: KernelCost::default(),
+    };
+    for (i, b) in bufs.iter().enumerate() {
+        l.push(
+            UOpKind::DefineGlobal {
+                idx: i,
+                writable: b.writable,
+            },
+            b.dtype,
+            Vec::new(),
+        );
+    }
+    for v in &vars {
+        let name: Arc<str> = Arc::from(v.var_name().unwrap_or("v"));
+        let u = l.push(
+            UOpKind::DefineVar {
+                name: name.clone(),
+                min: v.vmin(),
+                max: v.vmax(),
+            },
+            DType::I32,
+            Vec::new(),
+        );
+        l.vars.insert(String::from(&*name), u);
+    }
+    let mut loops = Vec::new();
+    for (i, idx) in loop_idxs.iter().enumerate().take(k.first_reduce) {
+        loops.push(l.open_loop(String::from(idx.var_name().unwrap_or("")), &k.full_shape[i]));
+    }
+    let global_up: Vec<usize> = (0..up_sizes.len())
+        .filter(|&u| !k.upcast_is_reduce[u])
+        .collect();
+    let reduce_up: Vec<usize> = (0..up_sizes.len())
+        .filter(|&u| k.upcast_is_reduce[u])
+        .collect();
+    let sizes = |which: &[usize]| which.iter().map(|&u| up_sizes[u]).collect::<Vec<_>>();
+    let out_combos = combos(&sizes(&global_up));
+    let red_combos = combos(&sizes(&reduce_up));
+    // Positions for one unrolled combination; reduce axes at 0 when reading outside the reduce.
+    let positions = |g: &[i64], r: &[i64], inside: bool| -> Vec<Node> {
+        let mut p = loop_idxs.clone();
+        for (j, &u) in global_up.iter().enumerate() {
+            p[k.first_upcast + u] = Node::cst(g[j]);
+        }
+        for (j, &u) in reduce_up.iter().enumerate() {
+            p[k.first_upcast + u] = Node::cst(if inside { r[j] } else { 0 });
+        }
+        if !inside {
+            (k.first_reduce..k.first_upcast).for_each(|i| p[i] = Node::cst(0));
+        }
+        p
+    };
+
+    let store = &k.ast;
+    let AstOp::Store { st: out_st, .. } = store.op() else {
+        return Err(Error::Device(
+            "linearizer: the AST root is not a store".into(),
+        ));
+    };
+    let mut accs = Vec::new();
+    if let Some(red) = store.find_reduce() {
+        let AstOp::Reduce(rop, _) = red.op() else {
+            unreachable!()
+        };
+        let dtype = red.dtype();
+        for _ in &out_combos {
+            accs.push(l.push(UOpKind::DefineAcc(rop.identity(dtype)), dtype, Vec::new()));
+        }
+        let mut rloops = Vec::new();
+        for (i, idx) in loop_idxs
+            .iter()
+            .enumerate()
+            .take(k.first_upcast)
+            .skip(k.first_reduce)
+        {
+            rloops.push(l.open_loop(String::from(idx.var_name().unwrap_or("")), &k.full_shape[i]));
+        }
+        for (gi, g) in out_combos.iter().enumerate() {
+            for r in &red_combos {
+                l.accumulate(*rop, &red.src()[0], &positions(g, r, true), accs[gi], dtype)?;
+            }
+        }
+        for lp in rloops.into_iter().rev() {
+            l.close_loop(lp);
+        }
+    }
+    for (gi, g) in out_combos.iter().enumerate() {
+        let p = positions(g, &[], false);
+        let v = l.value(&store.src()[0], &p, accs.get(gi).copied())?;
+        let (idx, _) = out_st.expr_idxs(&p);
+        let i = l.node(&idx);
+        l.push(UOpKind::Store, store.dtype(), alloc::vec![0, i, v]);
+    }
+    for lp in loops.into_iter().rev() {
+        l.close_loop(lp);
+    }
+    l.cost.bytes = bufs
+        .iter()
+        .map(|b| (b.size * b.dtype.itemsize()) as u64)
+        .sum();
+    let vars = vars
+        .iter()
+        .map(|v| (Arc::from(v.var_name().unwrap_or("v")), v.vmin(), v.vmax()))
+        .collect();
+    Ok(LinearKernel {
+        name,
+        uops: l.uops,
+        bufs,
+        vars,
+        cost: l.cost,
+    })
+}

@@ -1,0 +1,83 @@
+//! The one hook through which a runtime configures the core: debug level, a log sink, a clock,
+//! and the default device. The core reads no environment and keeps no thread-locals (no_std has
+//! neither); without a runtime it logs nothing and defaults to the interpreter.
+//!
+//! Invariant: set at most once per process before use is the expected pattern, but setting again
+//! simply replaces the hooks (tests do this).
+
+use alloc::sync::Arc;
+
+use spin::Mutex;
+
+use crate::device::Device;
+
+/// The runtime's hooks.
+#[derive(Clone)]
+pub struct Context {
+    /// `PICOGRAD_DEBUG`: 1 kernels and times, 2 schedule, 3 UOps, 4 C source, 5 rewrites.
+    pub debug: u8,
+    /// Where debug lines go.
+    pub log: fn(&str),
+    /// A monotonic clock in nanoseconds (for kernel times), if the platform has one.
+    pub clock_ns: Option<fn() -> u64>,
+    /// Makes the default device.
+    pub default_device: Option<fn() -> Arc<dyn Device>>,
+}
+
+fn no_log(_: &str) {}
+
+static CONTEXT: Mutex<Context> = Mutex::new(Context {
+    debug: 0,
+    log: no_log,
+    clock_ns: None,
+    default_device: None,
+});
+static DEFAULT_DEVICE: Mutex<Option<Arc<dyn Device>>> = Mutex::new(None);
+
+/// Installs the runtime's hooks (and forgets any default device made before).
+pub fn set_context(ctx: Context) {
+    *CONTEXT.lock() = ctx;
+    *DEFAULT_DEVICE.lock() = None;
+}
+
+/// The current hooks.
+pub fn context() -> Context {
+    CONTEXT.lock().clone()
+}
+
+/// The debug level.
+pub fn debug() -> u8 {
+    CONTEXT.lock().debug
+}
+
+/// Sends a line to the log sink when the debug level is at least `level`.
+pub fn log(level: u8, line: &str) {
+    let ctx = context();
+    if ctx.debug >= level {
+        (ctx.log)(line);
+    }
+}
+
+/// The default device: the runtime's choice, else the interpreter. Made once and shared.
+pub fn default_device() -> Arc<dyn Device> {
+    let mut slot = DEFAULT_DEVICE.lock();
+    if let Some(d) = slot.as_ref() {
+        return d.clone();
+    }
+    let make = CONTEXT.lock().default_device;
+    let dev: Arc<dyn Device> = match make {
+        Some(f) => f(),
+        None => interp(),
+    };
+    *slot = Some(dev.clone());
+    dev
+}
+
+static INTERP: spin::Once<Arc<dyn Device>> = spin::Once::new();
+
+/// The process's shared interpreter device.
+pub fn interp() -> Arc<dyn Device> {
+    INTERP
+        .call_once(|| Arc::new(crate::interp::Interp::new()))
+        .clone()
+}

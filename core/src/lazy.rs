@@ -1,0 +1,466 @@
+//! The lazy graph: [`LazyBuffer`]s are nodes that say how to compute a buffer, not its data.
+//!
+//! A lazy buffer is either a *base* (an op over sources, or a realized/constant leaf) whose shape is
+//! contiguous, or a *view* of a base through a ShapeTracker (movement ops never compute anything).
+//! Invariants: nodes are immutable and hash-consed — building the same op over the same sources
+//! twice gives the same node (so common subexpressions are shared), through a global
+//! `spin::Mutex<HashMap<Key, Weak<_>>>` where dead nodes drop out; a view's base is always a base;
+//! a realized buffer sits behind the base's own lock and is set at most once.
+
+use alloc::sync::{Arc, Weak};
+use alloc::vec::Vec;
+use core::hash::{Hash, Hasher};
+
+use hashbrown::HashMap;
+use spin::Mutex;
+
+use crate::device::{Buffer, Device};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::ops::{AluOp, ReduceOp, Scalar};
+use crate::shape::{ShapeTracker, Sint};
+
+/// What a base computes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum LazyOp {
+    /// A buffer filled from outside (data copied in, or an input placeholder): always realized.
+    Buffer,
+    /// A constant of the base's shape (bases of constants are shape `[]`, viewed by expand).
+    Const(Scalar),
+    /// An elementwise op over same-shaped sources.
+    Alu(AluOp),
+    /// A reduction over `axes`; the output keeps them as size 1.
+    Reduce(ReduceOp, Vec<usize>),
+    /// Conversion to the base's dtype.
+    Cast,
+    /// Reinterpretation of bits as the base's dtype.
+    Bitcast,
+    /// A materialized copy of the source (forces a kernel boundary).
+    Contiguous,
+    /// A copy of the source from another device.
+    Copy,
+}
+
+/// A node of the lazy graph. Cheap to clone.
+#[derive(Clone)]
+pub struct LazyBuffer(Arc<LazyNode>);
+
+/// The data of a lazy node.
+pub struct LazyNode {
+    dtype: DType,
+    device: Arc<dyn Device>,
+    st: ShapeTracker,
+    kind: Kind,
+    realized: Mutex<Option<Arc<Buffer>>>,
+}
+
+enum Kind {
+    Base { op: LazyOp, srcs: Vec<LazyBuffer> },
+    View { base: LazyBuffer },
+}
+
+/// The hash-consing key: everything that determines a node's value. Sources are identified by
+/// address; a live node keeps its sources alive, so a live entry's addresses cannot be reused.
+#[derive(PartialEq, Eq, Hash)]
+struct Key {
+    op: Option<LazyOp>,
+    srcs: Vec<usize>,
+    dtype: DType,
+    st: ShapeTracker,
+    device: usize,
+}
+
+static CONS: Mutex<Option<HashMap<Key, Weak<LazyNode>>>> = Mutex::new(None);
+
+fn addr<T: ?Sized>(a: &Arc<T>) -> usize {
+    Arc::as_ptr(a) as *const u8 as usize
+}
+
+fn intern(key: Key, make: impl FnOnce() -> LazyNode) -> LazyBuffer {
+    let mut guard = CONS.lock();
+    let map = guard.get_or_insert_with(HashMap::new);
+    if let Some(node) = map.get(&key).and_then(Weak::upgrade) {
+        return LazyBuffer(node);
+    }
+    // Sweep dead entries now and then so the table tracks the live graph.
+    if map.len() > 1024 && map.len().is_power_of_two() {
+        map.retain(|_, w| w.strong_count() > 0);
+    }
+    let node = Arc::new(make());
+    map.insert(key, Arc::downgrade(&node));
+    LazyBuffer(node)
+}
+
+impl LazyBuffer {
+    fn new_base(
+        device: &Arc<dyn Device>,
+        dtype: DType,
+        shape: &[Sint],
+        op: LazyOp,
+        srcs: Vec<LazyBuffer>,
+    ) -> LazyBuffer {
+        let st = ShapeTracker::from_shape(shape);
+        let key = Key {
+            op: Some(op.clone()),
+            srcs: srcs.iter().map(|s| addr(&s.0)).collect(),
+            dtype,
+            st: st.clone(),
+            device: addr(device),
+        };
+        intern(key, || LazyNode {
+            dtype,
+            device: device.clone(),
+            st,
+            kind: Kind::Base { op, srcs },
+            realized: Mutex::new(None),
+        })
+    }
+
+    /// A realized buffer holding `buf`'s data, with shape `shape` (never shared with other nodes).
+    pub fn from_buffer(buf: Buffer, shape: &[Sint]) -> LazyBuffer {
+        let node = LazyNode {
+            dtype: buf.dtype(),
+            device: buf.device().clone(),
+            st: ShapeTracker::from_shape(shape),
+            kind: Kind::Base {
+                op: LazyOp::Buffer,
+                srcs: Vec::new(),
+            },
+            realized: Mutex::new(Some(Arc::new(buf))),
+        };
+        LazyBuffer(Arc::new(node))
+    }
+
+    /// The constant `v` broadcast to `shape`: a `[]`-shaped constant base viewed by expand.
+    pub fn constant(device: &Arc<dyn Device>, v: Scalar, shape: &[Sint]) -> LazyBuffer {
+        let base = LazyBuffer::new_base(device, v.dtype(), &[], LazyOp::Const(v), Vec::new());
+        let ones: Vec<Sint> = shape.iter().map(|_| Sint::cst(1)).collect();
+        let st = ShapeTracker::from_shape(&[]);
+        let st = match st.reshape(&ones).and_then(|s| s.expand(shape)) {
+            Ok(s) => s,
+            Err(e) => panic!("constant of shape {shape:?}: {e}"),
+        };
+        base.view_with(st)
+    }
+
+    /// The node's dtype.
+    pub fn dtype(&self) -> DType {
+        self.0.dtype
+    }
+
+    /// The device it computes on.
+    pub fn device(&self) -> &Arc<dyn Device> {
+        &self.0.device
+    }
+
+    /// Its shape.
+    pub fn shape(&self) -> &[Sint] {
+        self.0.st.shape()
+    }
+
+    /// How this node indexes its base.
+    pub fn st(&self) -> &ShapeTracker {
+        &self.0.st
+    }
+
+    /// Is it a base (not a view)?
+    pub fn is_base(&self) -> bool {
+        matches!(self.0.kind, Kind::Base { .. })
+    }
+
+    /// Its base (itself, for a base).
+    pub fn base(&self) -> &LazyBuffer {
+        match &self.0.kind {
+            Kind::Base { .. } => self,
+            Kind::View { base } => base,
+        }
+    }
+
+    /// The base's op and sources (`None` for a view).
+    pub fn op(&self) -> Option<(&LazyOp, &[LazyBuffer])> {
+        match &self.0.kind {
+            Kind::Base { op, srcs } => Some((op, srcs)),
+            Kind::View { .. } => None,
+        }
+    }
+
+    /// The constant value, when this is (a view of) a constant base without padding.
+    pub fn as_const(&self) -> Option<Scalar> {
+        match self.base().op() {
+            Some((LazyOp::Const(v), _)) if !self.0.st.has_mask() => Some(*v),
+            _ => None,
+        }
+    }
+
+    /// The realized buffer of the base, if it has been computed.
+    pub fn realized(&self) -> Option<Arc<Buffer>> {
+        self.base().0.realized.lock().clone()
+    }
+
+    /// Records the base's computed buffer. Errors if it is already realized.
+    pub fn set_realized(&self, buf: Arc<Buffer>) -> Result<()> {
+        let mut slot = self.base().0.realized.lock();
+        if slot.is_some() {
+            return Err(Error::Device("buffer realized twice".into()));
+        }
+        *slot = Some(buf);
+        Ok(())
+    }
+
+    /// A stable identity for maps keyed by node.
+    pub fn id(&self) -> usize {
+        addr(&self.0)
+    }
+
+    /// Are both the same node?
+    pub fn ptr_eq(&self, other: &LazyBuffer) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    fn view_with(&self, st: ShapeTracker) -> LazyBuffer {
+        let base = self.base();
+        if st == base.0.st && base.realized().is_none() {
+            return base.clone();
+        }
+        if st == base.0.st {
+            return base.clone();
+        }
+        let key = Key {
+            op: None,
+            srcs: alloc::vec![addr(&base.0)],
+            dtype: base.0.dtype,
+            st: st.clone(),
+            device: addr(&base.0.device),
+        };
+        intern(key, || LazyNode {
+            dtype: base.0.dtype,
+            device: base.0.device.clone(),
+            st,
+            kind: Kind::View { base: base.clone() },
+            realized: Mutex::new(None),
+        })
+    }
+
+    /// Reshapes (zero-copy).
+    pub fn reshape(&self, shape: &[Sint]) -> Result<LazyBuffer> {
+        Ok(self.view_with(self.0.st.reshape(shape)?))
+    }
+
+    /// Permutes axes (zero-copy).
+    pub fn permute(&self, order: &[usize]) -> Result<LazyBuffer> {
+        Ok(self.view_with(self.0.st.permute(order)?))
+    }
+
+    /// Expands size-1 axes (zero-copy).
+    pub fn expand(&self, shape: &[Sint]) -> Result<LazyBuffer> {
+        Ok(self.view_with(self.0.st.expand(shape)?))
+    }
+
+    /// Pads with zeros (zero-copy: a mask).
+    pub fn pad(&self, arg: &[(i64, i64)]) -> Result<LazyBuffer> {
+        Ok(self.view_with(self.0.st.pad(arg)?))
+    }
+
+    /// Keeps `[start, end)` of each axis (zero-copy).
+    pub fn shrink(&self, arg: &[(i64, i64)]) -> Result<LazyBuffer> {
+        Ok(self.view_with(self.0.st.shrink(arg)?))
+    }
+
+    /// Takes every `k`-th element per axis; negative `k` flips (zero-copy).
+    pub fn stride(&self, arg: &[i64]) -> Result<LazyBuffer> {
+        Ok(self.view_with(self.0.st.stride(arg)?))
+    }
+
+    /// An elementwise op over `self` and `others` (same shapes; the caller broadcasts). Constant
+    /// operands fold.
+    pub fn alu(&self, op: AluOp, others: &[&LazyBuffer]) -> Result<LazyBuffer> {
+        let mut srcs = alloc::vec![self.clone()];
+        srcs.extend(others.iter().map(|s| (*s).clone()));
+        if srcs.len() != op.arity() {
+            return Err(Error::shape(
+                op.name(),
+                alloc::format!("takes {} operands, got {}", op.arity(), srcs.len()),
+            ));
+        }
+        for s in &srcs[1..] {
+            if s.shape() != self.shape() {
+                return Err(Error::shape(
+                    op.name(),
+                    alloc::format!(
+                        "operand shapes differ: {:?} vs {:?}",
+                        fmt_shape(self.shape()),
+                        fmt_shape(s.shape())
+                    ),
+                ));
+            }
+        }
+        let dtype = alu_dtype(op, &srcs);
+        if let Some(v) = fold_consts(op, &srcs, dtype) {
+            return Ok(LazyBuffer::constant(self.device(), v, self.shape()));
+        }
+        Ok(LazyBuffer::new_base(
+            self.device(),
+            dtype,
+            self.shape(),
+            LazyOp::Alu(op),
+            srcs,
+        ))
+    }
+
+    /// Converts to `dtype` (a no-op when it already is).
+    pub fn cast(&self, dtype: DType) -> LazyBuffer {
+        if dtype == self.dtype() {
+            return self.clone();
+        }
+        if let Some(v) = self.as_const() {
+            return LazyBuffer::constant(self.device(), v.cast(dtype), self.shape());
+        }
+        LazyBuffer::new_base(
+            self.device(),
+            dtype,
+            self.shape(),
+            LazyOp::Cast,
+            alloc::vec![self.clone()],
+        )
+    }
+
+    /// Reinterprets the bits as `dtype` (same item size).
+    pub fn bitcast(&self, dtype: DType) -> Result<LazyBuffer> {
+        if dtype.itemsize() != self.dtype().itemsize() {
+            return Err(Error::dtype(
+                "bitcast",
+                alloc::format!("{} and {} differ in size", self.dtype(), dtype),
+            ));
+        }
+        Ok(LazyBuffer::new_base(
+            self.device(),
+            dtype,
+            self.shape(),
+            LazyOp::Bitcast,
+            alloc::vec![self.clone()],
+        ))
+    }
+
+    /// Reduces over `axes`, keeping them as size 1.
+    pub fn reduce(&self, op: ReduceOp, axes: &[usize]) -> Result<LazyBuffer> {
+        let mut axes: Vec<usize> = axes.to_vec();
+        axes.sort_unstable();
+        axes.dedup();
+        if let Some(&bad) = axes.iter().find(|&&a| a >= self.shape().len()) {
+            return Err(Error::axis(
+                op.name(),
+                alloc::format!(
+                    "axis {bad} is out of range for shape {}",
+                    fmt_shape(self.shape())
+                ),
+            ));
+        }
+        if axes.is_empty() {
+            return Ok(self.clone());
+        }
+        let shape: Vec<Sint> = self
+            .shape()
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                if axes.contains(&i) {
+                    Sint::cst(1)
+                } else {
+                    s.clone()
+                }
+            })
+            .collect();
+        Ok(LazyBuffer::new_base(
+            self.device(),
+            self.dtype(),
+            &shape,
+            LazyOp::Reduce(op, axes),
+            alloc::vec![self.clone()],
+        ))
+    }
+
+    /// A node that materializes `self` into its own buffer (a kernel boundary).
+    pub fn contiguous(&self) -> LazyBuffer {
+        if self.is_base() && !matches!(self.op(), Some((LazyOp::Const(_), _))) {
+            return self.clone();
+        }
+        LazyBuffer::new_base(
+            self.device(),
+            self.dtype(),
+            self.shape(),
+            LazyOp::Contiguous,
+            alloc::vec![self.clone()],
+        )
+    }
+
+    /// A node holding `self`'s values on `device`.
+    pub fn copy_to(&self, device: &Arc<dyn Device>) -> LazyBuffer {
+        if Arc::ptr_eq(device, self.device()) {
+            return self.clone();
+        }
+        let src = self.contiguous();
+        LazyBuffer::new_base(
+            device,
+            self.dtype(),
+            self.shape(),
+            LazyOp::Copy,
+            alloc::vec![src],
+        )
+    }
+}
+
+/// The dtype an ALU op gives: bool for comparisons, else the (already promoted) operand dtype;
+/// `Where` takes its value operands' dtype.
+fn alu_dtype(op: AluOp, srcs: &[LazyBuffer]) -> DType {
+    match op {
+        AluOp::CmpLt | AluOp::CmpEq => DType::Bool,
+        AluOp::Where => srcs[1].dtype(),
+        _ => srcs[0].dtype(),
+    }
+}
+
+fn fold_consts(op: AluOp, srcs: &[LazyBuffer], dtype: DType) -> Option<Scalar> {
+    let vals: Vec<Scalar> = srcs
+        .iter()
+        .map(LazyBuffer::as_const)
+        .collect::<Option<_>>()?;
+    crate::ops::eval_alu(op, &vals, dtype)
+}
+
+/// `(2, 3)`-style text for error messages.
+pub fn fmt_shape(shape: &[Sint]) -> alloc::string::String {
+    let parts: Vec<alloc::string::String> = shape.iter().map(|s| alloc::format!("{s}")).collect();
+    if parts.len() == 1 {
+        alloc::format!("({},)", parts[0])
+    } else {
+        alloc::format!("({})", parts.join(", "))
+    }
+}
+
+impl PartialEq for LazyBuffer {
+    fn eq(&self, other: &Self) -> bool {
+        self.ptr_eq(other)
+    }
+}
+impl Eq for LazyBuffer {}
+impl Hash for LazyBuffer {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.id().hash(state)
+    }
+}
+
+impl core::fmt::Debug for LazyBuffer {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match &self.0.kind {
+            Kind::Base { op, srcs } => write!(
+                f,
+                "<{:?} {} {} srcs={}>",
+                op,
+                self.dtype(),
+                fmt_shape(self.shape()),
+                srcs.len()
+            ),
+            Kind::View { base } => write!(f, "<view {} of {:?}>", fmt_shape(self.shape()), base),
+        }
+    }
+}

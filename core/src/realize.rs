@@ -1,0 +1,233 @@
+//! Running a schedule: for each item, allocate its output, lower its AST to UOps (once per
+//! distinct AST), compile for the device (once per distinct kernel and device), and run.
+//! Also the counters the tests and `PICOGRAD_DEBUG=1` read.
+//!
+//! Invariant: a base is realized only after every item it depends on has run; lowering and
+//! compiling are cached, so a repeated computation pays only for running.
+
+use alloc::format;
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicU64, Ordering};
+
+use hashbrown::HashMap;
+use spin::Mutex;
+
+use crate::ast::Ast;
+use crate::codegen::kernel::Kernel;
+use crate::codegen::linearizer::linearize;
+use crate::codegen::uops::{BufParam, LinearKernel};
+use crate::context::{debug, log};
+use crate::device::{Buffer, Device, Program};
+use crate::error::{Error, Result};
+use crate::lazy::LazyBuffer;
+use crate::schedule::{schedule, ScheduleItem};
+use crate::shape::Sint;
+
+/// Work counters, summed over every kernel run in this process.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Kernels run.
+    pub kernels: u64,
+    /// Reduce accumulations executed.
+    pub reduce_ops: u64,
+    /// Arithmetic operations executed.
+    pub flops: u64,
+    /// Bytes moved (buffer sizes of the kernels run).
+    pub bytes: u64,
+    /// ASTs lowered to UOps (cache misses).
+    pub lowered: u64,
+    /// Kernels compiled for a device (cache misses).
+    pub compiled: u64,
+}
+
+static KERNELS: AtomicU64 = AtomicU64::new(0);
+static REDUCE_OPS: AtomicU64 = AtomicU64::new(0);
+static FLOPS: AtomicU64 = AtomicU64::new(0);
+static BYTES: AtomicU64 = AtomicU64::new(0);
+static LOWERED: AtomicU64 = AtomicU64::new(0);
+static COMPILED: AtomicU64 = AtomicU64::new(0);
+
+/// The counters so far (tests take differences around the work they measure; other tests on
+/// other threads add to them too, so such tests should use [`count_work`]).
+pub fn counters() -> Counters {
+    Counters {
+        kernels: KERNELS.load(Ordering::Relaxed),
+        reduce_ops: REDUCE_OPS.load(Ordering::Relaxed),
+        flops: FLOPS.load(Ordering::Relaxed),
+        bytes: BYTES.load(Ordering::Relaxed),
+        lowered: LOWERED.load(Ordering::Relaxed),
+        compiled: COMPILED.load(Ordering::Relaxed),
+    }
+}
+
+type ProgramCache = HashMap<(usize, LinearKernel), Arc<dyn Program>>;
+static LOWER_CACHE: Mutex<Option<HashMap<Ast, LinearKernel>>> = Mutex::new(None);
+static PROGRAM_CACHE: Mutex<Option<ProgramCache>> = Mutex::new(None);
+
+/// The work a schedule would do, without running it: (kernels, reduce ops, flops, bytes).
+pub fn count_work(items: &[ScheduleItem]) -> Result<Counters> {
+    let mut c = Counters::default();
+    for it in items {
+        let k = lower(it)?;
+        c.kernels += 1;
+        c.reduce_ops += k.cost.reduce_ops;
+        c.flops += k.cost.flops;
+        c.bytes += k.cost.bytes;
+    }
+    Ok(c)
+}
+
+fn max_size(shape: &[Sint]) -> usize {
+    shape.iter().map(|d| d.vmax().max(0) as usize).product()
+}
+
+/// Lowers an item's AST to UOps (cached by AST).
+pub fn lower(item: &ScheduleItem) -> Result<LinearKernel> {
+    if let Some(k) = LOWER_CACHE
+        .lock()
+        .get_or_insert_with(HashMap::new)
+        .get(&item.ast)
+    {
+        return Ok(k.clone());
+    }
+    let kernel = Kernel::new(&item.ast)?;
+    let mut bufs = alloc::vec![BufParam {
+        dtype: item.out.dtype(),
+        size: max_size(item.out.shape()),
+        writable: true
+    }];
+    for b in &item.inputs {
+        bufs.push(BufParam {
+            dtype: b.dtype(),
+            size: max_size(b.shape()),
+            writable: false,
+        });
+    }
+    let lk = linearize(&kernel, bufs, kernel.name())?;
+    LOWERED.fetch_add(1, Ordering::Relaxed);
+    if debug() >= 3 {
+        log(3, &format!("{}", lk));
+    }
+    LOWER_CACHE
+        .lock()
+        .get_or_insert_with(HashMap::new)
+        .insert(item.ast.clone(), lk.clone());
+    Ok(lk)
+}
+
+fn program(device: &Arc<dyn Device>, k: &LinearKernel) -> Result<Arc<dyn Program>> {
+    let key = (Arc::as_ptr(device) as *const u8 as usize, k.clone());
+    if let Some(p) = PROGRAM_CACHE
+        .lock()
+        .get_or_insert_with(HashMap::new)
+        .get(&key)
+    {
+        return Ok(p.clone());
+    }
+    let p = device.compile(k)?;
+    COMPILED.fetch_add(1, Ordering::Relaxed);
+    PROGRAM_CACHE
+        .lock()
+        .get_or_insert_with(HashMap::new)
+        .insert(key, p.clone());
+    Ok(p)
+}
+
+fn run_copy(item: &ScheduleItem) -> Result<Arc<Buffer>> {
+    let src = item
+        .inputs
+        .first()
+        .and_then(LazyBuffer::realized)
+        .ok_or_else(|| Error::Device("copy: source is not realized".into()))?;
+    let out = Buffer::new(item.out.device().clone(), item.out.dtype(), src.len())?;
+    out.copy_in(&src.to_bytes()?)?;
+    Ok(Arc::new(out))
+}
+
+fn run_kernel(item: &ScheduleItem) -> Result<Arc<Buffer>> {
+    let k = lower(item)?;
+    let device = item.out.device().clone();
+    let out = Arc::new(Buffer::new(
+        device.clone(),
+        item.out.dtype(),
+        max_size(item.out.shape()),
+    )?);
+    let mut ids = alloc::vec![out.id()];
+    for b in &item.inputs {
+        let buf = b.realized().ok_or_else(|| {
+            Error::Device(format!("kernel {}: input {b:?} is not realized", k.name))
+        })?;
+        if !Arc::ptr_eq(buf.device(), &device) {
+            return Err(Error::Device(format!(
+                "kernel {}: input on {} but kernel on {}",
+                k.name,
+                buf.device().name(),
+                device.name()
+            )));
+        }
+        ids.push(buf.id());
+    }
+    let prog = program(&device, &k)?;
+    let clock = crate::context::context().clock_ns;
+    let t0 = clock.map(|c| c());
+    prog.run(&ids, &[])?;
+    KERNELS.fetch_add(1, Ordering::Relaxed);
+    REDUCE_OPS.fetch_add(k.cost.reduce_ops, Ordering::Relaxed);
+    FLOPS.fetch_add(k.cost.flops, Ordering::Relaxed);
+    BYTES.fetch_add(k.cost.bytes, Ordering::Relaxed);
+    if debug() >= 1 {
+        let us = match (clock, t0) {
+            (Some(c), Some(t)) => format!("{:9.1} us", (c() - t) as f64 / 1e3),
+            _ => String::from("        - us"),
+        };
+        log(
+            1,
+            &format!(
+                "*** {:<8} {:<28} flops {:>10} bytes {:>10} {us}",
+                device.name(),
+                k.name,
+                k.cost.flops,
+                k.cost.bytes
+            ),
+        );
+    }
+    Ok(out)
+}
+
+/// Computes every base `outs` need, kernel by kernel.
+pub fn realize(outs: &[LazyBuffer]) -> Result<()> {
+    let items = schedule(outs)?;
+    if debug() >= 2 {
+        log(2, &format!("schedule: {} items", items.len()));
+        for it in &items {
+            log(2, &format!("{}", it.ast));
+        }
+    }
+    run_schedule(&items)
+}
+
+/// Runs scheduled items in order, recording each output as realized.
+pub fn run_schedule(items: &[ScheduleItem]) -> Result<()> {
+    for it in items {
+        if it.out.realized().is_some() {
+            continue;
+        }
+        let buf = if it.is_copy {
+            run_copy(it)?
+        } else {
+            run_kernel(it)?
+        };
+        it.out.set_realized(buf)?;
+    }
+    Ok(())
+}
+
+/// Debug text of a schedule's kernels (their UOps), for tests and tools.
+pub fn describe(items: &[ScheduleItem]) -> Result<Vec<String>> {
+    items
+        .iter()
+        .map(|i| lower(i).map(|k| format!("{k}")))
+        .collect()
+}

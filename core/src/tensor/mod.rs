@@ -1,0 +1,485 @@
+//! [`Tensor`]: the user-facing array type. A tensor is a handle on a lazy graph node; building
+//! expressions records work, and `realize`/`to_vec`/`item` run it as fused kernels.
+//!
+//! Errors follow the crate's contract: building methods (`reshape`, `add`, ...) panic on misuse
+//! with a message naming the op and the shapes, and each has a `try_` twin returning `Result`;
+//! methods that compute (`realize`, `to_vec`, `item`) return `Result`.
+
+mod element;
+
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+
+pub use element::{bytes_to_f64, Element};
+
+use crate::device::{Buffer, Device};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::lazy::{fmt_shape, LazyBuffer};
+use crate::ops::{AluOp, ReduceOp, Scalar};
+use crate::shape::Sint;
+
+/// A lazily evaluated n-dimensional array.
+#[derive(Clone)]
+pub struct Tensor {
+    lazy: LazyBuffer,
+}
+
+/// Unwraps a building result, panicking with the error's message (which names op and shapes).
+pub(crate) fn must<T>(r: Result<T>) -> T {
+    match r {
+        Ok(v) => v,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+fn dims(shape: &[usize]) -> Vec<Sint> {
+    shape.iter().map(|&d| Sint::cst(d as i64)).collect()
+}
+
+impl Tensor {
+    /// Wraps a lazy node.
+    pub fn from_lazy(lazy: LazyBuffer) -> Tensor {
+        Tensor { lazy }
+    }
+
+    /// The lazy node behind the tensor.
+    pub fn lazy(&self) -> &LazyBuffer {
+        &self.lazy
+    }
+
+    /// A tensor holding `data` with `shape`, on the default device.
+    ///
+    /// ```
+    /// use picograd_core::Tensor;
+    /// let t = Tensor::try_from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[2, 2]).unwrap();
+    /// assert_eq!(t.shape(), vec![2, 2]);
+    /// assert_eq!(t.to_vec::<f32>().unwrap(), vec![1.0, 2.0, 3.0, 4.0]);
+    /// ```
+    pub fn try_from_slice<T: Element>(data: &[T], shape: &[usize]) -> Result<Tensor> {
+        Tensor::try_from_slice_on(data, shape, &crate::context::default_device())
+    }
+
+    /// [`Tensor::try_from_slice`] on a given device.
+    pub fn try_from_slice_on<T: Element>(
+        data: &[T],
+        shape: &[usize],
+        device: &Arc<dyn Device>,
+    ) -> Result<Tensor> {
+        let n: usize = shape.iter().product();
+        if n != data.len() {
+            return Err(Error::shape(
+                "from_slice",
+                alloc::format!(
+                    "{} values do not fill shape {:?} ({n} elements)",
+                    data.len(),
+                    shape
+                ),
+            ));
+        }
+        let mut bytes = Vec::with_capacity(n * T::DTYPE.itemsize());
+        data.iter().for_each(|v| v.put(&mut bytes));
+        let buf = Buffer::new(device.clone(), T::DTYPE, n)?;
+        buf.copy_in(&bytes)?;
+        Ok(Tensor::from_lazy(LazyBuffer::from_buffer(
+            buf,
+            &dims(shape),
+        )))
+    }
+
+    /// [`Tensor::try_from_slice`], panicking on a size mismatch.
+    pub fn from_slice<T: Element>(data: &[T], shape: &[usize]) -> Tensor {
+        must(Tensor::try_from_slice(data, shape))
+    }
+
+    /// A tensor of `shape` filled with `value` converted to `dtype`.
+    pub fn full(shape: &[usize], value: f64, dtype: DType) -> Tensor {
+        let dev = crate::context::default_device();
+        Tensor::from_lazy(LazyBuffer::constant(
+            &dev,
+            Scalar::from_f64(value, dtype),
+            &dims(shape),
+        ))
+    }
+
+    /// Zeros.
+    pub fn zeros(shape: &[usize], dtype: DType) -> Tensor {
+        Tensor::full(shape, 0.0, dtype)
+    }
+
+    /// Ones.
+    pub fn ones(shape: &[usize], dtype: DType) -> Tensor {
+        Tensor::full(shape, 1.0, dtype)
+    }
+
+    /// A tensor like `self` (shape, device) filled with `value` in `self`'s dtype.
+    pub fn const_like(&self, value: f64) -> Tensor {
+        let v = Scalar::from_f64(value, self.dtype());
+        Tensor::from_lazy(LazyBuffer::constant(
+            self.lazy.device(),
+            v,
+            self.lazy.shape(),
+        ))
+    }
+
+    /// The shape (symbolic dimensions report their largest value).
+    pub fn shape(&self) -> Vec<usize> {
+        self.lazy
+            .shape()
+            .iter()
+            .map(|d| d.vmax().max(0) as usize)
+            .collect()
+    }
+
+    /// The element dtype.
+    pub fn dtype(&self) -> DType {
+        self.lazy.dtype()
+    }
+
+    /// The device the tensor computes on.
+    pub fn device(&self) -> &Arc<dyn Device> {
+        self.lazy.device()
+    }
+
+    /// Number of dimensions.
+    pub fn ndim(&self) -> usize {
+        self.lazy.shape().len()
+    }
+
+    /// Number of elements.
+    pub fn numel(&self) -> usize {
+        self.shape().iter().product()
+    }
+
+    /// Computes the tensor's value (fused kernels); afterwards it is backed by a buffer.
+    pub fn realize(&self) -> Result<&Tensor> {
+        crate::realize::realize(core::slice::from_ref(&self.contiguous_node()))?;
+        Ok(self)
+    }
+
+    fn contiguous_node(&self) -> LazyBuffer {
+        self.lazy.contiguous()
+    }
+
+    /// The raw little-endian bytes of the values, in row-major order.
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        let node = self.contiguous_node();
+        crate::realize::realize(core::slice::from_ref(&node))?;
+        let buf = node
+            .realized()
+            .ok_or_else(|| Error::Device("realize left the tensor without a buffer".into()))?;
+        let mut bytes = buf.to_bytes()?;
+        bytes.truncate(self.numel() * self.dtype().itemsize());
+        Ok(bytes)
+    }
+
+    /// The values in row-major order. `T` must match the dtype.
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        if T::DTYPE != self.dtype() {
+            return Err(Error::dtype(
+                "to_vec",
+                alloc::format!("tensor is {} but {} was asked for", self.dtype(), T::DTYPE),
+            ));
+        }
+        let bytes = self.to_bytes()?;
+        Ok(bytes
+            .chunks_exact(T::DTYPE.itemsize())
+            .map(T::get)
+            .collect())
+    }
+
+    /// The values converted to f64, in row-major order (any dtype).
+    pub fn to_f64_vec(&self) -> Result<Vec<f64>> {
+        Ok(bytes_to_f64(&self.to_bytes()?, self.dtype()))
+    }
+
+    /// The single value of a one-element tensor.
+    pub fn item<T: Element>(&self) -> Result<T> {
+        if self.numel() != 1 {
+            return Err(Error::shape(
+                "item",
+                alloc::format!("needs one element, shape is {:?}", self.shape()),
+            ));
+        }
+        Ok(self.to_vec::<T>()?[0])
+    }
+
+    // ---- broadcasting and elementwise ----
+
+    /// The shape two shapes broadcast to, numpy style.
+    pub fn broadcast_shape(op: &'static str, a: &[usize], b: &[usize]) -> Result<Vec<usize>> {
+        let n = a.len().max(b.len());
+        let pad = |s: &[usize]| {
+            core::iter::repeat_n(1, n - s.len())
+                .chain(s.iter().copied())
+                .collect::<Vec<_>>()
+        };
+        let (pa, pb) = (pad(a), pad(b));
+        pa.iter()
+            .zip(&pb)
+            .map(|(&x, &y)| match (x, y) {
+                _ if x == y => Ok(x),
+                (1, _) => Ok(y),
+                (_, 1) => Ok(x),
+                _ => Err(Error::shape(
+                    op,
+                    alloc::format!("shapes {a:?} and {b:?} do not broadcast"),
+                )),
+            })
+            .collect()
+    }
+
+    /// `self` broadcast to `shape` (reshape to add leading 1s, then expand).
+    pub fn try_broadcast_to(&self, shape: &[usize]) -> Result<Tensor> {
+        if self.shape() == shape {
+            return Ok(self.clone());
+        }
+        let own = self.shape();
+        if own.len() > shape.len() {
+            return Err(Error::shape(
+                "broadcast_to",
+                alloc::format!("cannot broadcast {own:?} to {shape:?}"),
+            ));
+        }
+        let mut padded = alloc::vec![1usize; shape.len() - own.len()];
+        padded.extend(&own);
+        if padded.iter().zip(shape).any(|(&a, &b)| a != b && a != 1) {
+            return Err(Error::shape(
+                "broadcast_to",
+                alloc::format!("cannot broadcast {own:?} to {shape:?}"),
+            ));
+        }
+        let lazy = self.lazy.reshape(&dims(&padded))?.expand(&dims(shape))?;
+        Ok(Tensor::from_lazy(lazy))
+    }
+
+    /// Applies an elementwise op after promoting dtypes and broadcasting shapes.
+    pub fn try_alu(&self, op: AluOp, others: &[&Tensor]) -> Result<Tensor> {
+        let mut shape = self.shape();
+        for o in others {
+            shape = Tensor::broadcast_shape(op.name(), &shape, &o.shape())?;
+        }
+        // `where`'s condition keeps its own dtype; the operands it selects between promote.
+        let values: Vec<&Tensor> = if op == AluOp::Where {
+            others.to_vec()
+        } else {
+            core::iter::once(self)
+                .chain(others.iter().copied())
+                .collect()
+        };
+        let dtype = values
+            .iter()
+            .skip(1)
+            .fold(values[0].dtype(), |d, t| d.promote(t.dtype()));
+        let prep = |t: &Tensor, is_value: bool| -> Result<LazyBuffer> {
+            let t = t.try_broadcast_to(&shape)?;
+            Ok(if is_value { t.lazy.cast(dtype) } else { t.lazy })
+        };
+        let first = prep(self, op != AluOp::Where)?;
+        let rest = others
+            .iter()
+            .map(|o| prep(o, true))
+            .collect::<Result<Vec<_>>>()?;
+        let refs: Vec<&LazyBuffer> = rest.iter().collect();
+        Ok(Tensor::from_lazy(first.alu(op, &refs)?))
+    }
+
+    /// Converts to `dtype`.
+    pub fn cast(&self, dtype: DType) -> Tensor {
+        Tensor::from_lazy(self.lazy.cast(dtype))
+    }
+
+    // ---- reductions ----
+
+    /// Normalizes possibly negative axes against the rank.
+    pub fn resolve_axes(&self, op: &'static str, axes: &[isize]) -> Result<Vec<usize>> {
+        let n = self.ndim() as isize;
+        axes.iter()
+            .map(|&a| {
+                let r = if a < 0 { a + n } else { a };
+                if r < 0 || r >= n.max(1) || (n == 0) {
+                    Err(Error::axis(
+                        op,
+                        alloc::format!("axis {a} is out of range for shape {:?}", self.shape()),
+                    ))
+                } else {
+                    Ok(r as usize)
+                }
+            })
+            .collect()
+    }
+
+    /// Reduces over `axes` (all axes when empty... use `None`), keeping them as 1 if `keepdim`.
+    pub fn try_reduce(
+        &self,
+        op: ReduceOp,
+        axes: Option<&[isize]>,
+        keepdim: bool,
+    ) -> Result<Tensor> {
+        let axes: Vec<usize> = match axes {
+            None => (0..self.ndim()).collect(),
+            Some(a) => self.resolve_axes(op.name(), a)?,
+        };
+        let r = self.lazy.reduce(op, &axes)?;
+        if keepdim {
+            return Ok(Tensor::from_lazy(r));
+        }
+        let shape: Vec<usize> = self
+            .shape()
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !axes.contains(i))
+            .map(|(_, d)| *d)
+            .collect();
+        Ok(Tensor::from_lazy(r.reshape(&dims(&shape))?))
+    }
+
+    // ---- movement ----
+
+    /// Reshapes; one dimension may be `-1` (inferred).
+    pub fn try_reshape(&self, shape: &[isize]) -> Result<Tensor> {
+        let n = self.numel();
+        let known: usize = shape
+            .iter()
+            .filter(|&&d| d >= 0)
+            .map(|&d| d as usize)
+            .product();
+        let infer = shape.iter().filter(|&&d| d == -1).count();
+        if infer > 1
+            || shape.iter().any(|&d| d < -1)
+            || (infer == 1 && (known == 0 || n % known != 0))
+        {
+            return Err(Error::shape(
+                "reshape",
+                alloc::format!("cannot reshape {} to {:?}", fmt_dims(&self.shape()), shape),
+            ));
+        }
+        let new: Vec<usize> = shape
+            .iter()
+            .map(|&d| if d == -1 { n / known } else { d as usize })
+            .collect();
+        if new.iter().product::<usize>() != n {
+            return Err(Error::shape(
+                "reshape",
+                alloc::format!(
+                    "cannot reshape {} ({n} elements) to {:?}",
+                    fmt_dims(&self.shape()),
+                    new
+                ),
+            ));
+        }
+        Ok(Tensor::from_lazy(self.lazy.reshape(&dims(&new))?))
+    }
+
+    /// Reorders axes.
+    pub fn try_permute(&self, order: &[usize]) -> Result<Tensor> {
+        Ok(Tensor::from_lazy(self.lazy.permute(order)?))
+    }
+
+    /// Expands size-1 axes to `shape`.
+    pub fn try_expand(&self, shape: &[usize]) -> Result<Tensor> {
+        self.try_broadcast_to(shape)
+    }
+
+    /// Pads each axis with `(before, after)` zeros.
+    pub fn try_pad(&self, arg: &[(usize, usize)]) -> Result<Tensor> {
+        let a: Vec<(i64, i64)> = arg.iter().map(|&(b, e)| (b as i64, e as i64)).collect();
+        Ok(Tensor::from_lazy(self.lazy.pad(&a)?))
+    }
+
+    /// Keeps `[start, end)` of each axis.
+    pub fn try_shrink(&self, arg: &[(usize, usize)]) -> Result<Tensor> {
+        let a: Vec<(i64, i64)> = arg.iter().map(|&(b, e)| (b as i64, e as i64)).collect();
+        Ok(Tensor::from_lazy(self.lazy.shrink(&a)?))
+    }
+
+    /// Reverses the given axes.
+    pub fn try_flip(&self, axes: &[isize]) -> Result<Tensor> {
+        let axes = self.resolve_axes("flip", axes)?;
+        let arg: Vec<i64> = (0..self.ndim())
+            .map(|i| if axes.contains(&i) { -1 } else { 1 })
+            .collect();
+        Ok(Tensor::from_lazy(self.lazy.stride(&arg)?))
+    }
+
+    /// Every `step`-th element per axis (negative steps flip).
+    pub fn try_stride(&self, steps: &[i64]) -> Result<Tensor> {
+        Ok(Tensor::from_lazy(self.lazy.stride(steps)?))
+    }
+
+    /// Moves the tensor to `device` (a copy when it is another device).
+    pub fn to_device(&self, device: &Arc<dyn Device>) -> Tensor {
+        Tensor::from_lazy(self.lazy.copy_to(device))
+    }
+}
+
+/// `[2, 3]`-style text.
+pub fn fmt_dims(d: &[usize]) -> String {
+    alloc::format!("{d:?}")
+}
+
+impl core::fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "<Tensor {} {} on {}>",
+            fmt_shape(self.lazy.shape()),
+            self.dtype(),
+            self.device().name()
+        )
+    }
+}
+
+impl core::fmt::Display for Tensor {
+    /// The values, nested by axis like numpy (computes the tensor; prints the error if that fails).
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let vals = match self.to_f64_vec() {
+            Ok(v) => v,
+            Err(e) => return write!(f, "<Tensor {:?}: {e}>", self.shape()),
+        };
+        let shape = self.shape();
+        let is_float = self.dtype().is_float();
+        let is_bool = self.dtype() == DType::Bool;
+        let one = |v: f64| -> String {
+            if is_bool {
+                String::from(if v != 0.0 { "true" } else { "false" })
+            } else if is_float {
+                alloc::format!("{v:.4}")
+            } else {
+                alloc::format!("{v}")
+            }
+        };
+        fn rec(
+            f: &mut core::fmt::Formatter<'_>,
+            vals: &[f64],
+            shape: &[usize],
+            one: &dyn Fn(f64) -> String,
+            depth: usize,
+        ) -> core::fmt::Result {
+            if shape.is_empty() {
+                return f.write_str(&one(vals[0]));
+            }
+            let inner: usize = shape[1..].iter().product();
+            f.write_str("[")?;
+            for i in 0..shape[0] {
+                if i > 0 {
+                    if shape.len() > 1 {
+                        write!(f, ",\n{:width$}", "", width = depth + 1)?;
+                    } else {
+                        f.write_str(", ")?;
+                    }
+                }
+                rec(
+                    f,
+                    &vals[i * inner..(i + 1) * inner],
+                    &shape[1..],
+                    one,
+                    depth + 1,
+                )?;
+            }
+            f.write_str("]")
+        }
+        rec(f, &vals, &shape, &one, 0)
+    }
+}
