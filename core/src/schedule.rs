@@ -138,19 +138,21 @@ impl AstBuilder<'_> {
             let buf = self.input_index(base);
             return Ok(Ast::new(AstOp::Load { buf, st }, base.dtype(), Vec::new()));
         }
-        self.inline(base, &st)
+        self.inline(base, &st, false)
     }
 
-    fn inline(&mut self, base: &LazyBuffer, st: &ShapeTracker) -> Result<Ast> {
+    /// The AST computing `base` itself at the positions `st` maps onto it. `root` is set for the
+    /// base the kernel stores: it is computed here whatever its consumers are.
+    fn inline(&mut self, base: &LazyBuffer, st: &ShapeTracker, root: bool) -> Result<Ast> {
         let Some((op, srcs)) = base.op() else {
             return Err(Error::Device("schedule: a view has no op".into()));
         };
-        let many = self.consumers.get(&base.id()).copied().unwrap_or(0) > 1;
+        let many = !root && self.consumers.get(&base.id()).copied().unwrap_or(0) > 1;
         match op {
             LazyOp::Reduce(rop, axes) => {
-                if self.reduce_out_shape.is_some() || many || !st.contiguous() {
+                if !root && (self.reduce_out_shape.is_some() || many || !st.contiguous()) {
                     self.mark(base);
-                    return self.build(base, st_tail(st, base));
+                    return self.build(base, st);
                 }
                 self.reduce_out_shape = Some(base.shape().to_vec());
                 let full = ShapeTracker::from_shape(srcs[0].shape());
@@ -164,7 +166,7 @@ impl AstBuilder<'_> {
             LazyOp::Alu(_) | LazyOp::Cast | LazyOp::Bitcast => {
                 if many && subtree_has_reduce(base, self.realize) {
                     self.mark(base);
-                    return self.build(base, st_tail(st, base));
+                    return self.build(base, st);
                 }
                 let ast_op = match op {
                     LazyOp::Alu(a) => AstOp::Alu(*a),
@@ -179,16 +181,10 @@ impl AstBuilder<'_> {
             }
             LazyOp::Buffer | LazyOp::Const(_) | LazyOp::Contiguous | LazyOp::Copy => {
                 self.mark(base);
-                self.build(base, st_tail(st, base))
+                self.build(base, st)
             }
         }
     }
-}
-
-/// When a base turns out to need realizing mid-build, it is re-read through the same positions:
-/// `st` already maps kernel positions onto the base, and a base's own st is the identity.
-fn st_tail<'a>(st: &'a ShapeTracker, _base: &LazyBuffer) -> &'a ShapeTracker {
-    st
 }
 
 fn subtree_has_reduce(b: &LazyBuffer, realize: &HashSet<usize>) -> bool {
@@ -223,7 +219,7 @@ fn kernel_for(
             let is_copy = matches!(b.op(), Some((LazyOp::Copy, _)));
             (builder.build(&srcs[0], &out_st)?, is_copy)
         }
-        Some(_) => (builder.inline(b, &out_st)?, false),
+        Some(_) => (builder.inline(b, &out_st, true)?, false),
         None => return Err(Error::Device("schedule: cannot compute a view".into())),
     };
     let mut ast = Ast::new(
