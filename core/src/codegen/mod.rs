@@ -1,6 +1,7 @@
 //! Code generation: a scheduled AST is arranged into a [`kernel::Kernel`], lowered to UOps by the
-//! [`linearizer`], and then interpreted or rendered to C.
+//! [`linearizer`], and then interpreted or rendered to C by [`c`].
 
+pub mod c;
 pub mod kernel;
 pub mod linearizer;
 pub mod uops;

@@ -1,0 +1,707 @@
+//! The C renderer: turns a [`LinearKernel`] into one C99 function (plus an optional `NAME_entry`
+//! wrapper the std runtime loads), and several kernels into one translation unit sharing a
+//! prelude of helpers.
+//!
+//! Invariant: the C computes exactly what the interpreter computes (DESIGN.md, "Numeric
+//! semantics") and has no undefined behaviour for any input: signed integer add/sub/mul/neg wrap
+//! through unsigned types unless the UOps' bounds prove they cannot overflow; integer division
+//! and modulo by zero give 0, `MIN / -1` wraps to `MIN` and `MIN % -1` is 0; float → int casts
+//! truncate, saturate and send NaN to 0; a gated load reads memory only where its gate holds.
+//! Decisions the interpreter must copy exactly:
+//! - float `Max(a, b)` is `(a > b || a != a) ? a : b`: NaN in either operand gives NaN (a's NaN
+//!   if a is NaN, else b's), and for equal operands (including `-0.0`/`+0.0`) the result is `b`;
+//! - f16/bf16 values compute in f32 and round (nearest-even) only at `Store`, `Cast` to f16/bf16
+//!   and `Bitcast` from f16/bf16; a cast from f64 or an int to f16/bf16 goes through f32 first
+//!   (two roundings);
+//! - bool `Add`/`Sub`/`Mul` are or/xor/and, bool `Neg` is logical not, bool `Div`/`Mod`/floor
+//!   forms act as on u8; a bool load gives `stored byte != 0`;
+//! - `FloorDiv`/`FloorMod` by 0 give 0, `FloorDiv(MIN, -1)` wraps to `MIN`; unsigned ones are
+//!   plain division/remainder.
+//!
+//! The output compiles warning-free under `-std=c99 -Wall -Wextra -Werror -pedantic` (clang and
+//! gcc): values nothing depends on are not rendered, and unused parameters are voided.
+
+mod helpers;
+
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::vec;
+use alloc::vec::Vec;
+
+use self::helpers::{suffix, wrap_type, Helper, Needs};
+use super::uops::{LinearKernel, UOp, UOpKind};
+use crate::dtype::DType;
+use crate::ops::{AluOp, Scalar};
+
+/// How kernels are rendered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CRenderOpts {
+    /// Call `<math.h>` (`exp2f`, `log2f`, `sinf`, `sqrtf`, `fmodf` and the double forms). Off,
+    /// the C calls `pg_exp2f`, ... which the prelude declares and the target must supply.
+    pub libm: bool,
+    /// Also emit `void NAME_entry(void **bufs, const int32_t *vars)`, which casts and calls NAME.
+    pub entry_wrapper: bool,
+}
+
+impl Default for CRenderOpts {
+    fn default() -> Self {
+        CRenderOpts {
+            libm: true,
+            entry_wrapper: true,
+        }
+    }
+}
+
+/// One C99 translation unit holding one kernel (and its entry wrapper if asked).
+pub fn render_kernel(k: &LinearKernel, opts: &CRenderOpts) -> String {
+    render_program(&[k], opts)
+}
+
+/// One C99 translation unit: the helpers the kernels need, once, then each kernel in order.
+/// Kernel names must be distinct C identifiers.
+pub fn render_program(kernels: &[&LinearKernel], opts: &CRenderOpts) -> String {
+    let mut needs = Needs::default();
+    let bodies: Vec<String> = kernels
+        .iter()
+        .map(|k| Writer::new(k, opts, &mut needs).render())
+        .collect();
+    let mut out = needs.prelude();
+    for b in bodies {
+        out.push('\n');
+        out.push_str(&b);
+    }
+    out
+}
+
+/// Renders one kernel, recording the helpers it calls.
+struct Writer<'a> {
+    k: &'a LinearKernel,
+    opts: &'a CRenderOpts,
+    needs: &'a mut Needs,
+    /// The C spelling of each UOp's value (empty until rendered).
+    names: Vec<String>,
+    live: Vec<bool>,
+    range: Vec<Option<(i128, i128)>>,
+    out: String,
+    depth: usize,
+    loops: usize,
+    accs: usize,
+}
+
+impl<'a> Writer<'a> {
+    fn new(k: &'a LinearKernel, opts: &'a CRenderOpts, needs: &'a mut Needs) -> Self {
+        Writer {
+            k,
+            opts,
+            needs,
+            names: vec![String::new(); k.uops.len()],
+            live: liveness(&k.uops),
+            range: int_ranges(&k.uops),
+            out: String::new(),
+            depth: 1,
+            loops: 0,
+            accs: 0,
+        }
+    }
+
+    fn render(mut self) -> String {
+        self.out = format!("void {}({}) {{\n", self.k.name, self.params());
+        self.void_unused_params();
+        for i in 0..self.k.uops.len() {
+            if self.live[i] {
+                self.uop(i);
+            }
+        }
+        self.out.push_str("}\n");
+        if self.opts.entry_wrapper {
+            self.entry();
+        }
+        self.out
+    }
+
+    fn params(&self) -> String {
+        let mut ps: Vec<String> = self
+            .k
+            .bufs
+            .iter()
+            .enumerate()
+            .map(|(i, b)| {
+                let c = if b.writable { "" } else { "const " };
+                format!("{c}{} *restrict data{i}", b.dtype.c_storage())
+            })
+            .collect();
+        ps.extend(self.k.vars.iter().map(|(n, _, _)| format!("int32_t {n}")));
+        if ps.is_empty() {
+            return String::from("void");
+        }
+        ps.join(", ")
+    }
+
+    /// `(void)p;` for every parameter no live UOp reads (else `-Wunused-parameter` fires).
+    fn void_unused_params(&mut self) {
+        let live_uops = || self.k.uops.iter().zip(&self.live).filter(|(_, l)| **l);
+        let mut unused = Vec::new();
+        for i in 0..self.k.bufs.len() {
+            let used = live_uops()
+                .any(|(u, _)| matches!(u.kind, UOpKind::DefineGlobal { idx, .. } if idx == i));
+            if !used {
+                unused.push(format!("data{i}"));
+            }
+        }
+        for (n, _, _) in &self.k.vars {
+            let used = live_uops()
+                .any(|(u, _)| matches!(&u.kind, UOpKind::DefineVar { name, .. } if name == n));
+            if !used {
+                unused.push(n.to_string());
+            }
+        }
+        for p in unused {
+            self.line(&format!("(void){p};"));
+        }
+    }
+
+    fn entry(&mut self) {
+        let mut args: Vec<String> = self
+            .k
+            .bufs
+            .iter()
+            .enumerate()
+            .map(|(i, b)| {
+                let c = if b.writable { "" } else { "const " };
+                format!("({c}{} *)bufs[{i}]", b.dtype.c_storage())
+            })
+            .collect();
+        args.extend((0..self.k.vars.len()).map(|i| format!("vars[{i}]")));
+        let name = &self.k.name;
+        self.out.push_str(&format!(
+            "\nvoid {name}_entry(void **bufs, const int32_t *vars) {{\n"
+        ));
+        if self.k.bufs.is_empty() {
+            self.out.push_str("  (void)bufs;\n");
+        }
+        if self.k.vars.is_empty() {
+            self.out.push_str("  (void)vars;\n");
+        }
+        self.out
+            .push_str(&format!("  {name}({});\n}}\n", args.join(", ")));
+    }
+
+    fn line(&mut self, s: &str) {
+        for _ in 0..self.depth {
+            self.out.push_str("  ");
+        }
+        self.out.push_str(s);
+        self.out.push('\n');
+    }
+
+    fn src(&self, i: usize, n: usize) -> &str {
+        &self.names[self.k.uops[i].src[n] as usize]
+    }
+
+    fn src_dtype(&self, i: usize, n: usize) -> DType {
+        self.k.uops[self.k.uops[i].src[n] as usize].dtype
+    }
+
+    /// Declares `const T val{i} = expr;` and names UOp `i` after it.
+    fn value(&mut self, i: usize, expr: &str) {
+        let name = format!("val{i}");
+        let t = self.k.uops[i].dtype.c_compute();
+        self.line(&format!("const {t} {name} = {expr};"));
+        self.names[i] = name;
+    }
+
+    fn uop(&mut self, i: usize) {
+        let u: &UOp = &self.k.uops[i];
+        match &u.kind {
+            UOpKind::DefineGlobal { idx, .. } => self.names[i] = format!("data{idx}"),
+            UOpKind::DefineVar { name, .. } => self.names[i] = name.to_string(),
+            UOpKind::Const(s) => self.names[i] = literal(*s),
+            UOpKind::Loop => self.loop_open(i),
+            UOpKind::EndLoop => self.loop_close(),
+            UOpKind::DefineAcc(s) => self.define_acc(i, *s),
+            UOpKind::Assign => self.assign(i),
+            UOpKind::Load => self.load(i),
+            UOpKind::Store => self.store(i),
+            UOpKind::Alu(op) => {
+                let e = self.alu(i, *op);
+                self.value(i, &e);
+            }
+            UOpKind::Cast => {
+                let x = self.src(i, 0).to_string();
+                let e = self.cast(self.src_dtype(i, 0), u.dtype, x.clone());
+                if e == x {
+                    // Same compute value (e.g. f16 → f32): no new local.
+                    self.names[i] = x;
+                } else {
+                    self.value(i, &e);
+                }
+            }
+            UOpKind::Bitcast => {
+                let e = self.bitcast(i);
+                self.value(i, &e);
+            }
+        }
+    }
+
+    // ---- control flow and accumulators ----
+
+    fn loop_open(&mut self, i: usize) {
+        let name = format!("ridx{}", self.loops);
+        self.loops += 1;
+        let t = self.k.uops[i].dtype.c_compute();
+        let (s, e) = (self.src(i, 0), self.src(i, 1));
+        let l = format!("for ({t} {name} = {s}; {name} < {e}; {name}++) {{");
+        self.line(&l);
+        self.names[i] = name;
+        self.depth += 1;
+    }
+
+    fn loop_close(&mut self) {
+        self.depth -= 1;
+        self.line("}");
+    }
+
+    fn define_acc(&mut self, i: usize, init: Scalar) {
+        let name = format!("acc{}", self.accs);
+        self.accs += 1;
+        let t = self.k.uops[i].dtype.c_compute();
+        self.line(&format!("{t} {name} = {};", literal(init)));
+        self.names[i] = name;
+    }
+
+    fn assign(&mut self, i: usize) {
+        let (acc, v) = (self.src(i, 0).to_string(), self.src(i, 1));
+        self.line(&format!("{acc} = {v};"));
+        self.names[i] = acc;
+    }
+
+    // ---- memory ----
+
+    fn load(&mut self, i: usize) {
+        let dt = self.k.uops[i].dtype;
+        let raw = format!("{}[{}]", self.src(i, 0), self.src(i, 1));
+        let v = self.from_storage(dt, raw);
+        let e = if self.k.uops[i].src.len() > 2 {
+            format!("{} ? {v} : {}", self.src(i, 2), zero(dt))
+        } else {
+            v
+        };
+        self.value(i, &e);
+    }
+
+    fn store(&mut self, i: usize) {
+        let dt = self.k.uops[i].dtype;
+        let v = self.to_storage(dt, self.src(i, 2).to_string());
+        let s = format!("{}[{}] = {v};", self.src(i, 0), self.src(i, 1));
+        if self.k.uops[i].src.len() > 3 {
+            let g = format!("if ({}) {s}", self.src(i, 3));
+            self.line(&g);
+        } else {
+            self.line(&s);
+        }
+    }
+
+    /// A stored element as its compute value.
+    fn from_storage(&mut self, dt: DType, raw: String) -> String {
+        match dt {
+            DType::F16 => self.call(Helper::F16ToF32, "pg_f16_to_f32", &raw),
+            DType::BF16 => self.call(Helper::Bf16ToF32, "pg_bf16_to_f32", &raw),
+            DType::Bool => format!("({raw} != 0)"),
+            _ => raw,
+        }
+    }
+
+    /// A compute value as its stored element.
+    fn to_storage(&mut self, dt: DType, v: String) -> String {
+        match dt {
+            DType::F16 => self.call(Helper::F32ToF16, "pg_f32_to_f16", &v),
+            DType::BF16 => self.call(Helper::F32ToBf16, "pg_f32_to_bf16", &v),
+            _ => v,
+        }
+    }
+
+    fn call(&mut self, h: Helper, f: &str, args: &str) -> String {
+        self.needs.add(h);
+        format!("{f}({args})")
+    }
+
+    // ---- ALU ----
+
+    fn alu(&mut self, i: usize, op: AluOp) -> String {
+        let u = &self.k.uops[i];
+        let dt = if op.is_comparison() || op == AluOp::Where {
+            self.src_dtype(i, u.src.len() - 1)
+        } else {
+            u.dtype
+        };
+        let a: Vec<String> = (0..u.src.len())
+            .map(|n| self.src(i, n).to_string())
+            .collect();
+        match op {
+            AluOp::CmpLt => format!("({} < {})", a[0], a[1]),
+            AluOp::CmpEq => format!("({} == {})", a[0], a[1]),
+            AluOp::Where => format!("{} ? {} : {}", a[0], a[1], a[2]),
+            AluOp::Xor | AluOp::And | AluOp::Or if !dt.is_float() => {
+                format!("{} {} {}", a[0], bit_sym(op), a[1])
+            }
+            _ if dt.is_float() => self.alu_float(op, dt, &a),
+            _ if dt == DType::Bool => self.alu_bool(op, &a),
+            _ => self.alu_int(i, op, dt, &a),
+        }
+    }
+
+    fn alu_float(&mut self, op: AluOp, dt: DType, a: &[String]) -> String {
+        let one = if dt == DType::F64 { "1.0" } else { "1.0f" };
+        match op {
+            AluOp::Exp2 | AluOp::Log2 | AluOp::Sin | AluOp::Sqrt => self.math(op.name(), dt, a),
+            AluOp::Mod => self.math("fmod", dt, a),
+            AluOp::Neg => format!("-{}", a[0]),
+            AluOp::Recip => format!("{one} / {}", a[0]),
+            AluOp::Add | AluOp::Sub | AluOp::Mul | AluOp::Div => {
+                format!("{} {} {}", a[0], arith_sym(op), a[1])
+            }
+            AluOp::Max => format!("({0} > {1} || {0} != {0}) ? {0} : {1}", a[0], a[1]),
+            AluOp::MulAcc => format!("{} * {} + {}", a[0], a[1], a[2]),
+            _ => panic!("C renderer: {op} is not defined on {dt}"),
+        }
+    }
+
+    /// A libm call (`exp2f(x)`), or with libm off the target-supplied `pg_exp2f(x)`.
+    fn math(&mut self, name: &'static str, dt: DType, a: &[String]) -> String {
+        let f = if dt == DType::F64 { "" } else { "f" };
+        let args = a.join(", ");
+        if self.opts.libm {
+            self.needs.math_h = true;
+            return format!("{name}{f}({args})");
+        }
+        let full: &'static str = match (name, dt == DType::F64) {
+            ("exp2", false) => "exp2f",
+            ("log2", false) => "log2f",
+            ("sin", false) => "sinf",
+            ("sqrt", false) => "sqrtf",
+            ("fmod", false) => "fmodf",
+            (n, _) => n,
+        };
+        let fdt = if dt == DType::F64 { dt } else { DType::F32 };
+        self.needs.add(Helper::ExternMath(full, fdt));
+        format!("pg_{full}({args})")
+    }
+
+    fn alu_bool(&mut self, op: AluOp, a: &[String]) -> String {
+        match op {
+            AluOp::Add => format!("{} | {}", a[0], a[1]),
+            AluOp::Sub => format!("{} ^ {}", a[0], a[1]),
+            AluOp::Mul => format!("{} & {}", a[0], a[1]),
+            AluOp::MulAcc => format!("({} & {}) | {}", a[0], a[1], a[2]),
+            AluOp::Neg => format!("!{}", a[0]),
+            AluOp::Max => format!("{0} > {1} ? {0} : {1}", a[0], a[1]),
+            AluOp::Div | AluOp::Mod | AluOp::FloorDiv | AluOp::FloorMod => {
+                self.int_div(op, DType::U8, a, false)
+            }
+            _ => panic!("C renderer: {op} is not defined on bool"),
+        }
+    }
+
+    fn alu_int(&mut self, i: usize, op: AluOp, dt: DType, a: &[String]) -> String {
+        let u = &self.k.uops[i];
+        let safe = self.range[i].is_some();
+        let pos_div = u.src.len() == 2 && self.range_of(u.src[1]).is_some_and(|r| r.0 > 0);
+        let nonneg = self.range_of(u.src[0]).is_some_and(|r| r.0 >= 0);
+        match op {
+            AluOp::Add | AluOp::Sub | AluOp::Mul => wrap_binop(dt, arith_sym(op), a, safe),
+            AluOp::MulAcc => wrap_mulacc(dt, a),
+            AluOp::Neg => wrap_neg(dt, &a[0], safe),
+            AluOp::Max => format!("{0} > {1} ? {0} : {1}", a[0], a[1]),
+            AluOp::Div | AluOp::Mod => self.int_div(op, dt, a, pos_div),
+            AluOp::FloorDiv | AluOp::FloorMod => self.int_div(op, dt, a, pos_div && nonneg),
+            _ => panic!("C renderer: {op} is not defined on {dt}"),
+        }
+    }
+
+    fn range_of(&self, src: u32) -> Option<(i128, i128)> {
+        self.range[src as usize]
+    }
+
+    /// Division and remainder; `plain` when bounds prove C's `/` and `%` are exact and safe.
+    fn int_div(&mut self, op: AluOp, dt: DType, a: &[String], plain: bool) -> String {
+        let is_div = matches!(op, AluOp::Div | AluOp::FloorDiv);
+        if plain {
+            return format!("{} {} {}", a[0], if is_div { "/" } else { "%" }, a[1]);
+        }
+        let floor = matches!(op, AluOp::FloorDiv | AluOp::FloorMod);
+        let args = format!("{}, {}", a[0], a[1]);
+        if floor && !dt.is_unsigned() {
+            let (h, f) = if is_div {
+                (Helper::FloorDiv, "pg_floordiv")
+            } else {
+                (Helper::FloorMod, "pg_floormod")
+            };
+            return format!("({}){}", dt.c_compute(), self.call(h, f, &args));
+        }
+        let (h, f) = if is_div {
+            (Helper::Div(dt), format!("pg_div_{}", suffix(dt)))
+        } else {
+            (Helper::Mod(dt), format!("pg_mod_{}", suffix(dt)))
+        };
+        self.call(h, &f, &args)
+    }
+
+    // ---- casts ----
+
+    /// `x` (of dtype `from`) converted to `to`'s compute value, as `Cast` defines.
+    fn cast(&mut self, from: DType, to: DType, x: String) -> String {
+        if to == DType::Bool {
+            return format!("({x} != 0)");
+        }
+        if to.is_float() {
+            let v = if from.c_compute() == to.c_compute() {
+                x
+            } else {
+                format!("({}){x}", to.c_compute())
+            };
+            return self.round_to(to, v);
+        }
+        if from.is_float() {
+            let f = if from == DType::F64 { from } else { DType::F32 };
+            let name = format!("pg_cast_{}_{}", suffix(f), suffix(to));
+            return self.call(Helper::FloatToInt(f, to), &name, &x);
+        }
+        if from == to {
+            return x;
+        }
+        if from == DType::Bool || to.is_unsigned() {
+            // Conversion to an unsigned type is modular in C, so one cast wraps.
+            return format!("({}){x}", to.c_compute());
+        }
+        format!("({})({}){x}", to.c_compute(), unsigned_of(to))
+    }
+
+    /// A float value rounded to f16/bf16 (and kept as float); other dtypes unchanged.
+    fn round_to(&mut self, to: DType, v: String) -> String {
+        match to {
+            DType::F16 | DType::BF16 => {
+                let bits = self.to_storage(to, v);
+                self.from_storage(to, bits)
+            }
+            _ => v,
+        }
+    }
+
+    fn bitcast(&mut self, i: usize) -> String {
+        let (from, to) = (self.src_dtype(i, 0), self.k.uops[i].dtype);
+        let x = self.src(i, 0).to_string();
+        let bits = match from {
+            DType::F32 => self.call(Helper::Bits32, "pg_f32_bits", &x),
+            DType::F64 => self.call(Helper::Bits64, "pg_f64_bits", &x),
+            DType::F16 | DType::BF16 => self.to_storage(from, x),
+            _ if from == to || from.c_compute() == unsigned_of(from) => x,
+            _ => format!("({}){x}", unsigned_of(from)),
+        };
+        match to {
+            DType::F32 => self.call(Helper::Bits32, "pg_bits_f32", &bits),
+            DType::F64 => self.call(Helper::Bits64, "pg_bits_f64", &bits),
+            DType::F16 | DType::BF16 => self.from_storage(to, bits),
+            DType::Bool => format!("({bits} != 0)"),
+            _ if from == to || to.c_compute() == unsigned_of(to) => bits,
+            _ => format!("({}){bits}", to.c_compute()),
+        }
+    }
+}
+
+// ---- free helpers: symbols, literals, wrapping forms ----
+
+fn arith_sym(op: AluOp) -> &'static str {
+    match op {
+        AluOp::Add => "+",
+        AluOp::Sub => "-",
+        AluOp::Mul => "*",
+        _ => "/",
+    }
+}
+
+fn bit_sym(op: AluOp) -> &'static str {
+    match op {
+        AluOp::Xor => "^",
+        AluOp::And => "&",
+        _ => "|",
+    }
+}
+
+/// The unsigned C type of `dt`'s width.
+fn unsigned_of(dt: DType) -> &'static str {
+    match dt.itemsize() {
+        1 => "uint8_t",
+        2 => "uint16_t",
+        4 => "uint32_t",
+        _ => "uint64_t",
+    }
+}
+
+/// `a op b` wrapping in `dt`: through the unsigned type unless `safe` (bounds exclude overflow)
+/// or the type is already a wide unsigned one.
+fn wrap_binop(dt: DType, sym: &str, a: &[String], safe: bool) -> String {
+    let (t, u) = (dt.c_compute(), wrap_type(dt));
+    if safe || t == u {
+        return format!("{} {sym} {}", a[0], a[1]);
+    }
+    format!("({t})(({u}){} {sym} ({u}){})", a[0], a[1])
+}
+
+fn wrap_mulacc(dt: DType, a: &[String]) -> String {
+    let (t, u) = (dt.c_compute(), wrap_type(dt));
+    if t == u {
+        return format!("{} * {} + {}", a[0], a[1], a[2]);
+    }
+    format!("({t})(({u}){} * ({u}){} + ({u}){})", a[0], a[1], a[2])
+}
+
+fn wrap_neg(dt: DType, x: &str, safe: bool) -> String {
+    let (t, u) = (dt.c_compute(), wrap_type(dt));
+    if safe {
+        return format!("-{x}");
+    }
+    if t == u {
+        return format!("({u})0 - {x}");
+    }
+    format!("({t})(({u})0 - ({u}){x})")
+}
+
+/// Zero of `dt`'s compute type, as a literal.
+fn zero(dt: DType) -> String {
+    literal(Scalar::zero(dt))
+}
+
+/// A C literal for a constant, exact for every value. Negative values are parenthesised.
+fn literal(s: Scalar) -> String {
+    let dt = s.dtype();
+    match dt {
+        DType::Bool => String::from(if s.bits() != 0 { "1" } else { "0" }),
+        DType::F64 => float_literal(s.as_f64(), "", format!("{:?}", s.as_f64())),
+        d if d.is_float() => {
+            let v = s.as_f64() as f32;
+            float_literal(f64::from(v), "f", format!("{v:?}"))
+        }
+        _ => int_literal(dt, s),
+    }
+}
+
+/// `digits` is Rust's shortest round-trip spelling, which C reads back to the same value.
+fn float_literal(v: f64, f: &str, digits: String) -> String {
+    if v.is_nan() {
+        return format!("__builtin_nan{f}(\"\")");
+    }
+    let body = if v.is_infinite() {
+        format!("__builtin_inf{f}()")
+    } else {
+        format!("{}{f}", digits.trim_start_matches('-'))
+    };
+    if v.is_sign_negative() {
+        format!("(-{body})")
+    } else {
+        body
+    }
+}
+
+fn int_literal(dt: DType, s: Scalar) -> String {
+    if dt == DType::U64 {
+        let v = s.bits();
+        return if v <= i32::MAX as u64 {
+            format!("{v}")
+        } else {
+            format!("UINT64_C({v})")
+        };
+    }
+    let v = s.as_i64();
+    let body = match dt {
+        DType::I32 if v == i64::from(i32::MIN) => String::from("INT32_MIN"),
+        DType::I64 if v == i64::MIN => String::from("INT64_MIN"),
+        _ if i32::try_from(v).is_ok() => format!("{v}"),
+        DType::U32 => format!("UINT32_C({v})"),
+        _ => format!("INT64_C({v})"),
+    };
+    if v < 0 && body.starts_with('-') {
+        format!("({body})")
+    } else {
+        body
+    }
+}
+
+// ---- analyses ----
+
+/// Which UOps must be rendered: stores and loops, and everything they depend on. An `Assign` is
+/// needed when its accumulator is read by something needed (iterated to a fixpoint, because a
+/// read earlier in a loop sees the previous iteration's assignment).
+fn liveness(uops: &[UOp]) -> Vec<bool> {
+    let mut live = vec![false; uops.len()];
+    loop {
+        let mut changed = false;
+        for i in (0..uops.len()).rev() {
+            let u = &uops[i];
+            let root = matches!(u.kind, UOpKind::Store | UOpKind::Loop | UOpKind::EndLoop);
+            let assign = u.kind == UOpKind::Assign && live[u.src[0] as usize];
+            if (root || assign) && !live[i] {
+                live[i] = true;
+                changed = true;
+            }
+            if live[i] {
+                for &s in &u.src {
+                    changed |= !live[s as usize];
+                    live[s as usize] = true;
+                }
+            }
+        }
+        if !changed {
+            return live;
+        }
+    }
+}
+
+/// Bounds of integer UOps where they are known and fit the UOp's dtype (so the C operation
+/// cannot overflow); `None` where unknown or where the value may wrap.
+fn int_ranges(uops: &[UOp]) -> Vec<Option<(i128, i128)>> {
+    let mut r: Vec<Option<(i128, i128)>> = Vec::with_capacity(uops.len());
+    for u in uops {
+        let src = |n: usize| u.src.get(n).and_then(|&s| r[s as usize]);
+        let v = if u.dtype.is_int() {
+            uop_range(u, src).filter(|&(lo, hi)| lo >= u.dtype.int_min() && hi <= u.dtype.int_max())
+        } else {
+            None
+        };
+        r.push(v);
+    }
+    r
+}
+
+fn uop_range(u: &UOp, src: impl Fn(usize) -> Option<(i128, i128)>) -> Option<(i128, i128)> {
+    match &u.kind {
+        UOpKind::Const(s) if u.dtype == DType::U64 => Some((s.bits().into(), s.bits().into())),
+        UOpKind::Const(s) => Some((s.as_i64().into(), s.as_i64().into())),
+        UOpKind::DefineVar { min, max, .. } => Some(((*min).into(), (*max).into())),
+        UOpKind::Loop => Some((src(0)?.0, src(0)?.0.max(src(1)?.1 - 1))),
+        UOpKind::Alu(op) => alu_range(*op, src(0)?, src(1)),
+        _ => None,
+    }
+}
+
+fn alu_range(op: AluOp, a: (i128, i128), b: Option<(i128, i128)>) -> Option<(i128, i128)> {
+    let span = |xs: [i128; 4]| {
+        (
+            *xs.iter().min().unwrap_or(&0),
+            *xs.iter().max().unwrap_or(&0),
+        )
+    };
+    match op {
+        AluOp::Neg => Some((-a.1, -a.0)),
+        AluOp::Add => b.map(|b| (a.0 + b.0, a.1 + b.1)),
+        AluOp::Sub => b.map(|b| (a.0 - b.1, a.1 - b.0)),
+        AluOp::Mul => b.map(|b| span([a.0 * b.0, a.0 * b.1, a.1 * b.0, a.1 * b.1])),
+        // Non-negative dividend, positive divisor: truncating and floor forms agree.
+        AluOp::Div | AluOp::FloorDiv if a.0 >= 0 => {
+            b.filter(|b| b.0 > 0).map(|b| (a.0 / b.1, a.1 / b.0))
+        }
+        AluOp::Mod | AluOp::FloorMod if a.0 >= 0 => {
+            b.filter(|b| b.0 > 0).map(|b| (0, a.1.min(b.1 - 1)))
+        }
+        _ => None,
+    }
+}

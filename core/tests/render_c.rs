@@ -1,0 +1,963 @@
+//! The C renderer against independent Rust arithmetic: hand-built kernels are rendered into one
+//! program, compiled with clang and gcc (`-std=c99 -Wall -Wextra -Werror -pedantic -O2`), run, and
+//! every output element compared bit for bit with what plain Rust computes under the contract.
+//! Plus a golden test pinning the exact C text of a small kernel.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::process::Command;
+use std::sync::Arc;
+
+use half::{bf16, f16};
+use picograd_core::codegen::c::{render_kernel, render_program, CRenderOpts};
+use picograd_core::codegen::uops::{BufParam, KernelCost, LinearKernel, UOp, UOpKind};
+use picograd_core::ops::{AluOp, Scalar};
+use picograd_core::symbolic::Node;
+use picograd_core::DType;
+
+// ---------------------------------------------------------------- kernel building
+
+#[derive(Default)]
+struct Kb {
+    uops: Vec<UOp>,
+    bufs: Vec<BufParam>,
+    vars: Vec<(Arc<str>, i64, i64)>,
+}
+
+impl Kb {
+    fn u(&mut self, kind: UOpKind, dtype: DType, src: &[u32]) -> u32 {
+        self.uops.push(UOp {
+            kind,
+            dtype,
+            src: src.to_vec(),
+        });
+        (self.uops.len() - 1) as u32
+    }
+    fn global(&mut self, dtype: DType, size: usize, writable: bool) -> u32 {
+        let idx = self.bufs.len();
+        self.bufs.push(BufParam {
+            dtype,
+            size,
+            writable,
+        });
+        self.u(UOpKind::DefineGlobal { idx, writable }, dtype, &[])
+    }
+    fn var(&mut self, name: &str, min: i64, max: i64) -> u32 {
+        self.vars.push((name.into(), min, max));
+        let k = UOpKind::DefineVar {
+            name: name.into(),
+            min,
+            max,
+        };
+        self.u(k, DType::I32, &[])
+    }
+    fn c(&mut self, s: Scalar) -> u32 {
+        self.u(UOpKind::Const(s), s.dtype(), &[])
+    }
+    fn ci(&mut self, v: i64) -> u32 {
+        self.c(Scalar::from_i64(v, DType::I32))
+    }
+    fn alu(&mut self, op: AluOp, dtype: DType, src: &[u32]) -> u32 {
+        self.u(UOpKind::Alu(op), dtype, src)
+    }
+    fn load(&mut self, buf: u32, idx: u32) -> u32 {
+        let dt = self.uops[buf as usize].dtype;
+        self.u(UOpKind::Load, dt, &[buf, idx])
+    }
+    fn store(&mut self, buf: u32, idx: u32, val: u32) {
+        let dt = self.uops[buf as usize].dtype;
+        self.u(UOpKind::Store, dt, &[buf, idx, val]);
+    }
+    fn cast(&mut self, x: u32, to: DType) -> u32 {
+        self.u(UOpKind::Cast, to, &[x])
+    }
+    fn lp(&mut self, start: u32, end: u32) -> u32 {
+        let dt = self.uops[end as usize].dtype;
+        self.u(UOpKind::Loop, dt, &[start, end])
+    }
+    fn end(&mut self, l: u32) {
+        let dt = self.uops[l as usize].dtype;
+        self.u(UOpKind::EndLoop, dt, &[l]);
+    }
+    fn finish(self, name: &str) -> LinearKernel {
+        LinearKernel {
+            name: name.into(),
+            uops: self.uops,
+            bufs: self.bufs,
+            vars: self.vars,
+            cost: KernelCost::default(),
+        }
+    }
+}
+
+/// `for i in 0..n { out_k[i] = f_k(in_0[i], in_1[i], ...) }` with `outs` output buffers of the
+/// given dtypes and `ins` inputs of the given dtypes; `f` gets the loaded inputs.
+fn elementwise(
+    name: &str,
+    outs: &[DType],
+    ins: &[DType],
+    n: usize,
+    f: impl FnOnce(&mut Kb, &[u32]) -> Vec<u32>,
+) -> LinearKernel {
+    let mut b = Kb::default();
+    let og: Vec<u32> = outs.iter().map(|&d| b.global(d, n, true)).collect();
+    let ig: Vec<u32> = ins.iter().map(|&d| b.global(d, n, false)).collect();
+    let (zero, end) = (b.ci(0), b.ci(n as i64));
+    let i = b.lp(zero, end);
+    let xs: Vec<u32> = ig.iter().map(|&g| b.load(g, i)).collect();
+    let ys = f(&mut b, &xs);
+    for (g, y) in og.iter().zip(ys) {
+        b.store(*g, i, y);
+    }
+    b.end(i);
+    b.finish(name)
+}
+
+// ---------------------------------------------------------------- running C
+
+/// One kernel run: inputs and expected outputs as raw element bits, in buffer order.
+struct Case {
+    kernel: LinearKernel,
+    /// Every buffer's initial contents (outputs too: a sentinel shows untouched elements).
+    init: Vec<Vec<u64>>,
+    vars: Vec<i32>,
+    /// Expected final contents of each writable buffer (in buffer order).
+    want: Vec<Vec<u64>>,
+}
+
+fn bits_type(dt: DType) -> &'static str {
+    match dt.itemsize() {
+        1 => "uint8_t",
+        2 => "uint16_t",
+        4 => "uint32_t",
+        _ => "uint64_t",
+    }
+}
+
+/// A C `main` that runs every case and prints `name buf idx hexbits` for each output element.
+fn harness(cases: &[Case], extra: &str) -> String {
+    let mut m = String::from("\n#include <stdio.h>\n#include <string.h>\n");
+    m.push_str(extra);
+    for c in cases {
+        let k = &c.kernel;
+        writeln!(m, "static void run_{}(void) {{", k.name).unwrap();
+        for (j, (bp, init)) in k.bufs.iter().zip(&c.init).enumerate() {
+            let bt = bits_type(bp.dtype);
+            let vals: Vec<String> = init.iter().map(|v| format!("{v:#x}u")).collect();
+            writeln!(
+                m,
+                "  static const {bt} init{j}[{}] = {{{}}};",
+                init.len(),
+                vals.join(",")
+            )
+            .unwrap();
+            writeln!(m, "  static {} b{j}[{}];", bp.dtype.c_storage(), init.len()).unwrap();
+            writeln!(m, "  memcpy(b{j}, init{j}, sizeof b{j});").unwrap();
+        }
+        let ptrs: Vec<String> = (0..k.bufs.len()).map(|j| format!("b{j}")).collect();
+        let mut vars: Vec<String> = c.vars.iter().map(|v| v.to_string()).collect();
+        vars.push("0".into());
+        writeln!(
+            m,
+            "  void *bufs[{}] = {{{}}};",
+            ptrs.len().max(1),
+            ptrs.join(",")
+        )
+        .unwrap();
+        writeln!(
+            m,
+            "  const int32_t vars[{}] = {{{}}};",
+            vars.len(),
+            vars.join(",")
+        )
+        .unwrap();
+        writeln!(m, "  {}_entry(bufs, vars);", k.name).unwrap();
+        for (j, bp) in k.bufs.iter().enumerate().filter(|(_, b)| b.writable) {
+            let bt = bits_type(bp.dtype);
+            writeln!(
+                m,
+                "  {{ size_t i; for (i = 0; i < {}; i++) {{ {bt} o; memcpy(&o, &b{j}[i], sizeof o); \
+                 printf(\"{} {j} %u %llx\\n\", (unsigned)i, (unsigned long long)o); }} }}",
+                c.init[j].len(),
+                k.name
+            )
+            .unwrap();
+        }
+        m.push_str("}\n");
+    }
+    m.push_str("int main(void) {\n");
+    for c in cases {
+        writeln!(m, "  run_{}();", c.kernel.name).unwrap();
+    }
+    m.push_str("  return 0;\n}\n");
+    m
+}
+
+const FLAGS: &[&str] = &[
+    "-std=c99",
+    "-Wall",
+    "-Wextra",
+    "-Werror",
+    "-pedantic",
+    "-O2",
+    "-ffp-contract=off",
+];
+
+/// Compiles `src` with `cc`, runs it, and returns its stdout. Panics (failing the test) when the
+/// compiler is missing, warns, or the program fails.
+fn compile_and_run(cc: &str, src: &str, tag: &str) -> String {
+    let dir = std::env::temp_dir().join(format!(
+        "picograd-render-c-{}-{tag}-{cc}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (c, exe) = (dir.join("prog.c"), dir.join("prog"));
+    std::fs::write(&c, src).unwrap();
+    let out = Command::new(cc)
+        .args(FLAGS)
+        .arg(&c)
+        .arg("-o")
+        .arg(&exe)
+        .arg("-lm")
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("C compiler `{cc}` not runnable ({e}); it is required for this test")
+        });
+    assert!(
+        out.status.success(),
+        "{cc} failed on {}:\n{}",
+        c.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = Command::new(&exe).output().expect("run compiled program");
+    assert!(
+        run.status.success(),
+        "program built by {cc} failed: {run:?}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+    String::from_utf8(run.stdout).unwrap()
+}
+
+/// Renders all cases into one program and checks them under clang and gcc.
+fn check_cases(cases: &[Case], opts: &CRenderOpts, extra: &str, tag: &str) {
+    let ks: Vec<&LinearKernel> = cases.iter().map(|c| &c.kernel).collect();
+    let src = render_program(&ks, opts) + &harness(cases, extra);
+    if let Ok(p) = std::env::var("PG_DUMP_C") {
+        std::fs::write(p, &src).unwrap();
+    }
+    for cc in ["clang", "gcc"] {
+        let out = compile_and_run(cc, &src, tag);
+        let mut got: BTreeMap<(String, usize), Vec<u64>> = BTreeMap::new();
+        for line in out.lines() {
+            let p: Vec<&str> = line.split(' ').collect();
+            let v = u64::from_str_radix(p[3], 16).unwrap();
+            got.entry((p[0].to_string(), p[1].parse().unwrap()))
+                .or_default()
+                .push(v);
+        }
+        for c in cases {
+            let outs = c.kernel.bufs.iter().enumerate().filter(|(_, b)| b.writable);
+            for ((j, _), want) in outs.zip(&c.want) {
+                let g = &got[&(c.kernel.name.clone(), j)];
+                for (e, (gv, wv)) in g.iter().zip(want).enumerate() {
+                    assert_eq!(
+                        gv, wv,
+                        "{cc}: kernel {} buffer {j} element {e}: got {gv:#x}, want {wv:#x}",
+                        c.kernel.name
+                    );
+                }
+                assert_eq!(g.len(), want.len());
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------- value helpers
+
+fn f32s(v: &[f32]) -> Vec<u64> {
+    v.iter().map(|x| u64::from(x.to_bits())).collect()
+}
+fn i32s(v: &[i32]) -> Vec<u64> {
+    v.iter().map(|x| u64::from(*x as u32)).collect()
+}
+const SENT32: u64 = 0xdead_beef;
+fn sentinel(n: usize, dt: DType) -> Vec<u64> {
+    let mask = if dt.itemsize() == 8 {
+        u64::MAX
+    } else {
+        (1u64 << (dt.itemsize() * 8)) - 1
+    };
+    vec![SENT32 & mask; n]
+}
+
+/// The contract's float max: NaN in either operand propagates; ties give `b`.
+fn pg_max(a: f32, b: f32) -> f32 {
+    if a > b || a.is_nan() {
+        a
+    } else {
+        b
+    }
+}
+
+// ---------------------------------------------------------------- the cases
+
+fn case_add_max() -> Case {
+    let a = [1.5f32, -2.0, f32::INFINITY, f32::NAN, 0.0, -0.0, 1e30, 3.0];
+    let b = [2.25f32, 7.0, 1.0, 1.0, -0.0, 0.0, 1e30, f32::NAN];
+    let k = elementwise(
+        "k_add_max",
+        &[DType::F32; 2],
+        &[DType::F32; 2],
+        8,
+        |k, x| {
+            vec![
+                k.alu(AluOp::Add, DType::F32, &[x[0], x[1]]),
+                k.alu(AluOp::Max, DType::F32, &[x[0], x[1]]),
+            ]
+        },
+    );
+    let add: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
+    let max: Vec<f32> = a.iter().zip(&b).map(|(x, y)| pg_max(*x, *y)).collect();
+    Case {
+        kernel: k,
+        init: vec![
+            sentinel(8, DType::F32),
+            sentinel(8, DType::F32),
+            f32s(&a),
+            f32s(&b),
+        ],
+        vars: vec![],
+        want: vec![f32s(&add), f32s(&max)],
+    }
+}
+
+/// `out[r] = sum_j in[r*5+j]` and `out2[r] = max_j in[r*5+j]`, with accumulators.
+fn case_reduce() -> Case {
+    let mut b = Kb::default();
+    let (out, out2) = (b.global(DType::F32, 3, true), b.global(DType::F32, 3, true));
+    let inp = b.global(DType::F32, 15, false);
+    let (z, three, five) = (b.ci(0), b.ci(3), b.ci(5));
+    let r = b.lp(z, three);
+    let acc = b.u(
+        UOpKind::DefineAcc(Scalar::zero(DType::F32)),
+        DType::F32,
+        &[],
+    );
+    let macc = b.u(
+        UOpKind::DefineAcc(Scalar::lowest(DType::F32)),
+        DType::F32,
+        &[],
+    );
+    let j = b.lp(z, five);
+    let base = b.alu(AluOp::Mul, DType::I32, &[r, five]);
+    let idx = b.alu(AluOp::Add, DType::I32, &[base, j]);
+    let x = b.load(inp, idx);
+    let s = b.alu(AluOp::Add, DType::F32, &[acc, x]);
+    let a1 = b.u(UOpKind::Assign, DType::F32, &[acc, s]);
+    let m = b.alu(AluOp::Max, DType::F32, &[macc, x]);
+    b.u(UOpKind::Assign, DType::F32, &[macc, m]);
+    b.end(j);
+    b.store(out, r, a1);
+    b.store(out2, r, macc);
+    b.end(r);
+    let data: Vec<f32> = (0..15).map(|i| (i as f32) * 0.37 - 2.0).collect();
+    let mut data = data;
+    data[7] = f32::NAN;
+    let (mut sums, mut maxs) = (vec![], vec![]);
+    for r in 0..3 {
+        let (mut s, mut m) = (0.0f32, f32::NEG_INFINITY);
+        for j in 0..5 {
+            s += data[r * 5 + j];
+            m = pg_max(m, data[r * 5 + j]);
+        }
+        sums.push(s);
+        maxs.push(m);
+    }
+    Case {
+        kernel: b.finish("k_reduce"),
+        init: vec![
+            sentinel(3, DType::F32),
+            sentinel(3, DType::F32),
+            f32s(&data),
+        ],
+        vars: vec![],
+        want: vec![f32s(&sums), f32s(&maxs)],
+    }
+}
+
+/// Padding by one on each side: `out[i] = 0 < i && i < n+1 ? in[i-1] : 0`; the gated index is
+/// out of bounds where the gate is false.
+fn case_pad() -> Case {
+    let n = 5;
+    let mut b = Kb::default();
+    let out = b.global(DType::F32, n + 2, true);
+    let inp = b.global(DType::F32, n, false);
+    let (z, one, end, hi) = (b.ci(0), b.ci(1), b.ci(n as i64 + 2), b.ci(n as i64 + 1));
+    let i = b.lp(z, end);
+    let g0 = b.alu(AluOp::CmpLt, DType::Bool, &[z, i]);
+    let g1 = b.alu(AluOp::CmpLt, DType::Bool, &[i, hi]);
+    let g = b.alu(AluOp::And, DType::Bool, &[g0, g1]);
+    let idx = b.alu(AluOp::Sub, DType::I32, &[i, one]);
+    let x = b.u(UOpKind::Load, DType::F32, &[inp, idx, g]);
+    b.store(out, i, x);
+    b.end(i);
+    let data = [1.0f32, 2.0, 3.0, 4.0, 5.0];
+    let want = [0.0f32, 1.0, 2.0, 3.0, 4.0, 5.0, 0.0];
+    Case {
+        kernel: b.finish("k_pad"),
+        init: vec![sentinel(n + 2, DType::F32), f32s(&data)],
+        vars: vec![],
+        want: vec![f32s(&want)],
+    }
+}
+
+fn floordiv(a: i32, b: i32) -> i32 {
+    if b == 0 {
+        return 0;
+    }
+    (a as f64 / b as f64).floor() as i64 as i32
+}
+fn floormod(a: i32, b: i32) -> i32 {
+    if b == 0 {
+        return 0;
+    }
+    (i64::from(a) - i64::from(b) * (a as f64 / b as f64).floor() as i64) as i32
+}
+
+/// Wrapping add/sub/mul/neg, truncating div/mod with the zero and MIN/-1 rules, floor div/mod,
+/// max, xor, and int → int casts.
+fn case_int() -> Case {
+    let pairs: [(i32, i32); 12] = [
+        (i32::MAX, 1),
+        (i32::MIN, -1),
+        (7, 0),
+        (-7, 2),
+        (7, -2),
+        (-7, -2),
+        (i32::MIN, 0),
+        (123_456, 654_321),
+        (-9, 3),
+        (i32::MIN, 2),
+        (0, -1),
+        (-1, i32::MIN),
+    ];
+    let (a, b): (Vec<i32>, Vec<i32>) = pairs.iter().copied().unzip();
+    use AluOp::*;
+    let ops = [Add, Sub, Mul, Div, Mod, FloorDiv, FloorMod, Max, Xor];
+    let mut outs = vec![DType::I32; ops.len() + 1];
+    outs.extend([DType::I8, DType::U16]);
+    let k = elementwise(
+        "k_int",
+        &outs,
+        &[DType::I32, DType::I32],
+        pairs.len(),
+        |k, x| {
+            let mut ys: Vec<u32> = ops
+                .iter()
+                .map(|&op| k.alu(op, DType::I32, &[x[0], x[1]]))
+                .collect();
+            ys.push(k.alu(Neg, DType::I32, &[x[0]]));
+            ys.push(k.cast(x[0], DType::I8));
+            ys.push(k.cast(x[1], DType::U16));
+            ys
+        },
+    );
+    let f: [fn(i32, i32) -> i32; 9] = [
+        i32::wrapping_add,
+        i32::wrapping_sub,
+        i32::wrapping_mul,
+        |a, b| if b == 0 { 0 } else { a.wrapping_div(b) },
+        |a, b| if b == 0 { 0 } else { a.wrapping_rem(b) },
+        floordiv,
+        floormod,
+        |a, b| a.max(b),
+        |a, b| a ^ b,
+    ];
+    let mut want: Vec<Vec<u64>> = f
+        .iter()
+        .map(|g| i32s(&a.iter().zip(&b).map(|(x, y)| g(*x, *y)).collect::<Vec<_>>()))
+        .collect();
+    want.push(i32s(
+        &a.iter().map(|x| x.wrapping_neg()).collect::<Vec<_>>(),
+    ));
+    want.push(a.iter().map(|x| u64::from(*x as i8 as u8)).collect());
+    want.push(b.iter().map(|x| u64::from(*x as u16)).collect());
+    let n = pairs.len();
+    let mut init: Vec<Vec<u64>> = outs.iter().map(|d| sentinel(n, *d)).collect();
+    init.push(i32s(&a));
+    init.push(i32s(&b));
+    Case {
+        kernel: k,
+        init,
+        vars: vec![],
+        want,
+    }
+}
+
+/// Saturating float → int casts (f32 and f64 sources), int → float, float → bool.
+fn case_casts() -> Case {
+    let xs = [
+        f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        1e10,
+        -1e10,
+        3.7,
+        -3.7,
+        255.5,
+        256.0,
+        -0.5,
+        2_147_483_520.0,
+        2_147_483_648.0,
+        -2_147_483_648.0,
+        -129.0,
+        0.0,
+        4_294_967_040.0,
+    ];
+    let ds = xs.map(|x| f64::from(x) * 4.3e9);
+    let outs = [
+        DType::I32,
+        DType::U8,
+        DType::I8,
+        DType::I64,
+        DType::U32,
+        DType::I64,
+        DType::U64,
+        DType::Bool,
+        DType::F32,
+    ];
+    let k = elementwise(
+        "k_casts",
+        &outs,
+        &[DType::F32, DType::F64, DType::I32],
+        xs.len(),
+        |k, x| {
+            let mut ys: Vec<u32> = outs[..5].iter().map(|&d| k.cast(x[0], d)).collect();
+            ys.push(k.cast(x[1], DType::I64));
+            ys.push(k.cast(x[1], DType::U64));
+            ys.push(k.cast(x[0], DType::Bool));
+            ys.push(k.cast(x[2], DType::F32));
+            ys
+        },
+    );
+    let ints: Vec<i32> = (0..xs.len() as i32)
+        .map(|i| i.wrapping_mul(0x1357_9bdf))
+        .collect();
+    let want = vec![
+        xs.iter().map(|x| u64::from(*x as i32 as u32)).collect(),
+        xs.iter().map(|x| u64::from(*x as u8)).collect(),
+        xs.iter().map(|x| u64::from(*x as i8 as u8)).collect(),
+        xs.iter().map(|x| *x as i64 as u64).collect(),
+        xs.iter().map(|x| u64::from(*x as u32)).collect(),
+        ds.iter().map(|x| *x as i64 as u64).collect(),
+        ds.iter().map(|x| *x as u64).collect(),
+        xs.iter().map(|x| u64::from(*x != 0.0)).collect(),
+        ints.iter()
+            .map(|x| u64::from((*x as f32).to_bits()))
+            .collect(),
+    ];
+    let n = xs.len();
+    let mut init: Vec<Vec<u64>> = outs.iter().map(|d| sentinel(n, *d)).collect();
+    init.push(f32s(&xs));
+    init.push(ds.iter().map(|x| x.to_bits()).collect());
+    init.push(i32s(&ints));
+    Case {
+        kernel: k,
+        init,
+        vars: vec![],
+        want,
+    }
+}
+
+/// f32 values probing f16/bf16 rounding: ties, subnormals, overflow, specials, and a spread of
+/// arbitrary bit patterns.
+fn f16_probe_values() -> Vec<f32> {
+    let mut v = vec![
+        1.0,
+        65504.0,
+        65519.99,
+        65520.0,
+        1.0 + 2f32.powi(-11),
+        1.0 + 3.0 * 2f32.powi(-11),
+        2f32.powi(-24),
+        2f32.powi(-25),
+        2f32.powi(-25) * 1.0001,
+        3.0 * 2f32.powi(-25),
+        6e-5,
+        6.1e-5,
+        -0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        f32::from_bits(0x7f80_0001),
+        f32::from_bits(0xffc1_2345),
+        1e-10,
+        -1e10,
+        f32::MAX,
+        f32::MIN_POSITIVE,
+        f32::from_bits(1),
+        1.0 + 2f32.powi(-8),
+        1.0 + 3.0 * 2f32.powi(-8),
+        f32::from_bits(0x7f7f_8000),
+    ];
+    v.extend((0..4000u32).map(|i| f32::from_bits(i.wrapping_mul(0x9e37_79b1))));
+    v
+}
+
+/// f32 → f16/bf16 by Cast + Store, and every f16/bf16 bit pattern → f32 by Load + Cast.
+fn case_half() -> Case {
+    let xs = f16_probe_values();
+    let n = 65536;
+    let mut b = Kb::default();
+    let (oh, ob) = (
+        b.global(DType::F16, n, true),
+        b.global(DType::BF16, n, true),
+    );
+    let (of, og) = (b.global(DType::F32, n, true), b.global(DType::F32, n, true));
+    let (x, ih, ib) = (
+        b.global(DType::F32, n, false),
+        b.global(DType::F16, n, false),
+        b.global(DType::BF16, n, false),
+    );
+    let (z, m, nn) = (b.ci(0), b.ci(xs.len() as i64), b.ci(n as i64));
+    let i = b.lp(z, m);
+    let v = b.load(x, i);
+    let h = b.cast(v, DType::F16);
+    b.store(oh, i, h);
+    let bb = b.cast(v, DType::BF16);
+    b.store(ob, i, bb);
+    b.end(i);
+    let i = b.lp(z, nn);
+    let h = b.load(ih, i);
+    let hf = b.cast(h, DType::F32);
+    b.store(of, i, hf);
+    let bb = b.load(ib, i);
+    let bf = b.cast(bb, DType::F32);
+    b.store(og, i, bf);
+    b.end(i);
+    let pad = |mut v: Vec<u64>, fill: u64| {
+        v.resize(n, fill);
+        v
+    };
+    let all: Vec<u64> = (0..n as u64).collect();
+    let want = vec![
+        pad(
+            xs.iter()
+                .map(|x| u64::from(f16::from_f32(*x).to_bits()))
+                .collect(),
+            0xbeef,
+        ),
+        pad(
+            xs.iter()
+                .map(|x| u64::from(bf16::from_f32(*x).to_bits()))
+                .collect(),
+            0xbeef,
+        ),
+        (0..=u16::MAX)
+            .map(|h| u64::from(f16::from_bits(h).to_f32().to_bits()))
+            .collect(),
+        (0..=u16::MAX)
+            .map(|h| u64::from(bf16::from_bits(h).to_f32().to_bits()))
+            .collect(),
+    ];
+    let init = vec![
+        sentinel(n, DType::F16),
+        sentinel(n, DType::BF16),
+        sentinel(n, DType::F32),
+        sentinel(n, DType::F32),
+        pad(f32s(&xs), 0),
+        all.clone(),
+        all,
+    ];
+    Case {
+        kernel: b.finish("k_half"),
+        init,
+        vars: vec![],
+        want,
+    }
+}
+
+/// A symbolic bound: `for i in 0..n { out[i] = in[i] * 2 }`, and i64 index arithmetic with a
+/// floor division: `out2[i] = floordiv(i - 3, 2)` over an i64 loop.
+fn case_var_loop() -> Case {
+    let mut b = Kb::default();
+    let (out, out2) = (b.global(DType::F32, 8, true), b.global(DType::I64, 8, true));
+    let inp = b.global(DType::F32, 8, false);
+    let nv = b.var("n", 1, 8);
+    let (z, two) = (b.ci(0), b.c(Scalar::from_f64(2.0, DType::F32)));
+    let i = b.lp(z, nv);
+    let x = b.load(inp, i);
+    let y = b.alu(AluOp::Mul, DType::F32, &[x, two]);
+    b.store(out, i, y);
+    b.end(i);
+    let (z64, e64) = (
+        b.c(Scalar::from_i64(0, DType::I64)),
+        b.c(Scalar::from_i64(8, DType::I64)),
+    );
+    let (three, two64) = (
+        b.c(Scalar::from_i64(3, DType::I64)),
+        b.c(Scalar::from_i64(2, DType::I64)),
+    );
+    let j = b.lp(z64, e64);
+    let d = b.alu(AluOp::Sub, DType::I64, &[j, three]);
+    let q = b.alu(AluOp::FloorDiv, DType::I64, &[d, two64]);
+    let r = b.alu(AluOp::FloorMod, DType::I64, &[d, three]);
+    let s = b.alu(AluOp::Add, DType::I64, &[q, r]);
+    b.store(out2, j, s);
+    b.end(j);
+    let data: Vec<f32> = (0..8).map(|i| i as f32 + 0.5).collect();
+    let mut want0: Vec<u64> = data[..5]
+        .iter()
+        .map(|x| u64::from((x * 2.0).to_bits()))
+        .collect();
+    want0.resize(8, SENT32);
+    let want1: Vec<u64> = (0..8i64)
+        .map(|j| ((j - 3).div_euclid(2) + (j - 3).rem_euclid(3)) as u64)
+        .collect();
+    Case {
+        kernel: b.finish("k_var_loop"),
+        init: vec![
+            sentinel(8, DType::F32),
+            sentinel(8, DType::I64),
+            f32s(&data),
+        ],
+        vars: vec![5],
+        want: vec![want0, want1],
+    }
+}
+
+/// Bitcasts, where/comparisons, float mod, sqrt, recip, neg.
+fn case_misc() -> Case {
+    let xs = [2.0f32, -7.5, 0.25, 9.0, -0.0, 16.0];
+    let ys = [3.0f32, 2.0, 0.25, -4.0, 1.0, 5.0];
+    let outs = [
+        DType::U32,
+        DType::F32,
+        DType::F32,
+        DType::F32,
+        DType::F32,
+        DType::F32,
+        DType::F32,
+    ];
+    let k = elementwise(
+        "k_misc",
+        &outs,
+        &[DType::F32, DType::F32],
+        xs.len(),
+        |k, x| {
+            let bits = k.u(UOpKind::Bitcast, DType::U32, &[x[0]]);
+            let back = k.u(UOpKind::Bitcast, DType::F32, &[bits]);
+            let lt = k.alu(AluOp::CmpLt, DType::Bool, &[x[0], x[1]]);
+            let w = k.alu(AluOp::Where, DType::F32, &[lt, x[0], x[1]]);
+            let m = k.alu(AluOp::Mod, DType::F32, &[x[0], x[1]]);
+            let a = k.alu(AluOp::Max, DType::F32, &[x[0], x[1]]);
+            let sq = k.alu(AluOp::Sqrt, DType::F32, &[a]);
+            let r = k.alu(AluOp::Recip, DType::F32, &[x[1]]);
+            let ng = k.alu(AluOp::Neg, DType::F32, &[x[0]]);
+            let ma = k.alu(AluOp::MulAcc, DType::F32, &[x[0], x[1], r]);
+            vec![bits, back, w, m, sq, ng, ma]
+        },
+    );
+    let z = xs.iter().zip(&ys);
+    let want = vec![
+        xs.iter().map(|x| u64::from(x.to_bits())).collect(),
+        f32s(&xs),
+        f32s(
+            &z.clone()
+                .map(|(a, b)| if a < b { *a } else { *b })
+                .collect::<Vec<_>>(),
+        ),
+        f32s(&z.clone().map(|(a, b)| a % b).collect::<Vec<_>>()),
+        f32s(
+            &z.clone()
+                .map(|(a, b)| pg_max(*a, *b).sqrt())
+                .collect::<Vec<_>>(),
+        ),
+        f32s(&xs.iter().map(|a| -a).collect::<Vec<_>>()),
+        f32s(&z.map(|(a, b)| a * b + 1.0 / b).collect::<Vec<_>>()),
+    ];
+    let n = xs.len();
+    let mut init: Vec<Vec<u64>> = outs.iter().map(|d| sentinel(n, *d)).collect();
+    init.push(f32s(&xs));
+    init.push(f32s(&ys));
+    Case {
+        kernel: k,
+        init,
+        vars: vec![],
+        want,
+    }
+}
+
+/// Bool arithmetic (add = or, mul = and, sub = xor, neg = not), comparisons, bool → int cast,
+/// and i8/u16 wrapping arithmetic (which C would otherwise promote to int).
+fn case_small_ints() -> Case {
+    let a: [u8; 4] = [0, 0, 1, 1];
+    let b: [u8; 4] = [0, 1, 0, 1];
+    let p: [i8; 4] = [127, -128, 100, -7];
+    let q: [i8; 4] = [1, -1, 100, 3];
+    use AluOp::*;
+    let outs = [
+        DType::Bool,
+        DType::Bool,
+        DType::Bool,
+        DType::Bool,
+        DType::Bool,
+        DType::I32,
+        DType::I8,
+        DType::I8,
+        DType::U16,
+    ];
+    let ins = [DType::Bool, DType::Bool, DType::I8, DType::I8];
+    let k = elementwise("k_small_ints", &outs, &ins, 4, |k, x| {
+        let mut ys: Vec<u32> = [Add, Mul, Sub]
+            .iter()
+            .map(|&op| k.alu(op, DType::Bool, &[x[0], x[1]]))
+            .collect();
+        ys.push(k.alu(Neg, DType::Bool, &[x[0]]));
+        ys.push(k.alu(CmpEq, DType::Bool, &[x[2], x[3]]));
+        ys.push(k.cast(x[0], DType::I32));
+        ys.push(k.alu(Add, DType::I8, &[x[2], x[3]]));
+        ys.push(k.alu(Mul, DType::I8, &[x[2], x[3]]));
+        let w = k.cast(x[2], DType::U16);
+        ys.push(k.alu(Mul, DType::U16, &[w, w]));
+        ys
+    });
+    let z = || a.iter().zip(&b);
+    let zi = || p.iter().zip(&q);
+    let u = |v: Vec<u8>| v.into_iter().map(u64::from).collect::<Vec<u64>>();
+    let want = vec![
+        u(z().map(|(x, y)| x | y).collect()),
+        u(z().map(|(x, y)| x & y).collect()),
+        u(z().map(|(x, y)| x ^ y).collect()),
+        u(a.iter().map(|x| u8::from(*x == 0)).collect()),
+        u(zi().map(|(x, y)| u8::from(x == y)).collect()),
+        a.iter().map(|x| u64::from(*x)).collect(),
+        u(zi().map(|(x, y)| x.wrapping_add(*y) as u8).collect()),
+        u(zi().map(|(x, y)| x.wrapping_mul(*y) as u8).collect()),
+        p.iter()
+            .map(|x| u64::from((*x as u16).wrapping_mul(*x as u16)))
+            .collect(),
+    ];
+    let mut init: Vec<Vec<u64>> = outs.iter().map(|d| sentinel(4, *d)).collect();
+    init.push(u(a.to_vec()));
+    init.push(u(b.to_vec()));
+    init.push(u(p.iter().map(|x| *x as u8).collect()));
+    init.push(u(q.iter().map(|x| *x as u8).collect()));
+    Case {
+        kernel: k,
+        init,
+        vars: vec![],
+        want,
+    }
+}
+
+/// Without libm the math ops call `pg_<fn>` functions the target supplies (here: stand-ins).
+#[test]
+fn without_libm_math_calls_target_functions() {
+    use AluOp::*;
+    let xs = [1.0f32, 2.0, 3.0];
+    let k = elementwise("k_nolibm", &[DType::F32; 5], &[DType::F32], 3, |k, x| {
+        let mut ys: Vec<u32> = [Exp2, Log2, Sin, Sqrt]
+            .iter()
+            .map(|&op| k.alu(op, DType::F32, &[x[0]]))
+            .collect();
+        ys.push(k.alu(Mod, DType::F32, &[x[0], x[0]]));
+        ys
+    });
+    let opts = CRenderOpts {
+        libm: false,
+        ..CRenderOpts::default()
+    };
+    assert!(!render_kernel(&k, &opts).contains("math.h"));
+    let extra = "float pg_exp2f(float x) { return x + 100.0f; }\n\
+                 float pg_log2f(float x) { return x + 200.0f; }\n\
+                 float pg_sinf(float x) { return x + 300.0f; }\n\
+                 float pg_sqrtf(float x) { return x + 400.0f; }\n\
+                 float pg_fmodf(float a, float b) { return a * b; }\n";
+    let want: Vec<Vec<u64>> = [100.0f32, 200.0, 300.0, 400.0]
+        .iter()
+        .map(|c| f32s(&xs.map(|x| x + c)))
+        .chain([f32s(&xs.map(|x| x * x))])
+        .collect();
+    let mut init: Vec<Vec<u64>> = (0..5).map(|_| sentinel(3, DType::F32)).collect();
+    init.push(f32s(&xs));
+    let case = Case {
+        kernel: k,
+        init,
+        vars: vec![],
+        want,
+    };
+    check_cases(&[case], &opts, extra, "nolibm");
+}
+
+#[test]
+fn kernels_compute_the_contract_under_clang_and_gcc() {
+    let cases = [
+        case_add_max(),
+        case_reduce(),
+        case_pad(),
+        case_int(),
+        case_casts(),
+        case_half(),
+        case_var_loop(),
+        case_misc(),
+        case_small_ints(),
+    ];
+    // The symbolic layer's C must compile against the prelude's floor helpers.
+    let s = Node::var("s", -5, 5);
+    let extra = format!(
+        "int32_t sym_check(int32_t s);\nint32_t sym_check(int32_t s) {{ return (int32_t)({} + {}); }}\n",
+        s.floordiv(2).render_c(),
+        (&s * 3).modulo(4).render_c()
+    );
+    check_cases(&cases, &CRenderOpts::default(), &extra, "main");
+}
+
+/// `for i in 0..n { out[i] = max(a[i], 0) + a[(i - 1) mod n] }`: a var bound, floor modulo
+/// of a possibly negative index, a relu.
+#[test]
+fn golden_relu_roll() {
+    let mut b = Kb::default();
+    let out = b.global(DType::F32, 16, true);
+    let a = b.global(DType::F32, 16, false);
+    let n = b.var("n", 1, 16);
+    let (z, one, fz) = (b.ci(0), b.ci(1), b.c(Scalar::zero(DType::F32)));
+    let i = b.lp(z, n);
+    let x = b.load(a, i);
+    let r = b.alu(AluOp::Max, DType::F32, &[x, fz]);
+    let im1 = b.alu(AluOp::Sub, DType::I32, &[i, one]);
+    let j = b.alu(AluOp::FloorMod, DType::I32, &[im1, n]);
+    let y = b.load(a, j);
+    let s = b.alu(AluOp::Add, DType::F32, &[r, y]);
+    b.store(out, i, s);
+    b.end(i);
+    let got = render_kernel(&b.finish("E_n"), &CRenderOpts::default());
+    let want = r#"/* generated by picograd */
+#include <stdint.h>
+
+static inline __attribute__((unused)) long long pg_floormod(long long a, long long b) {
+  long long r;
+  if (b == 0 || b == -1) return 0;
+  r = a % b;
+  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}
+
+void E_n(float *restrict data0, const float *restrict data1, int32_t n) {
+  for (int32_t ridx0 = 0; ridx0 < n; ridx0++) {
+    const float val7 = data1[ridx0];
+    const float val8 = (val7 > 0.0f || val7 != val7) ? val7 : 0.0f;
+    const int32_t val9 = ridx0 - 1;
+    const int32_t val10 = (int32_t)pg_floormod(val9, n);
+    const float val11 = data1[val10];
+    const float val12 = val8 + val11;
+    data0[ridx0] = val12;
+  }
+}
+
+void E_n_entry(void **bufs, const int32_t *vars) {
+  E_n((float *)bufs[0], (const float *)bufs[1], vars[0]);
+}
+"#;
+    assert_eq!(got, want, "\n{got}");
+}
