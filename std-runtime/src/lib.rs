@@ -6,3 +6,8 @@ pub mod cache;
 pub mod compiler;
 
 pub use compiler::{CompiledLib, Compiler, EntryFn, Stats};
+pub mod clang;
+pub mod install;
+
+pub use clang::Clang;
+pub use install::{clang, install};
