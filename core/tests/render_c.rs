@@ -851,6 +851,39 @@ fn case_small_ints() -> Case {
     }
 }
 
+/// Unused parameters, dead loads and a dead accumulator must not trip `-Wunused`; a store with a
+/// gate (fourth source) writes only where the gate holds.
+fn case_dead_and_gated_store() -> Case {
+    let mut b = Kb::default();
+    let out = b.global(DType::F32, 4, true);
+    let unused = b.global(DType::F32, 4, false);
+    let inp = b.global(DType::F32, 4, false);
+    b.var("m", 0, 9);
+    let (z, four, two) = (b.ci(0), b.ci(4), b.ci(2));
+    let acc = b.u(
+        UOpKind::DefineAcc(Scalar::zero(DType::F32)),
+        DType::F32,
+        &[],
+    );
+    let i = b.lp(z, four);
+    let _dead = b.load(unused, i);
+    let x = b.load(inp, i);
+    let s = b.alu(AluOp::Add, DType::F32, &[acc, x]);
+    b.u(UOpKind::Assign, DType::F32, &[acc, s]);
+    let g = b.alu(AluOp::CmpLt, DType::Bool, &[i, two]);
+    b.u(UOpKind::Store, DType::F32, &[out, i, x, g]);
+    b.end(i);
+    let data = [1.0f32, 2.0, 3.0, 4.0];
+    let mut want = f32s(&data[..2]);
+    want.extend([SENT32, SENT32]);
+    Case {
+        kernel: b.finish("k_dead"),
+        init: vec![sentinel(4, DType::F32), f32s(&data), f32s(&data)],
+        vars: vec![3],
+        want: vec![want],
+    }
+}
+
 /// Without libm the math ops call `pg_<fn>` functions the target supplies (here: stand-ins).
 #[test]
 fn without_libm_math_calls_target_functions() {
@@ -902,6 +935,7 @@ fn kernels_compute_the_contract_under_clang_and_gcc() {
         case_var_loop(),
         case_misc(),
         case_small_ints(),
+        case_dead_and_gated_store(),
     ];
     // The symbolic layer's C must compile against the prelude's floor helpers.
     let s = Node::var("s", -5, 5);

@@ -280,7 +280,7 @@ impl<'a> Writer<'a> {
     fn load(&mut self, i: usize) {
         let dt = self.k.uops[i].dtype;
         let raw = format!("{}[{}]", self.src(i, 0), self.src(i, 1));
-        let v = self.from_storage(dt, raw);
+        let v = self.storage_to_compute(dt, raw);
         let e = if self.k.uops[i].src.len() > 2 {
             format!("{} ? {v} : {}", self.src(i, 2), zero(dt))
         } else {
@@ -291,7 +291,7 @@ impl<'a> Writer<'a> {
 
     fn store(&mut self, i: usize) {
         let dt = self.k.uops[i].dtype;
-        let v = self.to_storage(dt, self.src(i, 2).to_string());
+        let v = self.compute_to_storage(dt, self.src(i, 2).to_string());
         let s = format!("{}[{}] = {v};", self.src(i, 0), self.src(i, 1));
         if self.k.uops[i].src.len() > 3 {
             let g = format!("if ({}) {s}", self.src(i, 3));
@@ -302,7 +302,7 @@ impl<'a> Writer<'a> {
     }
 
     /// A stored element as its compute value.
-    fn from_storage(&mut self, dt: DType, raw: String) -> String {
+    fn storage_to_compute(&mut self, dt: DType, raw: String) -> String {
         match dt {
             DType::F16 => self.call(Helper::F16ToF32, "pg_f16_to_f32", &raw),
             DType::BF16 => self.call(Helper::Bf16ToF32, "pg_bf16_to_f32", &raw),
@@ -312,7 +312,7 @@ impl<'a> Writer<'a> {
     }
 
     /// A compute value as its stored element.
-    fn to_storage(&mut self, dt: DType, v: String) -> String {
+    fn compute_to_storage(&mut self, dt: DType, v: String) -> String {
         match dt {
             DType::F16 => self.call(Helper::F32ToF16, "pg_f32_to_f16", &v),
             DType::BF16 => self.call(Helper::F32ToBf16, "pg_f32_to_bf16", &v),
@@ -480,8 +480,8 @@ impl<'a> Writer<'a> {
     fn round_to(&mut self, to: DType, v: String) -> String {
         match to {
             DType::F16 | DType::BF16 => {
-                let bits = self.to_storage(to, v);
-                self.from_storage(to, bits)
+                let bits = self.compute_to_storage(to, v);
+                self.storage_to_compute(to, bits)
             }
             _ => v,
         }
@@ -493,14 +493,14 @@ impl<'a> Writer<'a> {
         let bits = match from {
             DType::F32 => self.call(Helper::Bits32, "pg_f32_bits", &x),
             DType::F64 => self.call(Helper::Bits64, "pg_f64_bits", &x),
-            DType::F16 | DType::BF16 => self.to_storage(from, x),
+            DType::F16 | DType::BF16 => self.compute_to_storage(from, x),
             _ if from == to || from.c_compute() == unsigned_of(from) => x,
             _ => format!("({}){x}", unsigned_of(from)),
         };
         match to {
             DType::F32 => self.call(Helper::Bits32, "pg_bits_f32", &bits),
             DType::F64 => self.call(Helper::Bits64, "pg_bits_f64", &bits),
-            DType::F16 | DType::BF16 => self.from_storage(to, bits),
+            DType::F16 | DType::BF16 => self.storage_to_compute(to, bits),
             DType::Bool => format!("({bits} != 0)"),
             _ if from == to || to.c_compute() == unsigned_of(to) => bits,
             _ => format!("({}){bits}", to.c_compute()),
