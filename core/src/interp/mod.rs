@@ -4,8 +4,21 @@
 //! Invariant: numeric results are those of the C renderer (see DESIGN.md, "Numeric semantics"):
 //! ints wrap, `/` truncates, `%` takes the dividend's sign, x/0 and x%0 give 0, float → int casts
 //! truncate and saturate with NaN → 0, f16/bf16 compute in f32 and round to nearest-even on store
-//! and on casts, and no operation is fused. A kernel is lowered once ([`lower`]) into closures
-//! specialised per dtype ([`instr`]); a run never dispatches on a dtype per element.
+//! and on casts, and no operation is fused. A kernel is lowered once (module `lower`) into closures
+//! specialised per dtype (module `instr`); a run never dispatches on a dtype per element.
+//!
+//! Decisions the C renderer must share:
+//! - float `max(a, b)` is NaN when either operand is NaN (the first NaN operand), else
+//!   `a > b ? a : b` (so `max(0.0, -0.0)` is `-0.0`, the second operand);
+//! - bools compute as 0/1 converted back to bool: `+`/max are or, `*`/`/` are and, `-` is xor;
+//! - a cast to f16/bf16 converts to f32 first, then rounds to nearest-even (so f64 → f16 rounds
+//!   twice, as `(float)x` followed by the f16 conversion does in C);
+//! - loop counters compare as i64; an index is the register's value as i64, so a negative or
+//!   too-large index (u64 above `i64::MAX` included) is out of range;
+//! - `Store` takes an optional fourth source, a bool gate; `Load` takes an optional third;
+//! - an ungated access outside its buffer is an [`Error::Device`](crate::Error::Device) naming the
+//!   kernel, the UOp, the buffer parameter and the index; a store to a buffer not marked
+//!   `writable` is rejected at compile time.
 
 mod elem;
 mod instr;
