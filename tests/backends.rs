@@ -55,14 +55,25 @@ impl Nd {
         })
     }
     fn pad(&self, arg: &[(usize, usize)]) -> Nd {
-        let shape = self.shape.iter().zip(arg).map(|(d, (b, e))| d + b + e).collect();
+        let shape = self
+            .shape
+            .iter()
+            .zip(arg)
+            .map(|(d, (b, e))| d + b + e)
+            .collect();
         self.map_positions(shape, |p| {
-            p.iter().zip(arg).zip(&self.shape).map(|((&x, &(b, _)), &d)| (x >= b && x - b < d).then(|| x - b)).collect()
+            p.iter()
+                .zip(arg)
+                .zip(&self.shape)
+                .map(|((&x, &(b, _)), &d)| (x >= b && x - b < d).then(|| x - b))
+                .collect()
         })
     }
     fn shrink(&self, arg: &[(usize, usize)]) -> Nd {
         let shape = arg.iter().map(|(b, e)| e - b).collect();
-        self.map_positions(shape, |p| Some(p.iter().zip(arg).map(|(x, (b, _))| x + b).collect()))
+        self.map_positions(shape, |p| {
+            Some(p.iter().zip(arg).map(|(x, (b, _))| x + b).collect())
+        })
     }
     fn flip(&self, axis: usize) -> Nd {
         let d = self.shape[axis];
@@ -82,16 +93,32 @@ impl Nd {
         })
     }
     fn expand(&self, shape: &[usize]) -> Nd {
-        self.map_positions(shape.to_vec(), |p| Some(p.iter().zip(&self.shape).map(|(&x, &d)| if d == 1 { 0 } else { x }).collect()))
+        self.map_positions(shape.to_vec(), |p| {
+            Some(
+                p.iter()
+                    .zip(&self.shape)
+                    .map(|(&x, &d)| if d == 1 { 0 } else { x })
+                    .collect(),
+            )
+        })
     }
     fn reduce(&self, max: bool, axes: &[usize]) -> Nd {
-        let shape: Vec<usize> = self.shape.iter().enumerate().map(|(i, &d)| if axes.contains(&i) { 1 } else { d }).collect();
+        let shape: Vec<usize> = self
+            .shape
+            .iter()
+            .enumerate()
+            .map(|(i, &d)| if axes.contains(&i) { 1 } else { d })
+            .collect();
         let n: usize = shape.iter().product();
         let mut data = vec![if max { f64::NEG_INFINITY } else { 0.0 }; n];
         let ost = Nd::strides(&shape);
         for (i, v) in self.data.iter().enumerate() {
             let p = Nd::unravel(&self.shape, i);
-            let o: usize = p.iter().enumerate().map(|(a, &x)| if axes.contains(&a) { 0 } else { x * ost[a] }).sum();
+            let o: usize = p
+                .iter()
+                .enumerate()
+                .map(|(a, &x)| if axes.contains(&a) { 0 } else { x * ost[a] })
+                .sum();
             data[o] = if max { data[o].max(*v) } else { data[o] + v };
         }
         Nd { shape, data }
@@ -134,13 +161,25 @@ struct Run {
 
 fn tensor_on(nd: &Nd, dtype: DType, dev: &Arc<dyn Device>) -> Tensor {
     match dtype {
-        DType::I32 => Tensor::try_from_slice_on(&nd.data.iter().map(|&v| v as i32).collect::<Vec<_>>(), &nd.shape, dev).unwrap(),
-        _ => Tensor::try_from_slice_on(&nd.data.iter().map(|&v| v as f32).collect::<Vec<_>>(), &nd.shape, dev).unwrap(),
+        DType::I32 => Tensor::try_from_slice_on(
+            &nd.data.iter().map(|&v| v as i32).collect::<Vec<_>>(),
+            &nd.shape,
+            dev,
+        )
+        .unwrap(),
+        _ => Tensor::try_from_slice_on(
+            &nd.data.iter().map(|&v| v as f32).collect::<Vec<_>>(),
+            &nd.shape,
+            dev,
+        )
+        .unwrap(),
     }
 }
 
 fn values(n: usize, seed: u32) -> Vec<f64> {
-    (0..n).map(|i| ((i as u32).wrapping_mul(2654435761).wrapping_add(seed) % 17) as f64 - 8.0).collect()
+    (0..n)
+        .map(|i| ((i as u32).wrapping_mul(2654435761).wrapping_add(seed) % 17) as f64 - 8.0)
+        .collect()
 }
 
 fn apply(run: &mut Run, s: &Step, dtype: DType, dev: &Arc<dyn Device>) {
@@ -157,7 +196,9 @@ fn apply(run: &mut Run, s: &Step, dtype: DType, dev: &Arc<dyn Device>) {
             run.r = run.r.permute(&order);
         }
         Step::Pad(k) => {
-            let arg: Vec<(usize, usize)> = (0..rank).map(|a| (((k >> a) & 1) as usize, ((k >> (a + 3)) & 1) as usize)).collect();
+            let arg: Vec<(usize, usize)> = (0..rank)
+                .map(|a| (((k >> a) & 1) as usize, ((k >> (a + 3)) & 1) as usize))
+                .collect();
             run.t = run.t.try_pad(&arg).unwrap();
             run.r = run.r.pad(&arg);
         }
@@ -167,7 +208,14 @@ fn apply(run: &mut Run, s: &Step, dtype: DType, dev: &Arc<dyn Device>) {
                 .enumerate()
                 .map(|(a, &d)| {
                     let b = if d > 1 { ((k >> a) & 1) as usize } else { 0 };
-                    (b, d - if d - b > 1 { ((k >> (a + 4)) & 1) as usize } else { 0 })
+                    (
+                        b,
+                        d - if d - b > 1 {
+                            ((k >> (a + 4)) & 1) as usize
+                        } else {
+                            0
+                        },
+                    )
                 })
                 .collect();
             run.t = run.t.try_shrink(&arg).unwrap();
@@ -195,12 +243,22 @@ fn apply(run: &mut Run, s: &Step, dtype: DType, dev: &Arc<dyn Device>) {
             } else {
                 vec![shape[0], 1]
             };
-            run.t = run.t.try_reshape(&new.iter().map(|&d| d as isize).collect::<Vec<_>>()).unwrap();
-            run.r = Nd { shape: new, data: run.r.data.clone() };
+            run.t = run
+                .t
+                .try_reshape(&new.iter().map(|&d| d as isize).collect::<Vec<_>>())
+                .unwrap();
+            run.r = Nd {
+                shape: new,
+                data: run.r.data.clone(),
+            };
         }
         Step::Reduce(max, k) => {
             let axes: Vec<usize> = (0..rank).filter(|a| (k >> a) & 1 == 1).collect();
-            let axes = if axes.is_empty() { vec![k as usize % rank] } else { axes };
+            let axes = if axes.is_empty() {
+                vec![k as usize % rank]
+            } else {
+                axes
+            };
             let op = if max { ReduceOp::Max } else { ReduceOp::Sum };
             let ax: Vec<isize> = axes.iter().map(|&a| a as isize).collect();
             run.t = run.t.try_reduce(op, Some(&ax), true).unwrap();
@@ -208,8 +266,15 @@ fn apply(run: &mut Run, s: &Step, dtype: DType, dev: &Arc<dyn Device>) {
         }
         Step::Binary(o, seed) => {
             // The other operand broadcasts along the axes `seed` picks.
-            let oshape: Vec<usize> = shape.iter().enumerate().map(|(a, &d)| if (seed >> a) & 1 == 1 { 1 } else { d }).collect();
-            let other = Nd { data: values(oshape.iter().product(), seed), shape: oshape };
+            let oshape: Vec<usize> = shape
+                .iter()
+                .enumerate()
+                .map(|(a, &d)| if (seed >> a) & 1 == 1 { 1 } else { d })
+                .collect();
+            let other = Nd {
+                data: values(oshape.iter().product(), seed),
+                shape: oshape,
+            };
             let ot = tensor_on(&other, dtype, dev);
             let oe = other.expand(&shape);
             let (op, f): (AluOp, fn(f64, f64) -> f64) = match o {
@@ -219,7 +284,13 @@ fn apply(run: &mut Run, s: &Step, dtype: DType, dev: &Arc<dyn Device>) {
                 _ => (AluOp::Max, f64::max),
             };
             run.t = run.t.try_alu(op, &[&ot]).unwrap();
-            run.r.data = run.r.data.iter().zip(&oe.data).map(|(a, b)| f(*a, *b)).collect();
+            run.r.data = run
+                .r
+                .data
+                .iter()
+                .zip(&oe.data)
+                .map(|(a, b)| f(*a, *b))
+                .collect();
         }
         Step::Unary(o) => {
             let f: fn(f64) -> f64 = match o {
@@ -247,8 +318,20 @@ fn apply(run: &mut Run, s: &Step, dtype: DType, dev: &Arc<dyn Device>) {
 fn check(got: &[f64], want: &Nd, dtype: DType, what: &str) -> Result<(), TestCaseError> {
     prop_assert_eq!(got.len(), want.data.len(), "{}: length", what);
     for (i, (g, w)) in got.iter().zip(&want.data).enumerate() {
-        let ok = if dtype == DType::I32 { g == w } else { (g - w).abs() <= 1e-4 * w.abs().max(1.0) };
-        prop_assert!(ok, "{}: element {} is {} but the reference says {} (shape {:?})", what, i, g, w, want.shape);
+        let ok = if dtype == DType::I32 {
+            g == w
+        } else {
+            (g - w).abs() <= 1e-4 * w.abs().max(1.0)
+        };
+        prop_assert!(
+            ok,
+            "{}: element {} is {} but the reference says {} (shape {:?})",
+            what,
+            i,
+            g,
+            w,
+            want.shape
+        );
     }
     Ok(())
 }
@@ -259,17 +342,33 @@ fn clang() -> Arc<dyn Device> {
     picograd::runtime::clang().expect("no C compiler: the Clang backend tests cannot run")
 }
 
-fn program(shape: Vec<usize>, steps: &[Step], dtype: DType, seed: u32) -> Result<(), TestCaseError> {
-    let input = Nd { data: values(shape.iter().product(), seed), shape };
+fn program(
+    shape: Vec<usize>,
+    steps: &[Step],
+    dtype: DType,
+    seed: u32,
+) -> Result<(), TestCaseError> {
+    let input = Nd {
+        data: values(shape.iter().product(), seed),
+        shape,
+    };
     let interp = picograd::context::interp();
     let clang: Arc<dyn Device> = clang();
     let mut outs = Vec::new();
     for dev in [&interp, &clang] {
-        let mut run = Run { t: tensor_on(&input, dtype, dev), r: input.clone() };
+        let mut run = Run {
+            t: tensor_on(&input, dtype, dev),
+            r: input.clone(),
+        };
         for s in steps {
             apply(&mut run, s, dtype, dev);
         }
-        outs.push((run.t.to_f64_vec().map_err(|e| TestCaseError::fail(e.to_string()))?, run.r));
+        outs.push((
+            run.t
+                .to_f64_vec()
+                .map_err(|e| TestCaseError::fail(e.to_string()))?,
+            run.r,
+        ));
     }
     check(&outs[0].0, &outs[0].1, dtype, "interp")?;
     check(&outs[1].0, &outs[1].1, dtype, "clang")?;
@@ -295,7 +394,13 @@ fn every_reduce_axis_combination_agrees() {
     for mask in 1u32..8 {
         for max in [false, true] {
             program(vec![2, 3, 4], &[Step::Reduce(max, mask)], DType::F32, mask).unwrap();
-            program(vec![3, 1, 2], &[Step::Pad(mask), Step::Reduce(max, mask)], DType::I32, mask).unwrap();
+            program(
+                vec![3, 1, 2],
+                &[Step::Pad(mask), Step::Reduce(max, mask)],
+                DType::I32,
+                mask,
+            )
+            .unwrap();
         }
     }
 }
@@ -307,7 +412,14 @@ fn clang_really_compiles() {
     let before = picograd::realize::counters().compiled;
     let t = Tensor::try_from_slice_on(&[1.5f32, -2.0, 3.25], &[3], &dev).unwrap();
     // A kernel no other test makes: compiled here, by the C compiler.
-    let y = t.try_alu(AluOp::Mul, &[&t.const_like(17.0)]).unwrap().try_alu(AluOp::Sub, &[&t.const_like(0.125)]).unwrap();
-    assert_eq!(y.to_vec::<f32>().unwrap(), vec![1.5 * 17.0 - 0.125, -34.125, 3.25 * 17.0 - 0.125]);
+    let y = t
+        .try_alu(AluOp::Mul, &[&t.const_like(17.0)])
+        .unwrap()
+        .try_alu(AluOp::Sub, &[&t.const_like(0.125)])
+        .unwrap();
+    assert_eq!(
+        y.to_vec::<f32>().unwrap(),
+        vec![1.5 * 17.0 - 0.125, -34.125, 3.25 * 17.0 - 0.125]
+    );
     assert!(picograd::realize::counters().compiled > before);
 }

@@ -39,6 +39,8 @@ pub enum LazyOp {
     Contiguous,
     /// A copy of the source from another device.
     Copy,
+    /// Writes the value (source 1) into the realized buffer of the target (source 0), in place.
+    Assign,
 }
 
 /// A node of the lazy graph. Cheap to clone.
@@ -127,6 +129,21 @@ impl LazyBuffer {
                 srcs: Vec::new(),
             },
             realized: Mutex::new(Some(Arc::new(buf))),
+        };
+        LazyBuffer(Arc::new(node))
+    }
+
+    /// A realized node over a buffer shared with others (a capture's output slot).
+    pub fn from_shared_buffer(buf: Arc<Buffer>, shape: &[Sint]) -> LazyBuffer {
+        let node = LazyNode {
+            dtype: buf.dtype(),
+            device: buf.device().clone(),
+            st: ShapeTracker::from_shape(shape),
+            kind: Kind::Base {
+                op: LazyOp::Buffer,
+                srcs: Vec::new(),
+            },
+            realized: Mutex::new(Some(buf)),
         };
         LazyBuffer(Arc::new(node))
     }
@@ -391,6 +408,47 @@ impl LazyBuffer {
             LazyOp::Contiguous,
             alloc::vec![self.clone()],
         )
+    }
+
+    /// A node that, when realized, writes `value` into `self`'s buffer (in place) and stands for
+    /// the result. `self` must be a realized base; shapes and dtypes must match.
+    pub fn assign(&self, value: &LazyBuffer) -> Result<LazyBuffer> {
+        if !self.is_base() || self.realized().is_none() {
+            return Err(Error::Device(alloc::format!(
+                "assign: the target {self:?} must be a realized buffer"
+            )));
+        }
+        if value.shape() != self.shape() || value.dtype() != self.dtype() {
+            return Err(Error::shape(
+                "assign",
+                alloc::format!(
+                    "value {} {} does not match target {} {}",
+                    fmt_shape(value.shape()),
+                    value.dtype(),
+                    fmt_shape(self.shape()),
+                    self.dtype()
+                ),
+            ));
+        }
+        if !Arc::ptr_eq(value.device(), self.device()) {
+            return Err(Error::Device(alloc::format!(
+                "assign: value on {} but target on {}",
+                value.device().name(),
+                self.device().name()
+            )));
+        }
+        // Never hash-consed: each assign is a distinct write.
+        let node = LazyNode {
+            dtype: self.dtype(),
+            device: self.device().clone(),
+            st: ShapeTracker::from_shape(self.shape()),
+            kind: Kind::Base {
+                op: LazyOp::Assign,
+                srcs: alloc::vec![self.clone(), value.clone()],
+            },
+            realized: Mutex::new(None),
+        };
+        Ok(LazyBuffer(Arc::new(node)))
     }
 
     /// A node holding `self`'s values on `device`.

@@ -14,6 +14,7 @@ pub mod device;
 pub mod dtype;
 pub mod error;
 pub mod interp;
+pub mod jit;
 pub mod lazy;
 pub mod ops;
 pub mod realize;

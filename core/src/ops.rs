@@ -281,8 +281,9 @@ impl Scalar {
 /// Rounds an f64 to the nearest value of a float dtype (nearest-even), returned as f64.
 pub fn round_float(v: f64, dtype: DType) -> f64 {
     match dtype {
-        DType::F16 => f64::from(half::f16::from_f64(v)),
-        DType::BF16 => f64::from(half::bf16::from_f64(v)),
+        // Through f32 first, as the C and the interpreter convert (two roundings).
+        DType::F16 => f64::from(half::f16::from_f32(v as f32)),
+        DType::BF16 => f64::from(half::bf16::from_f32(v as f32)),
         DType::F32 => f64::from(v as f32),
         _ => v,
     }

@@ -21,7 +21,7 @@ use crate::codegen::uops::{BufParam, LinearKernel};
 use crate::context::{debug, log};
 use crate::device::{Buffer, Device, Program};
 use crate::error::{Error, Result};
-use crate::lazy::LazyBuffer;
+use crate::lazy::{LazyBuffer, LazyOp};
 use crate::schedule::{schedule, ScheduleItem};
 use crate::shape::Sint;
 
@@ -40,6 +40,8 @@ pub struct Counters {
     pub lowered: u64,
     /// Kernels compiled for a device (cache misses).
     pub compiled: u64,
+    /// Schedule items produced (kernels and copies planned).
+    pub scheduled: u64,
 }
 
 static KERNELS: AtomicU64 = AtomicU64::new(0);
@@ -48,6 +50,7 @@ static FLOPS: AtomicU64 = AtomicU64::new(0);
 static BYTES: AtomicU64 = AtomicU64::new(0);
 static LOWERED: AtomicU64 = AtomicU64::new(0);
 static COMPILED: AtomicU64 = AtomicU64::new(0);
+static SCHEDULED: AtomicU64 = AtomicU64::new(0);
 
 /// The counters so far (tests take differences around the work they measure; other tests on
 /// other threads add to them too, so such tests should use [`count_work`]).
@@ -59,6 +62,7 @@ pub fn counters() -> Counters {
         bytes: BYTES.load(Ordering::Relaxed),
         lowered: LOWERED.load(Ordering::Relaxed),
         compiled: COMPILED.load(Ordering::Relaxed),
+        scheduled: SCHEDULED.load(Ordering::Relaxed),
     }
 }
 
@@ -146,14 +150,22 @@ fn run_copy(item: &ScheduleItem) -> Result<Arc<Buffer>> {
     Ok(Arc::new(out))
 }
 
-fn run_kernel(item: &ScheduleItem) -> Result<Arc<Buffer>> {
+type Ran = (Arc<Buffer>, Option<LinearKernel>, Option<Arc<dyn Program>>);
+
+fn run_kernel(item: &ScheduleItem) -> Result<Ran> {
     let k = lower(item)?;
     let device = item.out.device().clone();
-    let out = Arc::new(Buffer::new(
-        device.clone(),
-        item.out.dtype(),
-        max_size(item.out.shape()),
-    )?);
+    let out = match item.out.op() {
+        // An assign writes into its target's buffer.
+        Some((LazyOp::Assign, srcs)) => srcs[0]
+            .realized()
+            .ok_or_else(|| Error::Device("assign: the target is not realized".into()))?,
+        _ => Arc::new(Buffer::new(
+            device.clone(),
+            item.out.dtype(),
+            max_size(item.out.shape()),
+        )?),
+    };
     let mut ids = alloc::vec![out.id()];
     for b in &item.inputs {
         let buf = b.realized().ok_or_else(|| {
@@ -193,12 +205,18 @@ fn run_kernel(item: &ScheduleItem) -> Result<Arc<Buffer>> {
             ),
         );
     }
-    Ok(out)
+    Ok((out, Some(k), Some(prog)))
+}
+
+fn schedule_counted(outs: &[LazyBuffer]) -> Result<Vec<ScheduleItem>> {
+    let items = schedule(outs)?;
+    SCHEDULED.fetch_add(items.len() as u64, Ordering::Relaxed);
+    Ok(items)
 }
 
 /// Computes every base `outs` need, kernel by kernel.
 pub fn realize(outs: &[LazyBuffer]) -> Result<()> {
-    let items = schedule(outs)?;
+    let items = schedule_counted(outs)?;
     if debug() >= 2 {
         log(2, &format!("schedule: {} items", items.len()));
         for it in &items {
@@ -210,15 +228,53 @@ pub fn realize(outs: &[LazyBuffer]) -> Result<()> {
 
 /// Runs scheduled items in order, recording each output as realized.
 pub fn run_schedule(items: &[ScheduleItem]) -> Result<()> {
+    run_recorded(items, None)
+}
+
+/// One executed step, as a capture records it: the program (or a copy) and the buffers it ran
+/// on, output first.
+#[derive(Clone)]
+pub struct ExecItem {
+    /// The lowered kernel (for a copy: `None`).
+    pub kernel: Option<LinearKernel>,
+    /// The compiled program (for a copy: `None`).
+    pub program: Option<Arc<dyn Program>>,
+    /// The buffers, output first, then inputs in the kernel's order.
+    pub bufs: Vec<Arc<Buffer>>,
+}
+
+/// Schedules and runs everything `outs` need, returning the steps that ran (for captures).
+pub fn realize_recorded(outs: &[LazyBuffer]) -> Result<Vec<ExecItem>> {
+    let items = schedule_counted(outs)?;
+    let mut rec = Vec::new();
+    run_recorded(&items, Some(&mut rec))?;
+    Ok(rec)
+}
+
+fn run_recorded(items: &[ScheduleItem], mut rec: Option<&mut Vec<ExecItem>>) -> Result<()> {
     for it in items {
         if it.out.realized().is_some() {
             continue;
         }
-        let buf = if it.is_copy {
-            run_copy(it)?
+        let (buf, kernel, program) = if it.is_copy {
+            (run_copy(it)?, None, None)
         } else {
             run_kernel(it)?
         };
+        if let Some(r) = rec.as_deref_mut() {
+            let mut bufs = alloc::vec![buf.clone()];
+            for b in &it.inputs {
+                bufs.push(
+                    b.realized()
+                        .ok_or_else(|| Error::Device("capture: input not realized".into()))?,
+                );
+            }
+            r.push(ExecItem {
+                kernel,
+                program,
+                bufs,
+            });
+        }
         it.out.set_realized(buf)?;
     }
     Ok(())

@@ -78,7 +78,7 @@ fn initial_realizes(outs: &[LazyBuffer], g: &Graph) -> HashSet<usize> {
     let mut r: HashSet<usize> = outs.iter().map(|o| o.base().id()).collect();
     for b in &g.order {
         let Some((op, srcs)) = b.op() else { continue };
-        if matches!(op, LazyOp::Contiguous | LazyOp::Copy) {
+        if matches!(op, LazyOp::Contiguous | LazyOp::Copy | LazyOp::Assign) {
             r.insert(b.id());
         }
         for s in srcs {
@@ -105,10 +105,15 @@ struct AstBuilder<'a> {
     inputs: Vec<LazyBuffer>,
     reduce_out_shape: Option<Vec<crate::shape::Sint>>,
     grew: bool,
+    /// For an assign kernel: the target, whose buffer is the output (buffer 0) and is read there.
+    assign_target: Option<LazyBuffer>,
 }
 
 impl AstBuilder<'_> {
     fn input_index(&mut self, b: &LazyBuffer) -> usize {
+        if self.assign_target.as_ref().is_some_and(|t| t.ptr_eq(b)) {
+            return 0;
+        }
         if let Some(i) = self.inputs.iter().position(|x| x.ptr_eq(b)) {
             return i + 1;
         }
@@ -150,7 +155,7 @@ impl AstBuilder<'_> {
         let many = !root && self.consumers.get(&base.id()).copied().unwrap_or(0) > 1;
         match op {
             LazyOp::Reduce(rop, axes) => {
-                if !root && (self.reduce_out_shape.is_some() || many || !st.contiguous()) {
+                if !root && (self.reduce_out_shape.is_some() || many || !is_reshape_of(st, base)) {
                     self.mark(base);
                     return self.build(base, st);
                 }
@@ -179,12 +184,30 @@ impl AstBuilder<'_> {
                     .collect::<Result<Vec<_>>>()?;
                 Ok(Ast::new(ast_op, base.dtype(), src))
             }
-            LazyOp::Buffer | LazyOp::Const(_) | LazyOp::Contiguous | LazyOp::Copy => {
+            LazyOp::Buffer
+            | LazyOp::Const(_)
+            | LazyOp::Contiguous
+            | LazyOp::Copy
+            | LazyOp::Assign => {
                 self.mark(base);
                 self.build(base, st)
             }
         }
     }
+}
+
+/// Does the AST read buffer 0 anywhere but at the position it stores (`out`)?
+fn reads_elsewhere(ast: &Ast, out: &ShapeTracker) -> bool {
+    match ast.op() {
+        AstOp::Load { buf: 0, st } => st != out,
+        _ => ast.src().iter().any(|s| reads_elsewhere(s, out)),
+    }
+}
+
+/// Does `st` read all of `base`, in order (a plain reshape)? Contiguity alone is not enough: a
+/// shrink to the first elements is contiguous too.
+fn is_reshape_of(st: &ShapeTracker, base: &LazyBuffer) -> bool {
+    st.contiguous() && crate::shape::prod(st.shape()) == crate::shape::prod(base.shape())
 }
 
 fn subtree_has_reduce(b: &LazyBuffer, realize: &HashSet<usize>) -> bool {
@@ -207,14 +230,31 @@ fn kernel_for(
     consumers: &HashMap<usize, usize>,
 ) -> Result<(ScheduleItem, bool)> {
     let out_st = ShapeTracker::from_shape(b.shape());
+    let assign_target = match b.op() {
+        Some((LazyOp::Assign, srcs)) => Some(srcs[0].clone()),
+        _ => None,
+    };
     let mut builder = AstBuilder {
         realize,
         consumers,
         inputs: Vec::new(),
         reduce_out_shape: None,
         grew: false,
+        assign_target,
     };
     let (value, is_copy) = match b.op() {
+        Some((LazyOp::Assign, srcs)) => {
+            let value = builder.build(&srcs[1], &out_st)?;
+            // Writing in place is safe only if every read of the target is at the position being
+            // written; otherwise compute the value into its own buffer first.
+            if reads_elsewhere(&value, &out_st) {
+                let vb = srcs[1].base();
+                if vb.realized().is_none() && !is_const(vb) {
+                    builder.mark(vb);
+                }
+            }
+            (value, false)
+        }
         Some((LazyOp::Copy | LazyOp::Contiguous, srcs)) => {
             let is_copy = matches!(b.op(), Some((LazyOp::Copy, _)));
             (builder.build(&srcs[0], &out_st)?, is_copy)

@@ -12,7 +12,9 @@ fn t(data: &[f32], shape: &[usize]) -> Tensor {
 }
 
 fn seq(n: usize, scale: f32) -> Vec<f32> {
-    (0..n).map(|i| ((i * 7 % 11) as f32 - 5.0) * scale).collect()
+    (0..n)
+        .map(|i| ((i * 7 % 11) as f32 - 5.0) * scale)
+        .collect()
 }
 
 fn alu(a: &Tensor, op: AluOp, b: &[&Tensor]) -> Tensor {
@@ -32,7 +34,11 @@ fn matmul(a: &Tensor, b: &Tensor) -> Tensor {
     let (n, k) = (a.shape()[0], a.shape()[1]);
     let m = b.shape()[1];
     let a3 = a.try_reshape(&[n as isize, 1, k as isize]).unwrap();
-    let b3 = b.try_permute(&[1, 0]).unwrap().try_reshape(&[1, m as isize, k as isize]).unwrap();
+    let b3 = b
+        .try_permute(&[1, 0])
+        .unwrap()
+        .try_reshape(&[1, m as isize, k as isize])
+        .unwrap();
     sum(&alu(&a3, AluOp::Mul, &[&b3]), Some(&[2]), false)
 }
 
@@ -54,7 +60,11 @@ fn graph_reduce_ops(x: &Tensor) -> u64 {
         }
         if let Some((op, srcs)) = b.op() {
             if let LazyOp::Reduce(..) = op {
-                total += srcs[0].shape().iter().map(|d| d.vmax() as u64).product::<u64>();
+                total += srcs[0]
+                    .shape()
+                    .iter()
+                    .map(|d| d.vmax() as u64)
+                    .product::<u64>();
             }
             stack.extend(srcs.iter().map(|s: &LazyBuffer| s.base().clone()));
         }
@@ -65,14 +75,21 @@ fn graph_reduce_ops(x: &Tensor) -> u64 {
 fn close(got: &[f32], want: &[f32]) {
     assert_eq!(got.len(), want.len());
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        assert!((g - w).abs() <= 1e-4 * w.abs().max(1.0), "element {i}: got {g}, want {w}");
+        assert!(
+            (g - w).abs() <= 1e-4 * w.abs().max(1.0),
+            "element {i}: got {g}, want {w}"
+        );
     }
 }
 
 #[test]
 fn elementwise_chain_is_one_kernel() {
     let (a, b, c) = (seq(12, 1.0), seq(12, 0.5), seq(12, 0.25));
-    let x = alu(&alu(&t(&a, &[3, 4]), AluOp::Add, &[&t(&b, &[3, 4])]), AluOp::Add, &[&t(&c, &[3, 4])]);
+    let x = alu(
+        &alu(&t(&a, &[3, 4]), AluOp::Add, &[&t(&b, &[3, 4])]),
+        AluOp::Add,
+        &[&t(&c, &[3, 4])],
+    );
     assert_eq!(work(&x), (1, 0));
     let want: Vec<f32> = (0..12).map(|i| a[i] + b[i] + c[i]).collect();
     close(&x.to_vec::<f32>().unwrap(), &want);
@@ -81,7 +98,11 @@ fn elementwise_chain_is_one_kernel() {
 #[test]
 fn reduce_then_elementwise_is_one_kernel() {
     let (a, b) = (seq(20, 1.0), seq(20, 0.5));
-    let x = relu(&sum(&alu(&t(&a, &[4, 5]), AluOp::Mul, &[&t(&b, &[4, 5])]), None, false));
+    let x = relu(&sum(
+        &alu(&t(&a, &[4, 5]), AluOp::Mul, &[&t(&b, &[4, 5])]),
+        None,
+        false,
+    ));
     assert_eq!(work(&x).0, 1);
     let want: f32 = a.iter().zip(&b).map(|(p, q)| p * q).sum::<f32>().max(0.0);
     close(&x.to_vec::<f32>().unwrap(), &[want]);
@@ -90,9 +111,15 @@ fn reduce_then_elementwise_is_one_kernel() {
 #[test]
 fn sum_then_add_is_one_kernel() {
     let (a, b) = (seq(12, 1.0), seq(4, 0.5));
-    let x = alu(&sum(&t(&a, &[3, 4]), Some(&[0]), false), AluOp::Add, &[&t(&b, &[4])]);
+    let x = alu(
+        &sum(&t(&a, &[3, 4]), Some(&[0]), false),
+        AluOp::Add,
+        &[&t(&b, &[4])],
+    );
     assert_eq!(work(&x).0, 1);
-    let want: Vec<f32> = (0..4).map(|j| (0..3).map(|i| a[i * 4 + j]).sum::<f32>() + b[j]).collect();
+    let want: Vec<f32> = (0..4)
+        .map(|j| (0..3).map(|i| a[i * 4 + j]).sum::<f32>() + b[j])
+        .collect();
     close(&x.to_vec::<f32>().unwrap(), &want);
 }
 
@@ -100,22 +127,40 @@ fn sum_then_add_is_one_kernel() {
 fn two_reduces_are_two_kernels() {
     let a = seq(16, 1.0);
     let x = t(&a, &[4, 4]);
-    let y = alu(&sum(&x, Some(&[0]), false), AluOp::Add, &[&sum(&x, Some(&[1]), false)]);
+    let y = alu(
+        &sum(&x, Some(&[0]), false),
+        AluOp::Add,
+        &[&sum(&x, Some(&[1]), false)],
+    );
     assert_eq!(work(&y).0, 2);
-    let want: Vec<f32> =
-        (0..4).map(|j| (0..4).map(|i| a[i * 4 + j]).sum::<f32>() + (0..4).map(|k| a[j * 4 + k]).sum::<f32>()).collect();
+    let want: Vec<f32> = (0..4)
+        .map(|j| {
+            (0..4).map(|i| a[i * 4 + j]).sum::<f32>() + (0..4).map(|k| a[j * 4 + k]).sum::<f32>()
+        })
+        .collect();
     close(&y.to_vec::<f32>().unwrap(), &want);
 }
 
 #[test]
 fn matmul_bias_relu_is_one_kernel() {
     let (a, w, bias) = (seq(6, 1.0), seq(12, 0.5), seq(4, 0.25));
-    let y = relu(&alu(&matmul(&t(&a, &[2, 3]), &t(&w, &[3, 4])), AluOp::Add, &[&t(&bias, &[4])]));
+    let y = relu(&alu(
+        &matmul(&t(&a, &[2, 3]), &t(&w, &[3, 4])),
+        AluOp::Add,
+        &[&t(&bias, &[4])],
+    ));
     let (kernels, reduce_ops) = work(&y);
     assert_eq!(kernels, 1);
     assert_eq!(reduce_ops, graph_reduce_ops(&y));
-    let want: Vec<f32> =
-        (0..8).map(|o| ((0..3).map(|k| a[(o / 4) * 3 + k] * w[k * 4 + o % 4]).sum::<f32>() + bias[o % 4]).max(0.0)).collect();
+    let want: Vec<f32> = (0..8)
+        .map(|o| {
+            ((0..3)
+                .map(|k| a[(o / 4) * 3 + k] * w[k * 4 + o % 4])
+                .sum::<f32>()
+                + bias[o % 4])
+                .max(0.0)
+        })
+        .collect();
     close(&y.to_vec::<f32>().unwrap(), &want);
 }
 
@@ -125,12 +170,24 @@ fn softmax_is_at_most_three_kernels_without_recomputing_reduces() {
     let x = t(&a, &[3, 5]);
     let m = x.try_reduce(ReduceOp::Max, Some(&[1]), true).unwrap();
     let shifted = alu(&x, AluOp::Sub, &[&m]);
-    let e = alu(&alu(&shifted, AluOp::Mul, &[&x.const_like(std::f64::consts::LOG2_E)]), AluOp::Exp2, &[]);
+    let e = alu(
+        &alu(
+            &shifted,
+            AluOp::Mul,
+            &[&x.const_like(std::f64::consts::LOG2_E)],
+        ),
+        AluOp::Exp2,
+        &[],
+    );
     let s = sum(&e, Some(&[1]), true);
     let y = alu(&e, AluOp::Div, &[&s]);
     let (kernels, reduce_ops) = work(&y);
     assert!(kernels <= 3, "softmax took {kernels} kernels");
-    assert_eq!(reduce_ops, graph_reduce_ops(&y), "a reduction ran more than once");
+    assert_eq!(
+        reduce_ops,
+        graph_reduce_ops(&y),
+        "a reduction ran more than once"
+    );
     let mut want = Vec::new();
     for r in 0..3 {
         let row = &a[r * 5..r * 5 + 5];
@@ -147,27 +204,52 @@ fn reduce_shared_by_two_consumers_runs_once() {
     let a = seq(12, 1.0);
     let x = t(&a, &[3, 4]);
     let s = sum(&x, Some(&[1]), false);
-    let y = alu(&alu(&s, AluOp::Mul, &[&s.const_like(2.0)]), AluOp::Add, &[&alu(&s, AluOp::Mul, &[&s])]);
+    let y = alu(
+        &alu(&s, AluOp::Mul, &[&s.const_like(2.0)]),
+        AluOp::Add,
+        &[&alu(&s, AluOp::Mul, &[&s])],
+    );
     let (_, reduce_ops) = work(&y);
     assert_eq!(reduce_ops, graph_reduce_ops(&y));
-    let want: Vec<f32> = (0..3).map(|i| (0..4).map(|j| a[i * 4 + j]).sum::<f32>()).map(|v| v * 2.0 + v * v).collect();
+    let want: Vec<f32> = (0..3)
+        .map(|i| (0..4).map(|j| a[i * 4 + j]).sum::<f32>())
+        .map(|v| v * 2.0 + v * v)
+        .collect();
     close(&y.to_vec::<f32>().unwrap(), &want);
 }
 
 #[test]
 fn unrealized_intermediate_read_through_expand_is_realized() {
     let (a, b) = (seq(6, 1.0), seq(12, 0.5));
-    let c = alu(&t(&a, &[2, 3]), AluOp::Add, &[&t(&a, &[2, 3]).const_like(1.0)]);
+    let c = alu(
+        &t(&a, &[2, 3]),
+        AluOp::Add,
+        &[&t(&a, &[2, 3]).const_like(1.0)],
+    );
     let y = matmul(&c, &t(&b, &[3, 4]));
-    assert_eq!(work(&y).0, 2, "(a+1) must be computed once, not per output element");
-    let want: Vec<f32> = (0..8).map(|o| (0..3).map(|k| (a[(o / 4) * 3 + k] + 1.0) * b[k * 4 + o % 4]).sum()).collect();
+    assert_eq!(
+        work(&y).0,
+        2,
+        "(a+1) must be computed once, not per output element"
+    );
+    let want: Vec<f32> = (0..8)
+        .map(|o| {
+            (0..3)
+                .map(|k| (a[(o / 4) * 3 + k] + 1.0) * b[k * 4 + o % 4])
+                .sum()
+        })
+        .collect();
     close(&y.to_vec::<f32>().unwrap(), &want);
 }
 
 #[test]
 fn movement_ops_alone_make_no_kernel_beyond_the_copy() {
     let a = seq(12, 1.0);
-    let x = t(&a, &[3, 4]).try_permute(&[1, 0]).unwrap().try_flip(&[0]).unwrap();
+    let x = t(&a, &[3, 4])
+        .try_permute(&[1, 0])
+        .unwrap()
+        .try_flip(&[0])
+        .unwrap();
     assert_eq!(work(&x).0, 1);
     let want: Vec<f32> = (0..12).map(|o| a[(o % 3) * 4 + (3 - o / 3)]).collect();
     close(&x.to_vec::<f32>().unwrap(), &want);

@@ -36,8 +36,13 @@ pub struct HostAllocator {
 
 impl HostAllocator {
     fn with_block<T>(&self, b: BufId, f: impl FnOnce(&Block) -> Result<T>) -> Result<T> {
-        let blocks = self.blocks.lock().map_err(|_| Error::Device("host allocator lock poisoned".into()))?;
-        let block = blocks.get(&b.0).ok_or_else(|| Error::Device(format!("no host buffer {}", b.0)))?;
+        let blocks = self
+            .blocks
+            .lock()
+            .map_err(|_| Error::Device("host allocator lock poisoned".into()))?;
+        let block = blocks
+            .get(&b.0)
+            .ok_or_else(|| Error::Device(format!("no host buffer {}", b.0)))?;
         f(block)
     }
 
@@ -48,21 +53,31 @@ impl HostAllocator {
 
 impl Allocator for HostAllocator {
     fn alloc(&self, bytes: usize) -> Result<BufId> {
-        let layout = Layout::from_size_align(bytes.max(1), ALIGN).map_err(|e| Error::Device(format!("alloc {bytes} bytes: {e}")))?;
+        let layout = Layout::from_size_align(bytes.max(1), ALIGN)
+            .map_err(|e| Error::Device(format!("alloc {bytes} bytes: {e}")))?;
         // SAFETY: the layout has non-zero size.
         let ptr = unsafe { alloc_zeroed(layout) };
         if ptr.is_null() {
-            return Err(Error::Device(format!("out of memory allocating {bytes} bytes")));
+            return Err(Error::Device(format!(
+                "out of memory allocating {bytes} bytes"
+            )));
         }
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        self.blocks.lock().map_err(|_| Error::Device("host allocator lock poisoned".into()))?.insert(id, Block { ptr, layout });
+        self.blocks
+            .lock()
+            .map_err(|_| Error::Device("host allocator lock poisoned".into()))?
+            .insert(id, Block { ptr, layout });
         Ok(BufId(id))
     }
 
     fn copy_in(&self, b: BufId, src: &[u8]) -> Result<()> {
         self.with_block(b, |blk| {
             if src.len() > blk.layout.size() {
-                return Err(Error::Device(format!("copy_in of {} bytes into a buffer of {}", src.len(), blk.layout.size())));
+                return Err(Error::Device(format!(
+                    "copy_in of {} bytes into a buffer of {}",
+                    src.len(),
+                    blk.layout.size()
+                )));
             }
             // SAFETY: bounds checked above; the block is live while the lock is held.
             unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), blk.ptr, src.len()) };
@@ -73,7 +88,11 @@ impl Allocator for HostAllocator {
     fn copy_out(&self, b: BufId, dst: &mut [u8]) -> Result<()> {
         self.with_block(b, |blk| {
             if dst.len() > blk.layout.size() {
-                return Err(Error::Device(format!("copy_out of {} bytes from a buffer of {}", dst.len(), blk.layout.size())));
+                return Err(Error::Device(format!(
+                    "copy_out of {} bytes from a buffer of {}",
+                    dst.len(),
+                    blk.layout.size()
+                )));
             }
             // SAFETY: bounds checked above; the block is live while the lock is held.
             unsafe { std::ptr::copy_nonoverlapping(blk.ptr, dst.as_mut_ptr(), dst.len()) };
@@ -101,7 +120,11 @@ pub struct Clang {
 impl Clang {
     /// A Clang device using the process's shared compiler. Errors when no C compiler is found.
     pub fn new() -> Result<Clang> {
-        Ok(Clang { compiler: Compiler::shared()?, alloc: Arc::new(HostAllocator::default()), opts: CRenderOpts::default() })
+        Ok(Clang {
+            compiler: Compiler::shared()?,
+            alloc: Arc::new(HostAllocator::default()),
+            opts: CRenderOpts::default(),
+        })
     }
 
     /// The compiler in use.
@@ -124,14 +147,24 @@ impl Program for ClangProgram {
         if bufs.len() != self.nbufs || vars.len() != self.vars.len() {
             return Err(Error::Device(format!(
                 "kernel {} takes {} buffers and {} variables, got {} and {}",
-                self.name, self.nbufs, self.vars.len(), bufs.len(), vars.len()
+                self.name,
+                self.nbufs,
+                self.vars.len(),
+                bufs.len(),
+                vars.len()
             )));
         }
-        let ptrs = bufs.iter().map(|b| self.alloc.ptr(*b).map(|p| p.cast())).collect::<Result<Vec<*mut core::ffi::c_void>>>()?;
+        let ptrs = bufs
+            .iter()
+            .map(|b| self.alloc.ptr(*b).map(|p| p.cast()))
+            .collect::<Result<Vec<*mut core::ffi::c_void>>>()?;
         let mut vals = Vec::with_capacity(vars.len());
         for (v, (lo, hi)) in vars.iter().zip(&self.vars) {
             if v < lo || v > hi {
-                return Err(Error::Device(format!("kernel {}: variable value {v} outside [{lo}, {hi}]", self.name)));
+                return Err(Error::Device(format!(
+                    "kernel {}: variable value {v} outside [{lo}, {hi}]",
+                    self.name
+                )));
             }
             vals.push(*v as i32);
         }

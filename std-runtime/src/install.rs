@@ -5,9 +5,9 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
+use picograd_core::context::interp;
 use picograd_core::context::{set_context, Context};
 use picograd_core::device::Device;
-use picograd_core::context::interp;
 
 use crate::clang::Clang;
 
@@ -37,7 +37,9 @@ pub fn clang() -> Option<Arc<Clang>> {
 }
 
 fn make_default() -> Arc<dyn Device> {
-    let want = std::env::var("PICOGRAD_DEVICE").unwrap_or_default().to_ascii_uppercase();
+    let want = std::env::var("PICOGRAD_DEVICE")
+        .unwrap_or_default()
+        .to_ascii_uppercase();
     match want.as_str() {
         "INTERP" => interp(),
         _ => match clang() {
@@ -50,8 +52,16 @@ fn make_default() -> Arc<dyn Device> {
 /// Installs the runtime's hooks into the core (idempotent).
 pub fn install() {
     INSTALLED.get_or_init(|| {
-        let debug = std::env::var("PICOGRAD_DEBUG").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
+        let debug = std::env::var("PICOGRAD_DEBUG")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
         START.get_or_init(Instant::now);
-        set_context(Context { debug, log: log_stderr, clock_ns: Some(clock_ns), default_device: Some(make_default) });
+        set_context(Context {
+            debug,
+            log: log_stderr,
+            clock_ns: Some(clock_ns),
+            default_device: Some(make_default),
+        });
     });
 }

@@ -158,6 +158,38 @@ impl Tensor {
         Ok(self)
     }
 
+    /// Computes several tensors together (shared work is scheduled once).
+    pub fn realize_all(tensors: &[&Tensor]) -> Result<()> {
+        let nodes: Vec<LazyBuffer> = tensors.iter().map(|t| t.contiguous_node()).collect();
+        crate::realize::realize(&nodes)
+    }
+
+    /// Writes `value` into this tensor's buffer in place (lazily: the write happens when the
+    /// tensor is next realized). Shapes and dtypes must match. An unrealized target is computed
+    /// first, so it has a buffer to write into.
+    ///
+    /// ```
+    /// use picograd_core::{Tensor, ops::AluOp};
+    /// let mut w = Tensor::from_slice(&[1.0f32, 2.0], &[2]);
+    /// let step = w.try_alu(AluOp::Mul, &[&w.const_like(3.0)]).unwrap();
+    /// w.try_assign(&step).unwrap();
+    /// assert_eq!(w.to_vec::<f32>().unwrap(), vec![3.0, 6.0]);
+    /// ```
+    pub fn try_assign(&mut self, value: &Tensor) -> Result<()> {
+        if !self.lazy.is_base() || self.lazy.realized().is_none() {
+            let node = self.contiguous_node();
+            crate::realize::realize(core::slice::from_ref(&node))?;
+            self.lazy = node;
+        }
+        self.lazy = self.lazy.assign(&value.lazy)?;
+        Ok(())
+    }
+
+    /// [`Tensor::try_assign`], panicking on a shape or dtype mismatch.
+    pub fn assign(&mut self, value: &Tensor) {
+        must(self.try_assign(value))
+    }
+
     fn contiguous_node(&self) -> LazyBuffer {
         self.lazy.contiguous()
     }

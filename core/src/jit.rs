@@ -1,0 +1,254 @@
+//! Captures and the JIT. A [`Capture`] records the kernels a computation ran, the buffer slots
+//! they ran on, and which slots are the inputs and outputs (by position); replaying it runs the
+//! same compiled programs on new input buffers with no scheduling, lowering or compiling. The
+//! [`Jit`] wraps a function: the first call runs it and captures, later calls replay. Export
+//! lowers a capture to C the same way.
+//!
+//! Invariants: every buffer a capture touches is held by its slot table, so replays reuse the
+//! intermediate and output memory of the first run; a replay's outputs alias the capture's
+//! output slots, so the next replay overwrites them (copy them out, or `contiguous()` them, to
+//! keep them). Weights are the slots no step writes.
+
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicU64, Ordering};
+
+use spin::Mutex;
+
+use crate::codegen::uops::LinearKernel;
+use crate::device::{BufId, Buffer, Program};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::lazy::{fmt_shape, LazyBuffer};
+use crate::realize::realize_recorded;
+use crate::shape::Sint;
+use crate::tensor::Tensor;
+
+/// One recorded step: a kernel (or a copy when `program` is `None`) over buffer slots.
+#[derive(Clone)]
+pub struct CapturedStep {
+    /// The lowered kernel (`None` for a device copy).
+    pub kernel: Option<LinearKernel>,
+    /// The program that ran it.
+    pub program: Option<Arc<dyn Program>>,
+    /// Slot of each buffer parameter, output first.
+    pub slots: Vec<usize>,
+}
+
+/// A recorded computation: steps over slots, with inputs and outputs by position.
+pub struct Capture {
+    steps: Vec<CapturedStep>,
+    slots: Vec<Arc<Buffer>>,
+    inputs: Vec<(usize, Vec<Sint>, DType)>,
+    outputs: Vec<(usize, Vec<Sint>)>,
+}
+
+fn slot_of(slots: &mut Vec<Arc<Buffer>>, b: &Arc<Buffer>) -> usize {
+    if let Some(i) = slots
+        .iter()
+        .position(|s| s.id() == b.id() && Arc::ptr_eq(s.device(), b.device()))
+    {
+        return i;
+    }
+    slots.push(b.clone());
+    slots.len() - 1
+}
+
+fn realized_node(t: &Tensor) -> Result<LazyBuffer> {
+    let node = t.lazy().contiguous();
+    crate::realize::realize(core::slice::from_ref(&node))?;
+    Ok(node)
+}
+
+impl Capture {
+    /// Realizes `outputs` (computed from `inputs`) while recording every step that runs.
+    /// Inputs are realized first, outside the record.
+    pub fn record(inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<(Capture, Vec<Tensor>)> {
+        let mut slots = Vec::new();
+        let mut ins = Vec::new();
+        for t in inputs {
+            let node = realized_node(t)?;
+            let buf = node
+                .realized()
+                .ok_or_else(|| Error::Device("capture: input not realized".into()))?;
+            ins.push((
+                slot_of(&mut slots, &buf),
+                node.shape().to_vec(),
+                node.dtype(),
+            ));
+        }
+        let out_nodes: Vec<LazyBuffer> = outputs.iter().map(|t| t.lazy().contiguous()).collect();
+        let rec = realize_recorded(&out_nodes)?;
+        let steps = rec
+            .into_iter()
+            .map(|e| CapturedStep {
+                slots: e.bufs.iter().map(|b| slot_of(&mut slots, b)).collect(),
+                kernel: e.kernel,
+                program: e.program,
+            })
+            .collect();
+        let mut outs = Vec::new();
+        let mut results = Vec::new();
+        for n in &out_nodes {
+            let buf = n
+                .realized()
+                .ok_or_else(|| Error::Device("capture: output not realized".into()))?;
+            outs.push((slot_of(&mut slots, &buf), n.shape().to_vec()));
+            results.push(Tensor::from_lazy(n.clone()));
+        }
+        Ok((
+            Capture {
+                steps,
+                slots,
+                inputs: ins,
+                outputs: outs,
+            },
+            results,
+        ))
+    }
+
+    /// Runs the recorded steps on new inputs (same shapes and dtypes, same device).
+    pub fn replay(&self, inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
+        if inputs.len() != self.inputs.len() {
+            return Err(Error::shape(
+                "jit",
+                alloc::format!(
+                    "captured with {} inputs, called with {}",
+                    self.inputs.len(),
+                    inputs.len()
+                ),
+            ));
+        }
+        let mut bufs: Vec<Arc<Buffer>> = self.slots.clone();
+        for (i, (t, (slot, shape, dtype))) in inputs.iter().zip(&self.inputs).enumerate() {
+            let node = realized_node(t)?;
+            if node.shape() != shape.as_slice() || node.dtype() != *dtype {
+                return Err(Error::shape(
+                    "jit",
+                    alloc::format!(
+                        "input {i} is {} {} but was captured as {} {dtype}",
+                        fmt_shape(node.shape()),
+                        node.dtype(),
+                        fmt_shape(shape)
+                    ),
+                ));
+            }
+            let buf = node
+                .realized()
+                .ok_or_else(|| Error::Device("jit: input not realized".into()))?;
+            if !Arc::ptr_eq(buf.device(), bufs[*slot].device()) {
+                return Err(Error::Device(alloc::format!(
+                    "jit: input {i} is on {} but was captured on {}",
+                    buf.device().name(),
+                    bufs[*slot].device().name()
+                )));
+            }
+            bufs[*slot] = buf;
+        }
+        for step in &self.steps {
+            match &step.program {
+                Some(p) => {
+                    let ids: Vec<BufId> = step.slots.iter().map(|&s| bufs[s].id()).collect();
+                    p.run(&ids, &[])?;
+                }
+                None => {
+                    let bytes = bufs[step.slots[1]].to_bytes()?;
+                    bufs[step.slots[0]].copy_in(&bytes)?;
+                }
+            }
+        }
+        let outs = self.outputs.iter().map(|(slot, shape)| {
+            Tensor::from_lazy(LazyBuffer::from_shared_buffer(bufs[*slot].clone(), shape))
+        });
+        Ok(outs.collect())
+    }
+
+    /// The recorded steps, in order.
+    pub fn steps(&self) -> &[CapturedStep] {
+        &self.steps
+    }
+
+    /// Every buffer slot.
+    pub fn slots(&self) -> &[Arc<Buffer>] {
+        &self.slots
+    }
+
+    /// Input slots, in argument order.
+    pub fn input_slots(&self) -> Vec<usize> {
+        self.inputs.iter().map(|i| i.0).collect()
+    }
+
+    /// Output slots, in result order.
+    pub fn output_slots(&self) -> Vec<usize> {
+        self.outputs.iter().map(|o| o.0).collect()
+    }
+
+    /// Slots that are read and never written (weights), excluding inputs.
+    pub fn weight_slots(&self) -> Vec<usize> {
+        let written: Vec<usize> = self.steps.iter().map(|s| s.slots[0]).collect();
+        let inputs = self.input_slots();
+        (0..self.slots.len())
+            .filter(|s| !written.contains(s) && !inputs.contains(s))
+            .collect()
+    }
+}
+
+/// A function whose kernels are captured on the first call and replayed afterwards.
+///
+/// ```
+/// use picograd_core::{jit::Jit, ops::AluOp, Tensor};
+/// let f = Jit::new(|x: &[Tensor]| vec![x[0].try_alu(AluOp::Add, &[&x[0]]).unwrap()]);
+/// for i in 0..3 {
+///     let x = Tensor::from_slice(&[i as f32, 1.0], &[2]);
+///     let y = f.call(&[x]).unwrap();
+///     assert_eq!(y[0].to_vec::<f32>().unwrap(), vec![2.0 * i as f32, 2.0]);
+/// }
+/// assert_eq!(f.replays(), 2);
+/// ```
+pub struct Jit<F> {
+    f: F,
+    capture: Mutex<Option<Arc<Capture>>>,
+    replays: AtomicU64,
+}
+
+impl<F: Fn(&[Tensor]) -> Vec<Tensor>> Jit<F> {
+    /// Wraps `f`.
+    pub fn new(f: F) -> Jit<F> {
+        Jit {
+            f,
+            capture: Mutex::new(None),
+            replays: AtomicU64::new(0),
+        }
+    }
+
+    /// Calls the function: captures on the first call, replays the capture afterwards.
+    pub fn call(&self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
+        let cap = self.capture.lock().clone();
+        if let Some(c) = cap {
+            self.replays.fetch_add(1, Ordering::Relaxed);
+            let refs: Vec<&Tensor> = inputs.iter().collect();
+            return c.replay(&refs);
+        }
+        // `f` must read the very buffers the capture records as inputs.
+        let realized = inputs
+            .iter()
+            .map(|t| realized_node(t).map(Tensor::from_lazy))
+            .collect::<Result<Vec<_>>>()?;
+        let outs = (self.f)(&realized);
+        let out_refs: Vec<&Tensor> = outs.iter().collect();
+        let in_refs: Vec<&Tensor> = realized.iter().collect();
+        let (cap, results) = Capture::record(&in_refs, &out_refs)?;
+        *self.capture.lock() = Some(Arc::new(cap));
+        Ok(results)
+    }
+
+    /// How many calls replayed the capture.
+    pub fn replays(&self) -> u64 {
+        self.replays.load(Ordering::Relaxed)
+    }
+
+    /// The capture, once the first call has made it.
+    pub fn capture(&self) -> Option<Arc<Capture>> {
+        self.capture.lock().clone()
+    }
+}
