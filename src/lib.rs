@@ -8,3 +8,13 @@ pub use picograd_core::*;
 /// The std runtime (Clang device, disk cache); present with the `std` feature.
 #[cfg(feature = "std")]
 pub use picograd_runtime as runtime;
+
+/// Installs the std runtime as the core's context: `PICOGRAD_DEBUG` (1 kernels and times,
+/// 2 schedule, 3 UOps, 4 C source, 5 scheduler decisions), a stderr log, a clock, and the default
+/// device — `PICOGRAD_DEVICE` (`CLANG` or `INTERP`), else Clang when a C compiler is found, else
+/// the interpreter with a one-line notice. Call it once at the start of a program; without it
+/// the core runs everything on the interpreter. Idempotent.
+#[cfg(feature = "std")]
+pub fn init() {
+    picograd_runtime::install();
+}

@@ -91,6 +91,8 @@ fn initial_realizes(outs: &[LazyBuffer], g: &Graph) -> HashSet<usize> {
             let reduce_needs = reduce_src
                 && (g.consumers.get(&sb.id()).copied().unwrap_or(0) > 1 || !s.st().contiguous());
             if unsafe_view || reduce_needs || matches!(op, LazyOp::Copy) {
+                let why = if unsafe_view { "read through an expanding or padding view" } else { "a reduce read by several consumers or through a view" };
+                crate::context::log(5, &alloc::format!("schedule: realize {sb:?}: {why}"));
                 r.insert(sb.id());
             }
         }
@@ -121,8 +123,9 @@ impl AstBuilder<'_> {
         self.inputs.len()
     }
 
-    fn mark(&mut self, b: &LazyBuffer) {
+    fn mark(&mut self, b: &LazyBuffer, why: &str) {
         if self.realize.insert(b.id()) {
+            crate::context::log(5, &alloc::format!("schedule: realize {b:?}: {why}"));
             self.grew = true;
         }
     }
@@ -156,7 +159,7 @@ impl AstBuilder<'_> {
         match op {
             LazyOp::Reduce(rop, axes) => {
                 if !root && (self.reduce_out_shape.is_some() || many || !is_reshape_of(st, base)) {
-                    self.mark(base);
+                    self.mark(base, "a reduce that cannot fuse here (second reduce, shared, or reshaped view)");
                     return self.build(base, st);
                 }
                 self.reduce_out_shape = Some(base.shape().to_vec());
@@ -170,7 +173,7 @@ impl AstBuilder<'_> {
             }
             LazyOp::Alu(_) | LazyOp::Cast | LazyOp::Bitcast => {
                 if many && subtree_has_reduce(base, self.realize) {
-                    self.mark(base);
+                    self.mark(base, "shared by several consumers and holds a reduce");
                     return self.build(base, st);
                 }
                 let ast_op = match op {
@@ -189,7 +192,7 @@ impl AstBuilder<'_> {
             | LazyOp::Contiguous
             | LazyOp::Copy
             | LazyOp::Assign => {
-                self.mark(base);
+                self.mark(base, "a materializing op");
                 self.build(base, st)
             }
         }
@@ -250,7 +253,7 @@ fn kernel_for(
             if reads_elsewhere(&value, &out_st) {
                 let vb = srcs[1].base();
                 if vb.realized().is_none() && !is_const(vb) {
-                    builder.mark(vb);
+                    builder.mark(vb, "an assign whose value reads the target elsewhere");
                 }
             }
             (value, false)
