@@ -30,11 +30,18 @@ fn symbolic() {
     let a = Node::var("a", 0, 10);
     let b = Node::var("b", 0, 19);
     let e = (&a * 40 + &b).floordiv(20);
-    println!("   (a*40+b)//20 with a in [0,10], b in [0,19]  ->  {e}   bounds [{}, {}]", e.vmin(), e.vmax());
+    println!(
+        "   (a*40+b)//20 with a in [0,10], b in [0,19]  ->  {e}   bounds [{}, {}]",
+        e.vmin(),
+        e.vmax()
+    );
     let x = Node::var("x", 0, 999);
     let m = (&x + &(&b * 10)).modulo(10);
     println!("   (x + b*10) % 10                              ->  {m}");
-    println!("   x % 1000 with x in [0,999]                  ->  {}", x.modulo(1000));
+    println!(
+        "   x % 1000 with x in [0,999]                  ->  {}",
+        x.modulo(1000)
+    );
 }
 
 fn shapetracker() -> picograd::Result<()> {
@@ -43,7 +50,10 @@ fn shapetracker() -> picograd::Result<()> {
     let t = st.permute(&[1, 0])?;
     println!("   3x4, transposed:         {t}");
     let f = t.reshape(&sints(&[12]))?;
-    println!("   ... then flattened:      {} views (one view cannot say it)", f.views().len());
+    println!(
+        "   ... then flattened:      {} views (one view cannot say it)",
+        f.views().len()
+    );
     let (idx, _) = f.expr_idxs(&[Node::var("i", 0, 11)]);
     println!("   buffer index of position i: {idx}");
     let p = st.pad(&[(1, 1), (0, 0)])?;
@@ -70,22 +80,50 @@ fn forward() -> Result<(), Box<dyn std::error::Error>> {
     let items = schedule(&[probs.lazy().contiguous()])?;
     let work = count_work(&items)?;
     println!("   device: {}", probs.device().name());
-    println!("   relu(x @ W1 + b1) @ W2, then softmax: {} kernels, {} flops, {} bytes", work.kernels, work.flops, work.bytes);
+    println!(
+        "   relu(x @ W1 + b1) @ W2, then softmax: {} kernels, {} flops, {} bytes",
+        work.kernels, work.flops, work.bytes
+    );
     println!("   the C of kernel 1 (matmul + bias + relu, fused):\n");
-    let first = items.iter().find(|i| !i.inputs.is_empty()).ok_or("no kernel")?;
-    for line in render_kernel(&lower(first)?, &CRenderOpts { entry_wrapper: false, ..CRenderOpts::default() }).lines() {
+    let first = items
+        .iter()
+        .find(|i| !i.inputs.is_empty())
+        .ok_or("no kernel")?;
+    for line in render_kernel(
+        &lower(first)?,
+        &CRenderOpts {
+            entry_wrapper: false,
+            ..CRenderOpts::default()
+        },
+    )
+    .lines()
+    {
         println!("      {line}");
     }
     let got = probs.to_vec::<f32>()?;
-    println!("   class probabilities of the first image: {:.3?}", &got[..10]);
+    println!(
+        "   class probabilities of the first image: {:.3?}",
+        &got[..10]
+    );
 
     // The same graph on the interpreter must agree.
     let interp = picograd::context::interp();
     let on = |t: &Tensor| t.to_device(&interp);
-    let l2 = on(&x).matmul(&on(&w1)).add(&on(&b1)).relu().matmul(&on(&w2));
+    let l2 = on(&x)
+        .matmul(&on(&w1))
+        .add(&on(&b1))
+        .relu()
+        .matmul(&on(&w2));
     let e2 = l2.sub(&l2.max(&[-1], true)).exp();
     let p2 = e2.div(&e2.sum(&[-1], true)).to_vec::<f32>()?;
-    let diff = got.iter().zip(&p2).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
-    println!("   {} vs INTERP: max |difference| = {diff:.2e}", probs.device().name());
+    let diff = got
+        .iter()
+        .zip(&p2)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0f32, f32::max);
+    println!(
+        "   {} vs INTERP: max |difference| = {diff:.2e}",
+        probs.device().name()
+    );
     Ok(())
 }

@@ -91,7 +91,11 @@ fn initial_realizes(outs: &[LazyBuffer], g: &Graph) -> HashSet<usize> {
             let reduce_needs = reduce_src
                 && (g.consumers.get(&sb.id()).copied().unwrap_or(0) > 1 || !s.st().contiguous());
             if unsafe_view || reduce_needs || matches!(op, LazyOp::Copy) {
-                let why = if unsafe_view { "read through an expanding or padding view" } else { "a reduce read by several consumers or through a view" };
+                let why = if unsafe_view {
+                    "read through an expanding or padding view"
+                } else {
+                    "a reduce read by several consumers or through a view"
+                };
                 crate::context::log(5, &alloc::format!("schedule: realize {sb:?}: {why}"));
                 r.insert(sb.id());
             }
@@ -159,7 +163,10 @@ impl AstBuilder<'_> {
         match op {
             LazyOp::Reduce(rop, axes) => {
                 if !root && (self.reduce_out_shape.is_some() || many || !is_reshape_of(st, base)) {
-                    self.mark(base, "a reduce that cannot fuse here (second reduce, shared, or reshaped view)");
+                    self.mark(
+                        base,
+                        "a reduce that cannot fuse here (second reduce, shared, or reshaped view)",
+                    );
                     return self.build(base, st);
                 }
                 self.reduce_out_shape = Some(base.shape().to_vec());

@@ -214,13 +214,13 @@ impl Kernel {
         order.push(axis + 1);
         self.ast = map_all(&self.ast, |st| st.permute(&order))?;
         self.full_shape = order.iter().map(|&a| self.full_shape[a].clone()).collect();
-        if !is_reduce {
-            self.first_reduce += 1;
-        }
+        // The split added an axis to its section and the move took it out again, so the global
+        // and reduce sections keep their sizes; only the upcast section grows.
         self.upcast_is_reduce.push(is_reduce);
         // Upcast axes are the last ones, one per applied opt.
         self.first_upcast = rank - self.upcast_is_reduce.len();
-        Ok(())
+        // A split by the whole axis leaves a size-1 outer part: no loop for it.
+        self.drop_ones()
     }
 
     /// A short description: `shape [global | reduce | upcast]`.
