@@ -1,5 +1,7 @@
 //! `std::ops` operators for tensors: `+ - * /` between tensors (owned or borrowed) and with
-//! `f64`/`f32` scalars on either side (a scalar adopts the tensor's dtype), and unary `-`.
+//! `f64` scalars on either side (a scalar adopts the tensor's dtype), and unary `-`.
+//! Only `f64` scalars get operator impls: a second float type would make `&t + 1.0` ambiguous
+//! for type inference. Other scalar types go through the methods (`t.add(2.5f32)`).
 //! They panic on a broadcast mismatch, naming both shapes; use `try_add` etc. to get a `Result`.
 
 use core::ops::{Add, Div, Mul, Neg, Sub};
@@ -14,7 +16,6 @@ macro_rules! binary_op {
         binary_op!(@tt $trait, $method, &Tensor, Tensor);
         binary_op!(@tt $trait, $method, &Tensor, &Tensor);
         binary_op!(@scalar $trait, $method, f64);
-        binary_op!(@scalar $trait, $method, f32);
     };
     (@tt $trait:ident, $method:ident, $lhs:ty, $rhs:ty) => {
         impl $trait<$rhs> for $lhs {
