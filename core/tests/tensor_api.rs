@@ -5,6 +5,11 @@ use picograd_core::{DType, Tensor};
 
 // ---- reference helpers ----
 
+/// A reference binary function.
+type Bin = fn(f64, f64) -> f64;
+/// A reference unary function.
+type Un = fn(f64) -> f64;
+
 fn t32(v: &[f32], shape: &[usize]) -> Tensor {
     Tensor::from_slice(v, shape)
 }
@@ -184,7 +189,7 @@ fn binary_ops_broadcast() {
     let a: Vec<f32> = seq(6);
     let b: Vec<f32> = vec![1.5, -2.0, 0.25, 4.0];
     let (ta, tb) = (t32(&a, &sa), t32(&b, &sb));
-    let cases: [(Tensor, fn(f64, f64) -> f64); 6] = [
+    let cases: [(Tensor, Bin); 6] = [
         (&ta + &tb, |x, y| x + y),
         (&ta - &tb, |x, y| x - y),
         (&ta * &tb, |x, y| x * y),
@@ -232,7 +237,7 @@ fn unary_math_matches_reference() {
     let gelu = |a: f64| {
         0.5 * a * (1.0 + ((2.0 / std::f64::consts::PI).sqrt() * (a + 0.044715 * a * a * a)).tanh())
     };
-    let on_x: [(Tensor, fn(f64) -> f64); 9] = [
+    let on_x: [(Tensor, Un); 9] = [
         (x.exp(), f64::exp),
         (x.exp2(), f64::exp2),
         (x.sin(), f64::sin),
@@ -246,7 +251,7 @@ fn unary_math_matches_reference() {
     for (got, f) in on_x {
         assert_close(&vals(&got), &r(&xs, f), 1e-5);
     }
-    let on_p: [(Tensor, fn(f64) -> f64); 5] = [
+    let on_p: [(Tensor, Un); 5] = [
         (p.log(), f64::ln),
         (p.log2(), f64::log2),
         (p.sqrt(), f64::sqrt),
@@ -588,7 +593,7 @@ fn matmul_shapes() {
 fn error_messages_name_op_and_shapes() {
     let a = Tensor::zeros(&[2, 3], DType::F32);
     let b = Tensor::zeros(&[4, 5], DType::F32);
-    let msg = |r: picograd_core::Result<Tensor>| r.err().expect("expected an error").to_string();
+    let msg = |r: picograd_core::Result<Tensor>| r.expect_err("expected an error").to_string();
     let e = msg(a.try_reshape(&[4, 2]));
     assert!(e.contains("reshape") && e.contains("[2, 3]"), "{e}");
     let e = msg(a.try_add(&b));

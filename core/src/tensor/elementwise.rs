@@ -192,7 +192,7 @@ fn pow_float(x: &Tensor, y: &Tensor) -> Result<Tensor> {
     let neg = x.lt(0.0);
     let signed = odd.where_(mag.neg(), &mag);
     let nan = mag.const_like(f64::NAN);
-    let fixed = neg.try_where(&y_int.where_(&signed, &nan), &mag)?;
+    let fixed = neg.try_where(y_int.where_(&signed, &nan), &mag)?;
     y.eq(0.0).try_where(fixed.const_like(1.0), &fixed)
 }
 
