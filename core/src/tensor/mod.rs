@@ -5,7 +5,20 @@
 //! with a message naming the op and the shapes, and each has a `try_` twin returning `Result`;
 //! methods that compute (`realize`, `to_vec`, `item`) return `Result`.
 
+mod compare;
+mod create;
 mod element;
+mod elementwise;
+mod join;
+mod matmul;
+mod movement;
+mod ops_traits;
+mod random;
+mod reduce;
+mod slice;
+mod unary;
+
+pub use elementwise::Operand;
 
 use alloc::string::String;
 use alloc::sync::Arc;
@@ -80,8 +93,19 @@ impl Tensor {
         }
         let mut bytes = Vec::with_capacity(n * T::DTYPE.itemsize());
         data.iter().for_each(|v| v.put(&mut bytes));
-        let buf = Buffer::new(device.clone(), T::DTYPE, n)?;
-        buf.copy_in(&bytes)?;
+        Tensor::from_raw_bytes(&bytes, shape, T::DTYPE, device)
+    }
+
+    /// Uploads little-endian `bytes` (exactly `shape`'s elements of `dtype`) to `device`.
+    pub(crate) fn from_raw_bytes(
+        bytes: &[u8],
+        shape: &[usize],
+        dtype: DType,
+        device: &Arc<dyn Device>,
+    ) -> Result<Tensor> {
+        let n: usize = shape.iter().product();
+        let buf = Buffer::new(device.clone(), dtype, n)?;
+        buf.copy_in(bytes)?;
         Ok(Tensor::from_lazy(LazyBuffer::from_buffer(
             buf,
             &dims(shape),
