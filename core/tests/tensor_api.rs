@@ -643,10 +643,9 @@ fn display_golden() {
     assert_eq!(i.to_string(), "[[1, -2],\n [3, 4]]");
 }
 
-// ---- known bugs below the tensor layer (ignored until fixed there) ----
+// ---- regressions: a masked view reshaped to rank 0 (ShapeTracker merge) ----
 
 #[test]
-#[ignore = "ShapeTracker::simplify drops a masked view's mask under a rank-0 view"]
 fn shapetracker_simplify_keeps_mask_under_rank0_view() {
     use picograd_core::ShapeTracker;
     // [3] padded to [4], shrunk to the padding element [3..4): always invalid.
@@ -662,7 +661,6 @@ fn shapetracker_simplify_keeps_mask_under_rank0_view() {
 }
 
 #[test]
-#[ignore = "same bug seen from Tensor: a fused masked elementwise reshaped to 0-d reads the pad"]
 fn masked_elementwise_reshaped_to_scalar() {
     let x = Tensor::from_slice(&[1.0f32, 2.0, 3.0], &[3]);
     let s = x.pad(&[(0, 1)]).shrink(&[(3, 4)]).mul(2.0);

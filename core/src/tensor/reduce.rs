@@ -127,13 +127,6 @@ impl Tensor {
         for &a in &ax {
             x = prod_axis(&x, a)?;
         }
-        if !keepdim && ax.len() == x.ndim() {
-            // Workaround: ShapeTracker::simplify drops the padding mask when a rank-0 view is
-            // stacked on a masked one (see the ignored tests in tests/tensor_api.rs), so the
-            // one-element result is taken through a (exact) one-element sum, whose reduce
-            // output, not the masked chain, is what the reshape to a scalar reads.
-            return x.try_reduce(ReduceOp::Sum, None, false);
-        }
         x.drop_axes(&ax, keepdim)
     }
     /// [`Tensor::try_prod`], panicking on a bad axis.
