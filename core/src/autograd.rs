@@ -41,6 +41,8 @@ pub enum FnKind {
     Cast,
     /// A materialized copy.
     Contiguous,
+    /// A copy to another device.
+    Copy,
 }
 
 /// How a tensor was made: the primitive, the parents' values at that time, and its own value.
@@ -55,7 +57,11 @@ pub struct Function {
 }
 
 fn konst(like: &LazyBuffer, v: f64) -> LazyBuffer {
-    LazyBuffer::constant(like.device(), Scalar::from_f64(v, like.dtype()), like.shape())
+    LazyBuffer::constant(
+        like.device(),
+        Scalar::from_f64(v, like.dtype()),
+        like.shape(),
+    )
 }
 
 fn alu(op: AluOp, srcs: &[&LazyBuffer]) -> Result<LazyBuffer> {
@@ -77,7 +83,14 @@ fn mask(cond: &LazyBuffer, dtype: DType) -> LazyBuffer {
 
 /// Sums `g` over the axes where `shape` has 1 and `g` does not (the reverse of an expand).
 fn sum_to(g: &LazyBuffer, shape: &[Sint]) -> Result<LazyBuffer> {
-    let axes: Vec<usize> = g.shape().iter().zip(shape).enumerate().filter(|(_, (a, b))| a != b).map(|(i, _)| i).collect();
+    let axes: Vec<usize> = g
+        .shape()
+        .iter()
+        .zip(shape)
+        .enumerate()
+        .filter(|(_, (a, b))| a != b)
+        .map(|(i, _)| i)
+        .collect();
     g.reduce(ReduceOp::Sum, &axes)
 }
 
@@ -87,7 +100,9 @@ impl Function {
         let x = &self.inputs;
         match &self.kind {
             FnKind::Alu(op) => alu_backward(*op, x, &self.out, g),
-            FnKind::Reduce(op, axes) => Ok(alloc::vec![Some(reduce_backward(*op, axes, &x[0], &self.out, g)?)]),
+            FnKind::Reduce(op, axes) => Ok(alloc::vec![Some(reduce_backward(
+                *op, axes, &x[0], &self.out, g
+            )?)]),
             FnKind::Reshape => Ok(alloc::vec![Some(g.reshape(x[0].shape())?)]),
             FnKind::Permute(order) => {
                 let mut inv = alloc::vec![0usize; order.len()];
@@ -96,24 +111,42 @@ impl Function {
             }
             FnKind::Expand => Ok(alloc::vec![Some(sum_to(g, x[0].shape())?)]),
             FnKind::Pad(arg) => {
-                let sh: Vec<(i64, i64)> = arg.iter().zip(x[0].shape()).map(|(&(b, _), d)| (b, b + d.vmax())).collect();
+                let sh: Vec<(i64, i64)> = arg
+                    .iter()
+                    .zip(x[0].shape())
+                    .map(|(&(b, _), d)| (b, b + d.vmax()))
+                    .collect();
                 Ok(alloc::vec![Some(g.shrink(&sh)?)])
             }
             FnKind::Shrink(arg) => {
-                let pd: Vec<(i64, i64)> = arg.iter().zip(x[0].shape()).map(|(&(b, e), d)| (b, d.vmax() - e)).collect();
+                let pd: Vec<(i64, i64)> = arg
+                    .iter()
+                    .zip(x[0].shape())
+                    .map(|(&(b, e), d)| (b, d.vmax() - e))
+                    .collect();
                 Ok(alloc::vec![Some(g.pad(&pd)?)])
             }
             FnKind::Stride(steps) => Ok(alloc::vec![Some(unstride(g, steps, x[0].shape())?)]),
             FnKind::Cast => {
-                let back = if x[0].dtype().is_float() { Some(g.cast(x[0].dtype())) } else { None };
+                let back = if x[0].dtype().is_float() {
+                    Some(g.cast(x[0].dtype()))
+                } else {
+                    None
+                };
                 Ok(alloc::vec![back])
             }
             FnKind::Contiguous => Ok(alloc::vec![Some(g.clone())]),
+            FnKind::Copy => Ok(alloc::vec![Some(g.copy_to(x[0].device()))]),
         }
     }
 }
 
-fn alu_backward(op: AluOp, x: &[LazyBuffer], out: &LazyBuffer, g: &LazyBuffer) -> Result<Vec<Option<LazyBuffer>>> {
+fn alu_backward(
+    op: AluOp,
+    x: &[LazyBuffer],
+    out: &LazyBuffer,
+    g: &LazyBuffer,
+) -> Result<Vec<Option<LazyBuffer>>> {
     use AluOp::*;
     let ln2 = core::f64::consts::LN_2;
     let one = |v: LazyBuffer| Ok(alloc::vec![Some(v)]);
@@ -125,7 +158,13 @@ fn alu_backward(op: AluOp, x: &[LazyBuffer], out: &LazyBuffer, g: &LazyBuffer) -
         Log2 => one(div(g, &mul(&x[0], &konst(g, ln2))?)?),
         // d sin x = cos x = sin(pi/2 - x)
         Sin => {
-            let c = alu(Sin, &[&alu(Sub, &[&konst(g, core::f64::consts::FRAC_PI_2), &x[0]])?])?;
+            let c = alu(
+                Sin,
+                &[&alu(
+                    Sub,
+                    &[&konst(g, core::f64::consts::FRAC_PI_2), &x[0]],
+                )?],
+            )?;
             one(mul(g, &c)?)
         }
         // d sqrt x = 1 / (2 sqrt x)
@@ -143,10 +182,20 @@ fn alu_backward(op: AluOp, x: &[LazyBuffer], out: &LazyBuffer, g: &LazyBuffer) -
         Max => max_backward(x, g),
         Where => {
             let zero = konst(g, 0.0);
-            Ok(alloc::vec![None, Some(alu(Where, &[&x[0], g, &zero])?), Some(alu(Where, &[&x[0], &zero, g])?)])
+            Ok(alloc::vec![
+                None,
+                Some(alu(Where, &[&x[0], g, &zero])?),
+                Some(alu(Where, &[&x[0], &zero, g])?)
+            ])
         }
-        MulAcc => Ok(alloc::vec![Some(mul(g, &x[1])?), Some(mul(g, &x[0])?), Some(g.clone())]),
-        CmpLt | CmpEq | Mod | Xor | And | Or | FloorDiv | FloorMod => Ok(alloc::vec![None; op.arity()]),
+        MulAcc => Ok(alloc::vec![
+            Some(mul(g, &x[1])?),
+            Some(mul(g, &x[0])?),
+            Some(g.clone())
+        ]),
+        CmpLt | CmpEq | Mod | Xor | And | Or | FloorDiv | FloorMod => {
+            Ok(alloc::vec![None; op.arity()])
+        }
     }
 }
 
@@ -155,12 +204,24 @@ fn max_backward(x: &[LazyBuffer], g: &LazyBuffer) -> Result<Vec<Option<LazyBuffe
     let d = g.dtype();
     let half = konst(g, 0.5);
     let tie = mul(&mask(&alu(AluOp::CmpEq, &[&x[0], &x[1]])?, d), &half)?;
-    let a_wins = alu(AluOp::Add, &[&mask(&alu(AluOp::CmpLt, &[&x[1], &x[0]])?, d), &tie])?;
-    let b_wins = alu(AluOp::Add, &[&mask(&alu(AluOp::CmpLt, &[&x[0], &x[1]])?, d), &tie])?;
+    let a_wins = alu(
+        AluOp::Add,
+        &[&mask(&alu(AluOp::CmpLt, &[&x[1], &x[0]])?, d), &tie],
+    )?;
+    let b_wins = alu(
+        AluOp::Add,
+        &[&mask(&alu(AluOp::CmpLt, &[&x[0], &x[1]])?, d), &tie],
+    )?;
     Ok(alloc::vec![Some(mul(g, &a_wins)?), Some(mul(g, &b_wins)?)])
 }
 
-fn reduce_backward(op: ReduceOp, axes: &[usize], x: &LazyBuffer, out: &LazyBuffer, g: &LazyBuffer) -> Result<LazyBuffer> {
+fn reduce_backward(
+    op: ReduceOp,
+    axes: &[usize],
+    x: &LazyBuffer,
+    out: &LazyBuffer,
+    g: &LazyBuffer,
+) -> Result<LazyBuffer> {
     let full = x.shape();
     match op {
         ReduceOp::Sum => g.expand(full),
@@ -201,7 +262,10 @@ fn unstride(g: &LazyBuffer, steps: &[i64], full: &[Sint]) -> Result<LazyBuffer> 
         g = g.stride(&flips)?;
     }
     if g.shape() != full {
-        return Err(Error::shape("stride backward", alloc::format!("gradient shape {:?} does not match {:?}", g.shape(), full)));
+        return Err(Error::shape(
+            "stride backward",
+            alloc::format!("gradient shape {:?} does not match {:?}", g.shape(), full),
+        ));
     }
     Ok(g)
 }

@@ -10,4 +10,4 @@ pub mod clang;
 pub mod install;
 
 pub use clang::Clang;
-pub use install::{clang, install};
+pub use install::{clang, install, no_grad};
