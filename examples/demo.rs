@@ -75,9 +75,9 @@ fn forward() -> Result<(), Box<dyn std::error::Error>> {
     // Weights live in buffers (as trained weights would).
     Tensor::realize_all(&[&w1, &b1, &w2])?;
     let logits = x.matmul(&w1).add(&b1).relu().matmul(&w2);
-    let shifted = logits.sub(&logits.max(&[-1], true));
+    let shifted = logits.sub(logits.max(&[-1], true));
     let e = shifted.exp();
-    let probs = e.div(&e.sum(&[-1], true));
+    let probs = e.div(e.sum(&[-1], true));
 
     let items = schedule(&[probs.lazy().contiguous()])?;
     let work = count_work(&items)?;
@@ -111,13 +111,9 @@ fn forward() -> Result<(), Box<dyn std::error::Error>> {
     // The same graph on the interpreter must agree.
     let interp = picograd::context::interp();
     let on = |t: &Tensor| t.to_device(&interp);
-    let l2 = on(&x)
-        .matmul(&on(&w1))
-        .add(&on(&b1))
-        .relu()
-        .matmul(&on(&w2));
-    let e2 = l2.sub(&l2.max(&[-1], true)).exp();
-    let p2 = e2.div(&e2.sum(&[-1], true)).to_vec::<f32>()?;
+    let l2 = on(&x).matmul(&on(&w1)).add(on(&b1)).relu().matmul(&on(&w2));
+    let e2 = l2.sub(l2.max(&[-1], true)).exp();
+    let p2 = e2.div(e2.sum(&[-1], true)).to_vec::<f32>()?;
     let diff = got
         .iter()
         .zip(&p2)
