@@ -456,3 +456,26 @@ fn bool_ops_agree() {
         );
     }
 }
+
+#[test]
+fn tensors_move_between_devices_with_gradients() {
+    let interp = picograd::context::interp();
+    let clang = clang();
+    let x = Tensor::try_from_slice_on(&[1.0f32, -2.0, 3.0], &[3], &interp)
+        .unwrap()
+        .requires_grad_(true);
+    let y = x.to_device(&clang);
+    assert_eq!(y.device().name(), "CLANG");
+    let z = y.mul(&y).to_device(&interp).sum_all();
+    assert_eq!(z.item::<f32>().unwrap(), 14.0);
+    let g = z.gradient(&[&x]).unwrap();
+    assert_eq!(g[0].device().name(), "INTERP");
+    assert_eq!(g[0].to_vec::<f32>().unwrap(), vec![2.0, -4.0, 6.0]);
+    // Mixing devices in one op is an error naming both.
+    let e = x
+        .try_alu(AluOp::Add, &[&y])
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(e.contains("INTERP") && e.contains("CLANG"), "{e}");
+}
