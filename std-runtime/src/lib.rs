@@ -11,3 +11,4 @@ pub mod install;
 
 pub use clang::Clang;
 pub use install::{clang, install};
+pub mod target;
