@@ -183,7 +183,7 @@ impl Build<'_> {
         }
         let elf = self.dir.join("prog.elf");
         self.link(&objects, &elf)?;
-        let (text, data, bss) = self.sizes(&[elf.clone()], true)?;
+        let (text, data, bss) = self.sizes(std::slice::from_ref(&elf), true)?;
         let (model_text, model_data, model_bss) = self.sizes(&objects[1..], false)?;
         let stdout = self.execute(&elf)?;
         let mut report = parse_stdout(&stdout, bundle).map_err(|d| {
