@@ -423,3 +423,36 @@ fn clang_really_compiles() {
     );
     assert!(picograd::realize::counters().compiled > before);
 }
+
+#[test]
+fn bool_ops_agree() {
+    // Bools compute on 0/1 and convert back: + is or, * is and, - is xor, neg is not.
+    let (a, b) = ([true, true, false, false], [true, false, true, false]);
+    let want: [(AluOp, [bool; 4]); 4] = [
+        (AluOp::Add, [true, true, true, false]),
+        (AluOp::Mul, [true, false, false, false]),
+        (AluOp::Sub, [false, true, true, false]),
+        (AluOp::Max, [true, true, true, false]),
+    ];
+    for dev in [picograd::context::interp(), clang()] {
+        let ta = Tensor::try_from_slice_on(&a, &[4], &dev).unwrap();
+        let tb = Tensor::try_from_slice_on(&b, &[4], &dev).unwrap();
+        for (op, w) in want {
+            assert_eq!(
+                ta.try_alu(op, &[&tb]).unwrap().to_vec::<bool>().unwrap(),
+                w,
+                "{op} on {}",
+                dev.name()
+            );
+        }
+        assert_eq!(
+            ta.try_alu(AluOp::Neg, &[])
+                .unwrap()
+                .to_vec::<bool>()
+                .unwrap(),
+            [false, false, true, true],
+            "neg on {}",
+            dev.name()
+        );
+    }
+}

@@ -51,7 +51,7 @@ fn check_on(device: std::sync::Arc<dyn picograd::device::Device>) {
     // In-place updates replay: w <- w - 0.5 * g, applied three times.
     let param = Mutex::new(Tensor::try_from_slice_on(&[1.0f32, 2.0], &[2], &device).unwrap());
     let step = Jit::new(|g: &[Tensor]| {
-        let mut p = param.lock().unwrap();
+        let p = param.lock().unwrap();
         let upd = p
             .try_alu(
                 AluOp::Sub,

@@ -22,6 +22,9 @@ pub struct Context {
     pub clock_ns: Option<fn() -> u64>,
     /// Makes the default device.
     pub default_device: Option<fn() -> Arc<dyn Device>>,
+    /// Are gradients recorded right now? (The std runtime's `no_grad` scope; always yes without
+    /// it.)
+    pub grad_enabled: Option<fn() -> bool>,
 }
 
 fn no_log(_: &str) {}
@@ -31,6 +34,7 @@ static CONTEXT: Mutex<Context> = Mutex::new(Context {
     log: no_log,
     clock_ns: None,
     default_device: None,
+    grad_enabled: None,
 });
 static DEFAULT_DEVICE: Mutex<Option<Arc<dyn Device>>> = Mutex::new(None);
 
@@ -48,6 +52,11 @@ pub fn context() -> Context {
 /// The debug level.
 pub fn debug() -> u8 {
     CONTEXT.lock().debug
+}
+
+/// Are gradients being recorded?
+pub fn grad_enabled() -> bool {
+    CONTEXT.lock().grad_enabled.is_none_or(|f| f())
 }
 
 /// Sends a line to the log sink when the debug level is at least `level`.

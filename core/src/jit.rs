@@ -11,7 +11,6 @@
 
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicU64, Ordering};
 
 use spin::Mutex;
 
@@ -208,7 +207,7 @@ impl Capture {
 pub struct Jit<F> {
     f: F,
     capture: Mutex<Option<Arc<Capture>>>,
-    replays: AtomicU64,
+    replays: Mutex<u64>,
 }
 
 impl<F: Fn(&[Tensor]) -> Vec<Tensor>> Jit<F> {
@@ -217,7 +216,7 @@ impl<F: Fn(&[Tensor]) -> Vec<Tensor>> Jit<F> {
         Jit {
             f,
             capture: Mutex::new(None),
-            replays: AtomicU64::new(0),
+            replays: Mutex::new(0),
         }
     }
 
@@ -225,7 +224,7 @@ impl<F: Fn(&[Tensor]) -> Vec<Tensor>> Jit<F> {
     pub fn call(&self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
         let cap = self.capture.lock().clone();
         if let Some(c) = cap {
-            self.replays.fetch_add(1, Ordering::Relaxed);
+            *self.replays.lock() += 1;
             let refs: Vec<&Tensor> = inputs.iter().collect();
             return c.replay(&refs);
         }
@@ -244,7 +243,7 @@ impl<F: Fn(&[Tensor]) -> Vec<Tensor>> Jit<F> {
 
     /// How many calls replayed the capture.
     pub fn replays(&self) -> u64 {
-        self.replays.load(Ordering::Relaxed)
+        *self.replays.lock()
     }
 
     /// The capture, once the first call has made it.

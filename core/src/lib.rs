@@ -8,6 +8,7 @@
 extern crate alloc;
 
 pub mod ast;
+pub mod autograd;
 pub mod codegen;
 pub mod context;
 pub mod device;

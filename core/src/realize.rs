@@ -9,7 +9,6 @@ use alloc::format;
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicU64, Ordering};
 
 use hashbrown::HashMap;
 use spin::Mutex;
@@ -44,26 +43,21 @@ pub struct Counters {
     pub scheduled: u64,
 }
 
-static KERNELS: AtomicU64 = AtomicU64::new(0);
-static REDUCE_OPS: AtomicU64 = AtomicU64::new(0);
-static FLOPS: AtomicU64 = AtomicU64::new(0);
-static BYTES: AtomicU64 = AtomicU64::new(0);
-static LOWERED: AtomicU64 = AtomicU64::new(0);
-static COMPILED: AtomicU64 = AtomicU64::new(0);
-static SCHEDULED: AtomicU64 = AtomicU64::new(0);
+// One lock, not atomics: 64-bit atomics do not exist on every target the core builds for.
+static COUNTERS: Mutex<Counters> = Mutex::new(Counters {
+    kernels: 0,
+    reduce_ops: 0,
+    flops: 0,
+    bytes: 0,
+    lowered: 0,
+    compiled: 0,
+    scheduled: 0,
+});
 
 /// The counters so far (tests take differences around the work they measure; other tests on
 /// other threads add to them too, so such tests should use [`count_work`]).
 pub fn counters() -> Counters {
-    Counters {
-        kernels: KERNELS.load(Ordering::Relaxed),
-        reduce_ops: REDUCE_OPS.load(Ordering::Relaxed),
-        flops: FLOPS.load(Ordering::Relaxed),
-        bytes: BYTES.load(Ordering::Relaxed),
-        lowered: LOWERED.load(Ordering::Relaxed),
-        compiled: COMPILED.load(Ordering::Relaxed),
-        scheduled: SCHEDULED.load(Ordering::Relaxed),
-    }
+    *COUNTERS.lock()
 }
 
 type ProgramCache = HashMap<(usize, LinearKernel), Arc<dyn Program>>;
@@ -110,7 +104,7 @@ pub fn lower(item: &ScheduleItem) -> Result<LinearKernel> {
         });
     }
     let lk = linearize(&kernel, bufs, kernel.name())?;
-    LOWERED.fetch_add(1, Ordering::Relaxed);
+    COUNTERS.lock().lowered += 1;
     if debug() >= 3 {
         log(3, &format!("{}", lk));
     }
@@ -131,7 +125,7 @@ fn program(device: &Arc<dyn Device>, k: &LinearKernel) -> Result<Arc<dyn Program
         return Ok(p.clone());
     }
     let p = device.compile(k)?;
-    COMPILED.fetch_add(1, Ordering::Relaxed);
+    COUNTERS.lock().compiled += 1;
     PROGRAM_CACHE
         .lock()
         .get_or_insert_with(HashMap::new)
@@ -185,10 +179,13 @@ fn run_kernel(item: &ScheduleItem) -> Result<Ran> {
     let clock = crate::context::context().clock_ns;
     let t0 = clock.map(|c| c());
     prog.run(&ids, &[])?;
-    KERNELS.fetch_add(1, Ordering::Relaxed);
-    REDUCE_OPS.fetch_add(k.cost.reduce_ops, Ordering::Relaxed);
-    FLOPS.fetch_add(k.cost.flops, Ordering::Relaxed);
-    BYTES.fetch_add(k.cost.bytes, Ordering::Relaxed);
+    {
+        let mut c = COUNTERS.lock();
+        c.kernels += 1;
+        c.reduce_ops += k.cost.reduce_ops;
+        c.flops += k.cost.flops;
+        c.bytes += k.cost.bytes;
+    }
     if debug() >= 1 {
         let us = match (clock, t0) {
             (Some(c), Some(t)) => format!("{:9.1} us", (c() - t) as f64 / 1e3),
@@ -210,7 +207,7 @@ fn run_kernel(item: &ScheduleItem) -> Result<Ran> {
 
 fn schedule_counted(outs: &[LazyBuffer]) -> Result<Vec<ScheduleItem>> {
     let items = schedule(outs)?;
-    SCHEDULED.fetch_add(items.len() as u64, Ordering::Relaxed);
+    COUNTERS.lock().scheduled += items.len() as u64;
     Ok(items)
 }
 

@@ -15,6 +15,27 @@ static START: OnceLock<Instant> = OnceLock::new();
 static CLANG: OnceLock<Option<Arc<Clang>>> = OnceLock::new();
 static INSTALLED: OnceLock<()> = OnceLock::new();
 
+thread_local! {
+    static GRAD_ENABLED: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
+}
+
+fn grad_enabled() -> bool {
+    GRAD_ENABLED.with(|g| g.get())
+}
+
+/// Runs `f` without recording gradients on this thread (inference, optimizer updates).
+/// Nested scopes restore the outer setting, also when `f` panics.
+pub fn no_grad<R>(f: impl FnOnce() -> R) -> R {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            GRAD_ENABLED.with(|g| g.set(self.0));
+        }
+    }
+    let _restore = Restore(GRAD_ENABLED.with(|g| g.replace(false)));
+    f()
+}
+
 fn clock_ns() -> u64 {
     START.get_or_init(Instant::now).elapsed().as_nanos() as u64
 }
@@ -62,6 +83,7 @@ pub fn install() {
             log: log_stderr,
             clock_ns: Some(clock_ns),
             default_device: Some(make_default),
+            grad_enabled: Some(grad_enabled),
         });
     });
 }

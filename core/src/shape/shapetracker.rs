@@ -416,6 +416,9 @@ fn merge_linear(inner: &View, outer: &View) -> Option<View> {
 fn mask_from_valid(valid: &Node, idxs: &[Node], dims: &[i64]) -> Option<Option<Vec<(Sint, Sint)>>> {
     match valid.as_const() {
         Some(1) => return Some(None),
+        // Nothing is valid: an empty window on some axis says so, but a rank-0 view has no axis
+        // to carry it, so that pair cannot merge.
+        Some(_) if dims.is_empty() => return None,
         Some(_) => return Some(Some(vec![(Node::cst(0), Node::cst(0)); dims.len()])),
         None => {}
     }

@@ -5,14 +5,32 @@
 //! with a message naming the op and the shapes, and each has a `try_` twin returning `Result`;
 //! methods that compute (`realize`, `to_vec`, `item`) return `Result`.
 
+mod compare;
+mod create;
 mod element;
+mod elementwise;
+mod grad;
+mod join;
+mod matmul;
+mod movement;
+mod ops_traits;
+mod random;
+mod reduce;
+mod slice;
+mod unary;
+
+pub use elementwise::Operand;
 
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
+use core::sync::atomic::{AtomicBool, Ordering};
+
+use spin::Mutex;
 
 pub use element::{bytes_to_f64, Element};
 
+use crate::autograd::{FnKind, Function};
 use crate::device::{Buffer, Device};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -20,10 +38,24 @@ use crate::lazy::{fmt_shape, LazyBuffer};
 use crate::ops::{AluOp, ReduceOp, Scalar};
 use crate::shape::Sint;
 
-/// A lazily evaluated n-dimensional array.
+/// A lazily evaluated n-dimensional array. Clones share one tensor: its value (which `assign`
+/// replaces), its gradient slot, and its `requires_grad` flag.
 #[derive(Clone)]
-pub struct Tensor {
-    lazy: LazyBuffer,
+pub struct Tensor(Arc<TensorNode>);
+
+struct TensorNode {
+    lazy: Mutex<LazyBuffer>,
+    requires_grad: AtomicBool,
+    grad: Mutex<Option<Tensor>>,
+    /// How the tensor was made, kept only while it needs a gradient.
+    ctx: Mutex<Option<Ctx>>,
+}
+
+/// The primitive that made a tensor and the tensors it was made from.
+#[derive(Clone)]
+pub(crate) struct Ctx {
+    pub(crate) func: Function,
+    pub(crate) parents: Vec<Tensor>,
 }
 
 /// Unwraps a building result, panicking with the error's message (which names op and shapes).
@@ -39,14 +71,38 @@ fn dims(shape: &[usize]) -> Vec<Sint> {
 }
 
 impl Tensor {
-    /// Wraps a lazy node.
+    /// Wraps a lazy node as a new tensor (a leaf: no gradient history).
     pub fn from_lazy(lazy: LazyBuffer) -> Tensor {
-        Tensor { lazy }
+        Tensor(Arc::new(TensorNode {
+            lazy: Mutex::new(lazy),
+            requires_grad: AtomicBool::new(false),
+            grad: Mutex::new(None),
+            ctx: Mutex::new(None),
+        }))
     }
 
     /// The lazy node behind the tensor.
-    pub fn lazy(&self) -> &LazyBuffer {
-        &self.lazy
+    pub fn lazy(&self) -> LazyBuffer {
+        self.0.lazy.lock().clone()
+    }
+
+    /// The result of primitive `kind` applied to `parents`, with value `out`; it records how it
+    /// was made when some parent needs a gradient (and gradients are enabled).
+    pub(crate) fn derive(kind: FnKind, parents: &[&Tensor], out: LazyBuffer) -> Tensor {
+        let t = Tensor::from_lazy(out.clone());
+        if crate::context::grad_enabled() && parents.iter().any(|p| p.requires_grad()) {
+            t.0.requires_grad.store(true, Ordering::Relaxed);
+            let func = Function {
+                kind,
+                inputs: parents.iter().map(|p| p.lazy()).collect(),
+                out,
+            };
+            *t.0.ctx.lock() = Some(Ctx {
+                func,
+                parents: parents.iter().map(|p| (*p).clone()).collect(),
+            });
+        }
+        t
     }
 
     /// A tensor holding `data` with `shape`, on the default device.
@@ -80,8 +136,19 @@ impl Tensor {
         }
         let mut bytes = Vec::with_capacity(n * T::DTYPE.itemsize());
         data.iter().for_each(|v| v.put(&mut bytes));
-        let buf = Buffer::new(device.clone(), T::DTYPE, n)?;
-        buf.copy_in(&bytes)?;
+        Tensor::from_raw_bytes(&bytes, shape, T::DTYPE, device)
+    }
+
+    /// Uploads little-endian `bytes` (exactly `shape`'s elements of `dtype`) to `device`.
+    pub(crate) fn from_raw_bytes(
+        bytes: &[u8],
+        shape: &[usize],
+        dtype: DType,
+        device: &Arc<dyn Device>,
+    ) -> Result<Tensor> {
+        let n: usize = shape.iter().product();
+        let buf = Buffer::new(device.clone(), dtype, n)?;
+        buf.copy_in(bytes)?;
         Ok(Tensor::from_lazy(LazyBuffer::from_buffer(
             buf,
             &dims(shape),
@@ -117,15 +184,15 @@ impl Tensor {
     pub fn const_like(&self, value: f64) -> Tensor {
         let v = Scalar::from_f64(value, self.dtype());
         Tensor::from_lazy(LazyBuffer::constant(
-            self.lazy.device(),
+            self.lazy().device(),
             v,
-            self.lazy.shape(),
+            self.lazy().shape(),
         ))
     }
 
     /// The shape (symbolic dimensions report their largest value).
     pub fn shape(&self) -> Vec<usize> {
-        self.lazy
+        self.lazy()
             .shape()
             .iter()
             .map(|d| d.vmax().max(0) as usize)
@@ -134,17 +201,17 @@ impl Tensor {
 
     /// The element dtype.
     pub fn dtype(&self) -> DType {
-        self.lazy.dtype()
+        self.lazy().dtype()
     }
 
     /// The device the tensor computes on.
-    pub fn device(&self) -> &Arc<dyn Device> {
-        self.lazy.device()
+    pub fn device(&self) -> Arc<dyn Device> {
+        self.lazy().device().clone()
     }
 
     /// Number of dimensions.
     pub fn ndim(&self) -> usize {
-        self.lazy.shape().len()
+        self.lazy().shape().len()
     }
 
     /// Number of elements.
@@ -170,28 +237,28 @@ impl Tensor {
     ///
     /// ```
     /// use picograd_core::{Tensor, ops::AluOp};
-    /// let mut w = Tensor::from_slice(&[1.0f32, 2.0], &[2]);
+    /// let w = Tensor::from_slice(&[1.0f32, 2.0], &[2]);
     /// let step = w.try_alu(AluOp::Mul, &[&w.const_like(3.0)]).unwrap();
     /// w.try_assign(&step).unwrap();
     /// assert_eq!(w.to_vec::<f32>().unwrap(), vec![3.0, 6.0]);
     /// ```
-    pub fn try_assign(&mut self, value: &Tensor) -> Result<()> {
-        if !self.lazy.is_base() || self.lazy.realized().is_none() {
-            let node = self.contiguous_node();
-            crate::realize::realize(core::slice::from_ref(&node))?;
-            self.lazy = node;
+    pub fn try_assign(&self, value: &Tensor) -> Result<()> {
+        let mut target = self.lazy();
+        if !target.is_base() || target.realized().is_none() {
+            target = self.contiguous_node();
+            crate::realize::realize(core::slice::from_ref(&target))?;
         }
-        self.lazy = self.lazy.assign(&value.lazy)?;
+        *self.0.lazy.lock() = target.assign(&value.lazy())?;
         Ok(())
     }
 
     /// [`Tensor::try_assign`], panicking on a shape or dtype mismatch.
-    pub fn assign(&mut self, value: &Tensor) {
+    pub fn assign(&self, value: &Tensor) {
         must(self.try_assign(value))
     }
 
     fn contiguous_node(&self) -> LazyBuffer {
-        self.lazy.contiguous()
+        self.lazy().contiguous()
     }
 
     /// The raw little-endian bytes of the values, in row-major order.
@@ -282,8 +349,13 @@ impl Tensor {
                 alloc::format!("cannot broadcast {own:?} to {shape:?}"),
             ));
         }
-        let lazy = self.lazy.reshape(&dims(&padded))?.expand(&dims(shape))?;
-        Ok(Tensor::from_lazy(lazy))
+        let r = Tensor::derive(
+            FnKind::Reshape,
+            &[self],
+            self.lazy().reshape(&dims(&padded))?,
+        );
+        let e = r.lazy().expand(&dims(shape))?;
+        Ok(Tensor::derive(FnKind::Expand, &[&r], e))
     }
 
     /// Applies an elementwise op after promoting dtypes and broadcasting shapes.
@@ -304,22 +376,27 @@ impl Tensor {
             .iter()
             .skip(1)
             .fold(values[0].dtype(), |d, t| d.promote(t.dtype()));
-        let prep = |t: &Tensor, is_value: bool| -> Result<LazyBuffer> {
+        let prep = |t: &Tensor, is_value: bool| -> Result<Tensor> {
             let t = t.try_broadcast_to(&shape)?;
-            Ok(if is_value { t.lazy.cast(dtype) } else { t.lazy })
+            Ok(if is_value { t.cast(dtype) } else { t })
         };
-        let first = prep(self, op != AluOp::Where)?;
-        let rest = others
-            .iter()
-            .map(|o| prep(o, true))
-            .collect::<Result<Vec<_>>>()?;
-        let refs: Vec<&LazyBuffer> = rest.iter().collect();
-        Ok(Tensor::from_lazy(first.alu(op, &refs)?))
+        let mut operands = alloc::vec![prep(self, op != AluOp::Where)?];
+        for o in others {
+            operands.push(prep(o, true)?);
+        }
+        let lazies: Vec<LazyBuffer> = operands.iter().map(Tensor::lazy).collect();
+        let refs: Vec<&LazyBuffer> = lazies[1..].iter().collect();
+        let out = lazies[0].alu(op, &refs)?;
+        let parents: Vec<&Tensor> = operands.iter().collect();
+        Ok(Tensor::derive(FnKind::Alu(op), &parents, out))
     }
 
     /// Converts to `dtype`.
     pub fn cast(&self, dtype: DType) -> Tensor {
-        Tensor::from_lazy(self.lazy.cast(dtype))
+        if dtype == self.dtype() {
+            return self.clone();
+        }
+        Tensor::derive(FnKind::Cast, &[self], self.lazy().cast(dtype))
     }
 
     // ---- reductions ----
@@ -353,9 +430,13 @@ impl Tensor {
             None => (0..self.ndim()).collect(),
             Some(a) => self.resolve_axes(op.name(), a)?,
         };
-        let r = self.lazy.reduce(op, &axes)?;
+        let r = Tensor::derive(
+            FnKind::Reduce(op, axes.clone()),
+            &[self],
+            self.lazy().reduce(op, &axes)?,
+        );
         if keepdim {
-            return Ok(Tensor::from_lazy(r));
+            return Ok(r);
         }
         let shape: Vec<usize> = self
             .shape()
@@ -364,7 +445,8 @@ impl Tensor {
             .filter(|(i, _)| !axes.contains(i))
             .map(|(_, d)| *d)
             .collect();
-        Ok(Tensor::from_lazy(r.reshape(&dims(&shape))?))
+        let out = r.lazy().reshape(&dims(&shape))?;
+        Ok(Tensor::derive(FnKind::Reshape, &[&r], out))
     }
 
     // ---- movement ----
@@ -401,12 +483,20 @@ impl Tensor {
                 ),
             ));
         }
-        Ok(Tensor::from_lazy(self.lazy.reshape(&dims(&new))?))
+        Ok(Tensor::derive(
+            FnKind::Reshape,
+            &[self],
+            self.lazy().reshape(&dims(&new))?,
+        ))
     }
 
     /// Reorders axes.
     pub fn try_permute(&self, order: &[usize]) -> Result<Tensor> {
-        Ok(Tensor::from_lazy(self.lazy.permute(order)?))
+        Ok(Tensor::derive(
+            FnKind::Permute(order.to_vec()),
+            &[self],
+            self.lazy().permute(order)?,
+        ))
     }
 
     /// Expands size-1 axes to `shape`.
@@ -417,13 +507,21 @@ impl Tensor {
     /// Pads each axis with `(before, after)` zeros.
     pub fn try_pad(&self, arg: &[(usize, usize)]) -> Result<Tensor> {
         let a: Vec<(i64, i64)> = arg.iter().map(|&(b, e)| (b as i64, e as i64)).collect();
-        Ok(Tensor::from_lazy(self.lazy.pad(&a)?))
+        Ok(Tensor::derive(
+            FnKind::Pad(a.clone()),
+            &[self],
+            self.lazy().pad(&a)?,
+        ))
     }
 
     /// Keeps `[start, end)` of each axis.
     pub fn try_shrink(&self, arg: &[(usize, usize)]) -> Result<Tensor> {
         let a: Vec<(i64, i64)> = arg.iter().map(|&(b, e)| (b as i64, e as i64)).collect();
-        Ok(Tensor::from_lazy(self.lazy.shrink(&a)?))
+        Ok(Tensor::derive(
+            FnKind::Shrink(a.clone()),
+            &[self],
+            self.lazy().shrink(&a)?,
+        ))
     }
 
     /// Reverses the given axes.
@@ -432,17 +530,21 @@ impl Tensor {
         let arg: Vec<i64> = (0..self.ndim())
             .map(|i| if axes.contains(&i) { -1 } else { 1 })
             .collect();
-        Ok(Tensor::from_lazy(self.lazy.stride(&arg)?))
+        self.try_stride(&arg)
     }
 
     /// Every `step`-th element per axis (negative steps flip).
     pub fn try_stride(&self, steps: &[i64]) -> Result<Tensor> {
-        Ok(Tensor::from_lazy(self.lazy.stride(steps)?))
+        Ok(Tensor::derive(
+            FnKind::Stride(steps.to_vec()),
+            &[self],
+            self.lazy().stride(steps)?,
+        ))
     }
 
     /// Moves the tensor to `device` (a copy when it is another device).
     pub fn to_device(&self, device: &Arc<dyn Device>) -> Tensor {
-        Tensor::from_lazy(self.lazy.copy_to(device))
+        Tensor::derive(FnKind::Copy, &[self], self.lazy().copy_to(device))
     }
 }
 
@@ -456,7 +558,7 @@ impl core::fmt::Debug for Tensor {
         write!(
             f,
             "<Tensor {} {} on {}>",
-            fmt_shape(self.lazy.shape()),
+            fmt_shape(self.lazy().shape()),
             self.dtype(),
             self.device().name()
         )
