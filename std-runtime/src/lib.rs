@@ -1,5 +1,6 @@
 //! picograd's std runtime: everything that needs an operating system — the Clang device (compile
-//! generated C, cache it on disk, load it), and the glue that installs it as the default device.
+//! generated C, cache it on disk, load it), and the glue that installs it as the default device,
+//! and device targets (build an exported bundle for a microcontroller, run it under QEMU, measure it).
 #![deny(missing_docs)]
 
 pub mod cache;
@@ -11,3 +12,4 @@ pub mod install;
 
 pub use clang::Clang;
 pub use install::{clang, install, no_grad};
+pub mod target;
