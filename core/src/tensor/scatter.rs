@@ -60,8 +60,9 @@ impl Tensor {
         let (s, i) = (self.shape(), index.shape());
         check_scatter(&s, &i, &src.shape(), ax)?;
         let keep: Vec<(usize, usize)> = i.iter().map(|&d| (0, d)).collect();
-        let mut pad: Vec<(usize, usize)> = (0..s.len()).map(|d| (0, s[d] - i[d])).collect();
-        pad[ax] = (0, 0);
+        let mut pad: Vec<(usize, usize)> = (0..s.len())
+            .map(|d| if d == ax { (0, 0) } else { (0, s[d] - i[d]) })
+            .collect();
         pad.push((0, 0));
         let src = src
             .cast(self.dtype())
