@@ -435,3 +435,464 @@ fn clone_data_and_replace() {
     let err = r.try_replace(&ti(&[1], &[1])).unwrap_err().to_string();
     assert_eq!(err, "replace: shape error: shape [1] differs from [2]");
 }
+
+// ---- reference helpers (plain f64 loops) ----
+
+/// Deterministic pseudo-random values in `[lo, hi)` (a 64-bit LCG).
+fn data(n: usize, seed: u64, lo: f64, hi: f64) -> Vec<f64> {
+    let mut s = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    (0..n)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            lo + (hi - lo) * ((s >> 11) as f64 / (1u64 << 53) as f64)
+        })
+        .collect()
+}
+
+/// Small integers in `[0, k)` (many ties), as f64.
+fn small_ints(n: usize, seed: u64, k: usize) -> Vec<f64> {
+    data(n, seed, 0.0, k as f64)
+        .iter()
+        .map(|v| v.floor())
+        .collect()
+}
+
+fn f64t(v: &[f64], shape: &[usize]) -> Tensor {
+    Tensor::from_f64s(v, shape, DType::F64)
+}
+
+fn strides(shape: &[usize]) -> Vec<usize> {
+    let mut s = vec![1; shape.len()];
+    for i in (0..shape.len().saturating_sub(1)).rev() {
+        s[i] = s[i + 1] * shape[i + 1];
+    }
+    s
+}
+
+fn unravel(mut i: usize, shape: &[usize]) -> Vec<usize> {
+    let mut idx = vec![0; shape.len()];
+    for d in (0..shape.len()).rev() {
+        idx[d] = i % shape[d];
+        i /= shape[d];
+    }
+    idx
+}
+
+/// The flat indices of every line along `axis`, lines in row-major order of the other axes.
+fn lines(shape: &[usize], axis: usize) -> Vec<Vec<usize>> {
+    let st = strides(shape);
+    let mut outer = shape.to_vec();
+    outer[axis] = 1;
+    (0..outer.iter().product::<usize>())
+        .map(|o| {
+            let base: usize = unravel(o, &outer).iter().zip(&st).map(|(a, b)| a * b).sum();
+            (0..shape[axis]).map(|k| base + k * st[axis]).collect()
+        })
+        .collect()
+}
+
+/// One value per line.
+fn per_line(x: &[f64], shape: &[usize], axis: usize, f: &dyn Fn(&[f64]) -> f64) -> Vec<f64> {
+    lines(shape, axis)
+        .iter()
+        .map(|l| f(&l.iter().map(|&i| x[i]).collect::<Vec<_>>()))
+        .collect()
+}
+
+/// A whole line mapped to a new line, written back in place.
+fn map_lines(x: &[f64], shape: &[usize], axis: usize, f: &dyn Fn(&[f64]) -> Vec<f64>) -> Vec<f64> {
+    let mut out = vec![0.0; x.len()];
+    for l in lines(shape, axis) {
+        let v: Vec<f64> = l.iter().map(|&i| x[i]).collect();
+        for (&i, r) in l.iter().zip(f(&v)) {
+            out[i] = r;
+        }
+    }
+    out
+}
+
+fn ref_var(v: &[f64], corr: f64) -> f64 {
+    let m = v.iter().sum::<f64>() / v.len() as f64;
+    v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (v.len() as f64 - corr).max(0.0)
+}
+
+fn ref_lse(v: &[f64]) -> f64 {
+    let m = v.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    m + v.iter().map(|x| (x - m).exp()).sum::<f64>().ln()
+}
+
+fn ref_first(v: &[f64], better: fn(f64, f64) -> bool) -> f64 {
+    let mut b = 0;
+    for (i, &x) in v.iter().enumerate() {
+        if better(x, v[b]) {
+            b = i;
+        }
+    }
+    b as f64
+}
+
+fn ref_scan(v: &[f64], f: fn(f64, f64) -> f64) -> Vec<f64> {
+    let mut out = vec![v[0]];
+    for &x in &v[1..] {
+        out.push(f(*out.last().unwrap(), x));
+    }
+    out
+}
+
+/// Running extreme's first index.
+fn ref_scan_idx(v: &[f64], better: fn(f64, f64) -> bool) -> Vec<f64> {
+    (0..v.len()).map(|i| ref_first(&v[..=i], better)).collect()
+}
+
+/// Stable sort order of a line.
+fn ref_order(v: &[f64], descending: bool) -> Vec<usize> {
+    let mut o: Vec<usize> = (0..v.len()).collect();
+    o.sort_by(|&a, &b| {
+        let c = v[a].partial_cmp(&v[b]).unwrap();
+        if descending {
+            c.reverse()
+        } else {
+            c
+        }
+    });
+    o
+}
+
+const SHAPES: [(&[usize], usize); 3] = [(&[3, 4, 5], 1), (&[6, 7], 0), (&[2, 3, 4], 2)];
+
+// ---- reference comparisons ----
+
+#[test]
+fn stats_and_softmax_match_reference() {
+    for (k, &(shape, ax)) in SHAPES.iter().enumerate() {
+        let n: usize = shape.iter().product();
+        let x = data(n, k as u64, -3.0, 3.0);
+        let t = f64t(&x, shape);
+        let a = [ax as isize];
+        for corr in [0.0, 1.0, 2.0] {
+            let want = per_line(&x, shape, ax, &|v| ref_var(v, corr));
+            assert_close(&vals(&t.var(&a, false, corr)), &want, 1e-12);
+            let sd: Vec<f64> = want.iter().map(|v| v.sqrt()).collect();
+            assert_close(&vals(&t.std(&a, false, corr)), &sd, 1e-12);
+        }
+        let lse = per_line(&x, shape, ax, &ref_lse);
+        assert_close(&vals(&t.logsumexp(&a, false)), &lse, 1e-12);
+        let sm = map_lines(&x, shape, ax, &|v| {
+            let l = ref_lse(v);
+            v.iter().map(|x| (x - l).exp()).collect()
+        });
+        assert_close(&vals(&t.softmax(ax as isize)), &sm, 1e-12);
+        let lsm: Vec<f64> = sm.iter().map(|p| p.ln()).collect();
+        assert_close(&vals(&t.log_softmax(ax as isize)), &lsm, 1e-10);
+    }
+}
+
+#[test]
+fn argmax_any_all_match_reference() {
+    for (k, &(shape, ax)) in SHAPES.iter().enumerate() {
+        let n: usize = shape.iter().product();
+        let x = small_ints(n, 10 + k as u64, 4);
+        let t = f64t(&x, shape).cast(DType::I32);
+        let a = Some(ax as isize);
+        let am = per_line(&x, shape, ax, &|v| ref_first(v, |a, b| a > b));
+        assert_close(&vals(&t.argmax(a, false)), &am, 0.0);
+        let an = per_line(&x, shape, ax, &|v| ref_first(v, |a, b| a < b));
+        assert_close(&vals(&t.argmin(a, false)), &an, 0.0);
+        let any = per_line(&x, shape, ax, &|v| f64::from(v.iter().any(|&x| x != 0.0)));
+        assert_close(&vals(&t.any(&[ax as isize], false)), &any, 0.0);
+        let all = per_line(&x, shape, ax, &|v| f64::from(v.iter().all(|&x| x != 0.0)));
+        assert_close(&vals(&t.all(&[ax as isize], false)), &all, 0.0);
+    }
+}
+
+#[test]
+fn cumulative_ops_match_reference() {
+    for (k, &(shape, ax)) in SHAPES.iter().enumerate() {
+        let n: usize = shape.iter().product();
+        let x = small_ints(n, 20 + k as u64, 5)
+            .iter()
+            .map(|v| v - 2.0)
+            .collect::<Vec<_>>();
+        let t = f64t(&x, shape);
+        let a = ax as isize;
+        let cs = map_lines(&x, shape, ax, &|v| ref_scan(v, |a, b| a + b));
+        assert_close(&vals(&t.cumsum(a)), &cs, 1e-12);
+        let cp = map_lines(&x, shape, ax, &|v| ref_scan(v, |a, b| a * b));
+        assert_close(&vals(&t.cumprod(a)), &cp, 1e-12);
+        let (v, i) = t.cummax(a);
+        let want = map_lines(&x, shape, ax, &|v| ref_scan(v, f64::max));
+        assert_close(&vals(&v), &want, 0.0);
+        let want = map_lines(&x, shape, ax, &|v| ref_scan_idx(v, |a, b| a > b));
+        assert_close(&vals(&i), &want, 0.0);
+        let (v, i) = t.cummin(a);
+        let want = map_lines(&x, shape, ax, &|v| ref_scan(v, f64::min));
+        assert_close(&vals(&v), &want, 0.0);
+        let want = map_lines(&x, shape, ax, &|v| ref_scan_idx(v, |a, b| a < b));
+        assert_close(&vals(&i), &want, 0.0);
+        let lce = map_lines(&x, shape, ax, &|v| {
+            (0..v.len()).map(|i| ref_lse(&v[..=i])).collect()
+        });
+        assert_close(&vals(&t.logcumsumexp(a)), &lce, 1e-12);
+    }
+}
+
+#[test]
+fn triangles_match_reference() {
+    let shape = [2, 3, 5];
+    let x = data(30, 3, -1.0, 1.0);
+    let t = f64t(&x, &shape);
+    for d in -3i64..=5 {
+        let keep = |i: usize, up: bool| {
+            let idx = unravel(i, &shape);
+            let diff = idx[2] as i64 - idx[1] as i64;
+            if up {
+                diff >= d
+            } else {
+                diff <= d
+            }
+        };
+        let up: Vec<f64> = (0..30)
+            .map(|i| if keep(i, true) { x[i] } else { 0.0 })
+            .collect();
+        let low: Vec<f64> = (0..30)
+            .map(|i| if keep(i, false) { x[i] } else { 0.0 })
+            .collect();
+        assert_close(&vals(&t.triu(d)), &up, 0.0);
+        assert_close(&vals(&t.tril(d)), &low, 0.0);
+    }
+}
+
+/// `index` positions with the axis coordinate replaced: the flat offset into `shape`.
+fn offset_with(idx: &[usize], ax: usize, v: usize, shape: &[usize]) -> usize {
+    let mut j = idx.to_vec();
+    j[ax] = v;
+    j.iter().zip(strides(shape)).map(|(a, b)| a * b).sum()
+}
+
+#[test]
+fn gather_and_scatter_match_reference() {
+    let shape = [3, 4, 5];
+    let x = data(60, 4, -2.0, 2.0);
+    let t = f64t(&x, &shape);
+    for (ax, ishape) in [(0usize, [5usize, 2, 3]), (1, [2, 6, 5]), (2, [3, 4, 7])] {
+        let ni: usize = ishape.iter().product();
+        let idx = small_ints(ni, ax as u64, shape[ax]);
+        let it = f64t(&idx, &ishape).cast(DType::I32);
+        let want: Vec<f64> = (0..ni)
+            .map(|p| x[offset_with(&unravel(p, &ishape), ax, idx[p] as usize, &shape)])
+            .collect();
+        assert_close(&vals(&t.gather(ax as isize, &it)), &want, 0.0);
+        // scatter src (shaped like index) into t: the last write wins.
+        let src = data(ni, 9, 5.0, 6.0);
+        let mut sc = x.clone();
+        for p in 0..ni {
+            sc[offset_with(&unravel(p, &ishape), ax, idx[p] as usize, &shape)] = src[p];
+        }
+        let st = f64t(&src, &ishape);
+        assert_close(&vals(&t.scatter(ax as isize, &it, &st)), &sc, 0.0);
+        scatter_reduce_case(&x, &shape, ax, &idx, &ishape, &src);
+    }
+}
+
+fn scatter_reduce_case(
+    x: &[f64],
+    shape: &[usize],
+    ax: usize,
+    idx: &[f64],
+    ishape: &[usize],
+    src: &[f64],
+) {
+    let (t, it, st) = (
+        f64t(x, shape),
+        f64t(idx, ishape).cast(DType::I32),
+        f64t(src, ishape),
+    );
+    let mut hits: Vec<Vec<f64>> = vec![vec![]; x.len()];
+    for p in 0..src.len() {
+        hits[offset_with(&unravel(p, ishape), ax, idx[p] as usize, shape)].push(src[p]);
+    }
+    let kinds: [(ScatterReduce, fn(&[f64]) -> f64); 5] = [
+        (ScatterReduce::Sum, |v| v.iter().sum()),
+        (ScatterReduce::Prod, |v| v.iter().product()),
+        (ScatterReduce::Mean, |v| {
+            v.iter().sum::<f64>() / v.len() as f64
+        }),
+        (ScatterReduce::Amax, |v| {
+            v.iter().cloned().fold(f64::MIN, f64::max)
+        }),
+        (ScatterReduce::Amin, |v| {
+            v.iter().cloned().fold(f64::MAX, f64::min)
+        }),
+    ];
+    for (kind, f) in kinds {
+        for inc in [true, false] {
+            let want: Vec<f64> = (0..x.len())
+                .map(|i| {
+                    let mut v = hits[i].clone();
+                    if v.is_empty() {
+                        return x[i];
+                    }
+                    if inc {
+                        v.push(x[i]);
+                    }
+                    f(&v)
+                })
+                .collect();
+            let got = vals(&t.scatter_reduce(ax as isize, &it, &st, kind, inc));
+            assert_close(&got, &want, 1e-12);
+        }
+    }
+}
+
+#[test]
+fn masked_select_and_nonzero_match_reference() {
+    let shape = [3, 4, 2];
+    let x = small_ints(24, 5, 3);
+    let t = f64t(&x, &shape);
+    let mask_v: Vec<bool> = data(24, 6, 0.0, 1.0).iter().map(|&v| v < 0.4).collect();
+    let mask = Tensor::from_slice(&mask_v, &shape);
+    let want: Vec<f64> = (0..24).filter(|&i| mask_v[i]).map(|i| x[i]).collect();
+    assert_close(&vals(&t.masked_select(&mask).unwrap()), &want, 0.0);
+    // A broadcast mask selects whole rows.
+    let row = Tensor::from_slice(&[false, true], &[2]);
+    let want: Vec<f64> = (0..24).filter(|i| i % 2 == 1).map(|i| x[i]).collect();
+    assert_close(&vals(&t.masked_select(&row).unwrap()), &want, 0.0);
+    let nz: Vec<f64> = (0..24)
+        .filter(|&i| x[i] != 0.0)
+        .flat_map(|i| unravel(i, &shape).into_iter().map(|c| c as f64))
+        .collect();
+    let got = t.nonzero().unwrap();
+    assert_eq!(got.shape(), vec![nz.len() / 3, 3]);
+    assert_close(&vals(&got), &nz, 0.0);
+    let fill = data(24, 7, 0.0, 1.0);
+    let want: Vec<f64> = (0..24)
+        .map(|i| if mask_v[i] { fill[i] } else { x[i] })
+        .collect();
+    assert_close(
+        &vals(&t.masked_fill(&mask, f64t(&fill, &shape))),
+        &want,
+        0.0,
+    );
+}
+
+#[test]
+fn sort_and_topk_match_reference() {
+    for (k, &(shape, ax)) in SHAPES.iter().enumerate() {
+        let n: usize = shape.iter().product();
+        let x = small_ints(n, 30 + k as u64, 4);
+        let t = f64t(&x, shape);
+        let a = ax as isize;
+        for desc in [false, true] {
+            let order = |v: &[f64]| ref_order(v, desc);
+            let sv = map_lines(&x, shape, ax, &|v| order(v).iter().map(|&i| v[i]).collect());
+            let si = map_lines(&x, shape, ax, &|v| {
+                order(v).iter().map(|&i| i as f64).collect()
+            });
+            let (gv, gi) = t.sort(a, desc);
+            assert_close(&vals(&gv), &sv, 0.0);
+            assert_close(&vals(&gi), &si, 0.0);
+            assert_close(&vals(&t.argsort(a, desc)), &si, 0.0);
+            let kk = shape[ax].min(2);
+            let mut ks = shape.to_vec();
+            ks[ax] = kk;
+            let (tv, ti) = t.topk(kk, a, desc);
+            assert_eq!(tv.shape(), ks);
+            let top = |full: &[f64]| {
+                map_lines(full, shape, ax, &|v| v.to_vec())
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| unravel(*i, shape)[ax] < kk)
+                    .map(|(_, &v)| v)
+                    .collect::<Vec<_>>()
+            };
+            assert_close(&vals(&tv), &top(&sv), 0.0);
+            assert_close(&vals(&ti), &top(&si), 0.0);
+        }
+    }
+}
+
+#[test]
+fn activations_match_reference() {
+    let x = data(64, 8, -8.0, 8.0);
+    let t = f64t(&x, &[8, 8]);
+    let sig = |v: f64| 1.0 / (1.0 + (-v).exp());
+    let sp = |v: f64| (1.0 + v.exp()).ln();
+    let (sa, ss) = (1.6732632423543772, 1.0507009873554805);
+    let cases: Vec<(&str, Tensor, Box<dyn Fn(f64) -> f64>)> = vec![
+        ("silu", t.silu(), Box::new(move |v| v * sig(v))),
+        ("softplus", t.softplus(1.0), Box::new(sp)),
+        (
+            "softplus2",
+            t.softplus(2.0),
+            Box::new(move |v| sp(2.0 * v) / 2.0),
+        ),
+        (
+            "elu",
+            t.elu(0.7),
+            Box::new(|v: f64| if v > 0.0 { v } else { 0.7 * (v.exp() - 1.0) }),
+        ),
+        (
+            "leaky",
+            t.leaky_relu(0.1),
+            Box::new(|v: f64| if v < 0.0 { 0.1 * v } else { v }),
+        ),
+        ("relu6", t.relu6(), Box::new(|v: f64| v.clamp(0.0, 6.0))),
+        (
+            "hardswish",
+            t.hardswish(),
+            Box::new(|v: f64| v * (v + 3.0).clamp(0.0, 6.0) / 6.0),
+        ),
+        (
+            "hardsigmoid",
+            t.hardsigmoid(1.0 / 6.0, 0.5),
+            Box::new(|v: f64| (v / 6.0 + 0.5).clamp(0.0, 1.0)),
+        ),
+        (
+            "hardtanh",
+            t.hardtanh(-1.0, 1.0),
+            Box::new(|v: f64| v.clamp(-1.0, 1.0)),
+        ),
+        ("mish", t.mish(), Box::new(move |v| v * sp(v).tanh())),
+        (
+            "celu",
+            t.celu(1.5),
+            Box::new(|v: f64| v.max(0.0) + (1.5 * ((v / 1.5).exp() - 1.0)).min(0.0)),
+        ),
+        (
+            "selu",
+            t.selu(),
+            Box::new(move |v| ss * if v >= 0.0 { v } else { sa * (v.exp() - 1.0) }),
+        ),
+        (
+            "clip",
+            t.clip(Some(-0.5), Some(2.0)),
+            Box::new(|v: f64| v.clamp(-0.5, 2.0)),
+        ),
+    ];
+    for (name, got, f) in cases {
+        let want: Vec<f64> = x.iter().map(|&v| f(v)).collect();
+        let g = vals(&got);
+        for (i, (a, b)) in g.iter().zip(&want).enumerate() {
+            assert!(
+                (a - b).abs() <= 1e-12 * b.abs().max(1.0),
+                "{name} at {i}: {a} vs {b}"
+            );
+        }
+    }
+}
+
+#[test]
+fn one_hot_matches_reference() {
+    let idx = small_ints(12, 2, 6);
+    let t = f64t(&idx, &[3, 4]).cast(DType::I64);
+    let h = t.one_hot(5);
+    assert_eq!(h.shape(), vec![3, 4, 5]);
+    let want: Vec<f64> = (0..60)
+        .map(|i| f64::from(idx[i / 5] as usize == i % 5))
+        .collect();
+    assert_close(&vals(&h), &want, 0.0);
+}
