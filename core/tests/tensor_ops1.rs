@@ -896,3 +896,139 @@ fn one_hot_matches_reference() {
         .collect();
     assert_close(&vals(&h), &want, 0.0);
 }
+
+// ---- gradients against central finite differences (f64) ----
+
+/// Checks `d/dx Σ w·f(x)` from autograd against central differences (eps 1e-6), where `w` are
+/// fixed pseudo-random weights (so a constant-sum output like softmax still has a gradient).
+fn check_grad(name: &str, x: &[f64], shape: &[usize], f: &dyn Fn(&Tensor) -> Tensor) {
+    let out_shape = f(&f64t(x, shape)).shape();
+    let w = f64t(&data(out_shape.iter().product(), 99, -1.0, 1.0), &out_shape);
+    let loss = |t: &Tensor| f(t).mul(&w).sum_all();
+    let xt = f64t(x, shape).requires_grad_(true);
+    let got = vals(&loss(&xt).gradient(&[&xt]).unwrap()[0]);
+    let eps = 1e-6;
+    for i in 0..x.len() {
+        let at = |d: f64| {
+            let mut y = x.to_vec();
+            y[i] += d;
+            loss(&f64t(&y, shape)).item::<f64>().unwrap()
+        };
+        let want = (at(eps) - at(-eps)) / (2.0 * eps);
+        let ok = (got[i] - want).abs() <= 1e-6 * want.abs().max(1.0);
+        assert!(
+            ok,
+            "{name}: d/dx[{i}] autograd {} vs numeric {want}",
+            got[i]
+        );
+    }
+}
+
+#[test]
+fn gradients_match_finite_differences() {
+    let shape = [3, 4];
+    let x = data(12, 41, -2.0, 2.0);
+    check_grad("softmax", &x, &shape, &|t| t.softmax(-1));
+    check_grad("softmax0", &x, &shape, &|t| t.softmax(0));
+    check_grad("log_softmax", &x, &shape, &|t| t.log_softmax(1));
+    check_grad("logsumexp", &x, &shape, &|t| t.logsumexp(&[0, 1], false));
+    check_grad("logcumsumexp", &x, &shape, &|t| t.logcumsumexp(1));
+    check_grad("var", &x, &shape, &|t| t.var(&[1], true, 1.0));
+    check_grad("std", &x, &shape, &|t| t.std(&[0], false, 0.0));
+    check_grad("cumsum", &x, &shape, &|t| t.cumsum(0));
+    check_grad("cumprod", &x, &shape, &|t| t.cumprod(1));
+    let idx = Tensor::from_slice(&[2i32, 0, 0, 3, 1, 1, 3, 2], &[2, 4]);
+    check_grad("gather", &x, &shape, &|t| t.gather(1, &idx));
+    check_grad("sort", &x, &shape, &|t| t.sort(1, true).0);
+    let src = Tensor::from_f64s(&data(8, 5, -1.0, 1.0), &[2, 4], DType::F64);
+    check_grad("scatter", &x, &shape, &|t| t.scatter(1, &idx, &src));
+    check_grad("scatter_sum", &x, &shape, &|t| {
+        t.scatter_reduce(1, &idx, &src, ScatterReduce::Mean, true)
+    });
+    check_grad("activations", &x, &shape, &|t| {
+        t.silu()
+            .add(t.mish())
+            .add(t.selu())
+            .add(t.softplus(2.0))
+            .add(t.celu(0.5))
+    });
+}
+
+// ---- errors ----
+
+fn err(r: picograd_core::Result<impl Sized>) -> String {
+    match r {
+        Ok(_) => panic!("expected an error"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn error_messages_name_op_shapes_and_axes() {
+    let t = Tensor::zeros(&[2, 3], DType::F32);
+    let idx_f = Tensor::zeros(&[2, 3], DType::F32);
+    let idx = Tensor::zeros(&[3, 3], DType::I32);
+    let cases = [
+        (
+            err(t.try_var(&[2], false, 1.0)),
+            "var: axis error: axis 2 is out of range for shape [2, 3]",
+        ),
+        (
+            err(t.try_softmax(-3)),
+            "max: axis error: axis -3 is out of range for shape [2, 3]",
+        ),
+        (
+            err(t.try_argmax(Some(5), false)),
+            "argmax: axis error: axis 5 is out of range for shape [2, 3]",
+        ),
+        (
+            err(t.try_cumsum(4)),
+            "transpose: axis error: axis 4 is out of range for shape [2, 3]",
+        ),
+        (
+            err(Tensor::zeros(&[3], DType::F32).try_triu(0)),
+            "triu: shape error: needs at least 2 dimensions, shape is [3]",
+        ),
+        (
+            err(t.try_gather(0, &idx_f)),
+            "gather: dtype error: index must be an integer tensor, got f32",
+        ),
+        (
+            err(t.try_gather(1, &idx)),
+            "gather: shape error: index [3, 3] does not fit input [2, 3] outside axis 1",
+        ),
+        (
+            err(t.try_scatter(1, &idx, &t)),
+            "scatter: shape error: index [3, 3] must fit source [2, 3], and input [2, 3] outside axis 1",
+        ),
+        (
+            err(t.masked_select(&t)),
+            "masked_select: dtype error: mask must be bool, got f32",
+        ),
+        (
+            err(t.try_topk(4, 1, true)),
+            "topk: shape error: k = 4 exceeds axis 1 of shape [2, 3]",
+        ),
+        (
+            err(t.try_one_hot(3)),
+            "one_hot: dtype error: index must be an integer tensor, got f32",
+        ),
+        (
+            err(t.try_size(2)),
+            "size: axis error: axis 2 is out of range for shape [2, 3]",
+        ),
+        (
+            err(Tensor::zeros(&[4], DType::F32).try_multinomial(5, false, 0)),
+            "multinomial: shape error: cannot draw 5 samples (replacement: false) from weights [4]; weights must be 1-D or 2-D",
+        ),
+    ];
+    for (got, want) in cases {
+        assert_eq!(got, want);
+    }
+}
+
+#[test]
+#[should_panic(expected = "sort: axis error: axis 3 is out of range for shape [2, 3]")]
+fn plain_forms_panic_with_the_message() {
+    let _ = Tensor::zeros(&[2, 3], DType::F32).sort(3, false);
+}
