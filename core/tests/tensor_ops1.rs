@@ -698,6 +698,11 @@ fn gather_and_scatter_match_reference() {
     }
 }
 
+/// A reference reduction of one line.
+type LineFn = fn(&[f64]) -> f64;
+/// A reference elementwise function.
+type ElemFn = dyn Fn(f64) -> f64;
+
 fn scatter_reduce_case(
     x: &[f64],
     shape: &[usize],
@@ -715,7 +720,7 @@ fn scatter_reduce_case(
     for p in 0..src.len() {
         hits[offset_with(&unravel(p, ishape), ax, idx[p] as usize, shape)].push(src[p]);
     }
-    let kinds: [(ScatterReduce, fn(&[f64]) -> f64); 5] = [
+    let kinds: [(ScatterReduce, LineFn); 5] = [
         (ScatterReduce::Sum, |v| v.iter().sum()),
         (ScatterReduce::Prod, |v| v.iter().product()),
         (ScatterReduce::Mean, |v| {
@@ -822,7 +827,7 @@ fn activations_match_reference() {
     let sig = |v: f64| 1.0 / (1.0 + (-v).exp());
     let sp = |v: f64| (1.0 + v.exp()).ln();
     let (sa, ss) = (1.6732632423543772, 1.0507009873554805);
-    let cases: Vec<(&str, Tensor, Box<dyn Fn(f64) -> f64>)> = vec![
+    let cases: Vec<(&str, Tensor, Box<ElemFn>)> = vec![
         ("silu", t.silu(), Box::new(move |v| v * sig(v))),
         ("softplus", t.softplus(1.0), Box::new(sp)),
         (
