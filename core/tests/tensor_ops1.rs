@@ -1037,3 +1037,72 @@ fn error_messages_name_op_shapes_and_axes() {
 fn plain_forms_panic_with_the_message() {
     let _ = Tensor::zeros(&[2, 3], DType::F32).sort(3, false);
 }
+
+// ---- fusion ----
+
+/// Kernels the schedule of `x` runs.
+fn kernels(x: &Tensor) -> u64 {
+    let items = picograd_core::schedule::schedule(&[x.lazy().contiguous()]).unwrap();
+    picograd_core::realize::count_work(&items).unwrap().kernels
+}
+
+#[test]
+fn softmax_family_kernel_counts() {
+    let x = t32(
+        &(0..15).map(|i| i as f32 * 0.3).collect::<Vec<_>>(),
+        &[3, 5],
+    );
+    let counts = [
+        ("softmax", kernels(&x.softmax(-1))),
+        ("log_softmax", kernels(&x.log_softmax(-1))),
+        ("logsumexp", kernels(&x.logsumexp(&[1], false))),
+        ("var", kernels(&x.var(&[1], false, 1.0))),
+    ];
+    for (name, k) in counts {
+        assert!(k <= 3, "{name} took {k} kernels");
+    }
+}
+
+// ---- edge cases ----
+
+#[test]
+fn edge_cases() {
+    // Length-1 and empty lines.
+    let one = t32(&[3.0, 1.0, 2.0], &[3, 1]);
+    let (v, i) = one.sort(1, false);
+    assert_eq!(vals(&v), vec![3.0, 1.0, 2.0]);
+    assert_eq!(ints(&i), vec![0, 0, 0]);
+    let (v, i) = t32(&[3.0, 1.0], &[2]).topk(0, 0, true);
+    assert_eq!((v.shape(), i.shape()), (vec![0], vec![0]));
+    // Nothing selected, nothing non-zero.
+    let z = Tensor::zeros(&[2, 2], DType::F32);
+    let none = Tensor::full(&[2, 2], 0.0, DType::Bool);
+    assert_eq!(z.masked_select(&none).unwrap().shape(), vec![0]);
+    assert_eq!(z.nonzero().unwrap().shape(), vec![0, 2]);
+    // 0-d inputs of the running ops.
+    let s = t32(&[2.5], &[]);
+    assert_eq!(vals(&s.cumsum(0)), vec![2.5]);
+    let (v, i) = s.cummax(0);
+    assert_eq!((vals(&v), ints(&i)), (vec![2.5], vec![0]));
+    // Bools count as ints in cumsum; any/all of floats test non-zero.
+    let b = Tensor::from_slice(&[true, false, true], &[3]);
+    assert_eq!(ints(&b.cumsum(0)), vec![1, 1, 2]);
+    let f = t32(&[0.0, -0.5], &[2]);
+    assert_eq!(
+        (bools(&f.any(&[0], false)), bools(&f.all(&[0], false))),
+        (vec![true], vec![false])
+    );
+    // Sources are cast to the target's dtype.
+    let target = Tensor::zeros(&[3], DType::I32);
+    let src = t32(&[1.7, 2.2], &[2]);
+    let out = target.scatter(0, &ti(&[2, 0], &[2]), &src);
+    assert_eq!(out.dtype(), DType::I32);
+    assert_eq!(ints(&out), vec![2, 0, 1]);
+    // argmax of equal values and of negative infinities picks the first.
+    let inf = t32(&[f32::NEG_INFINITY, f32::NEG_INFINITY], &[2]);
+    assert_eq!(ints(&inf.argmax(None, false)), vec![0]);
+    // Unsigned and small int dtypes keep their dtype through sort and cummin.
+    let u = Tensor::from_slice(&[3u8, 1, 2], &[3]);
+    assert_eq!(u.sort(0, false).0.to_vec::<u8>().unwrap(), vec![1, 2, 3]);
+    assert_eq!(u.cummin(0).0.to_vec::<u8>().unwrap(), vec![3, 1, 1]);
+}

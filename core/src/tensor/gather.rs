@@ -1,7 +1,8 @@
 //! Index-driven reads: `gather` (pick elements along an axis by an index tensor) and `one_hot`.
 //! Both compare indices against an `arange` of positions; `gather` then selects and sums over
 //! the positions, so its gradient reaches exactly the gathered elements. Indices are not checked
-//! against the data (out-of-range indices select nothing and give 0).
+//! against the data (out-of-range indices select nothing and give 0); a gathered `-0.0` comes
+//! out as `+0.0`.
 
 use alloc::format;
 use alloc::vec::Vec;

@@ -6,7 +6,8 @@
 //! which is its position in the result; a one-hot of those ranks then moves values and indices
 //! into place. The values are a select-and-sum of the input, so gradients flow back to the
 //! elements they came from. Costs `n²` comparisons per line (fine for short axes; a bitonic
-//! network would be `n log² n`). NaNs are not ordered (results with NaNs are unspecified).
+//! network would be `n log² n`). NaNs are not ordered (results with NaNs are unspecified), and
+//! a `-0.0` comes out as `+0.0` (the select-and-sum adds zeros to it).
 
 use alloc::format;
 use alloc::vec::Vec;
