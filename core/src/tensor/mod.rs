@@ -5,21 +5,35 @@
 //! with a message naming the op and the shapes, and each has a `try_` twin returning `Result`;
 //! methods that compute (`realize`, `to_vec`, `item`) return `Result`.
 
+mod activation;
+mod argminmax;
 mod compare;
 mod create;
+mod cumulative;
 mod element;
 mod elementwise;
+mod gather;
 mod grad;
 mod join;
+mod logic;
+mod masked;
 mod matmul;
 mod movement;
+mod multinomial;
 mod ops_traits;
+mod props;
 mod random;
 mod reduce;
+mod scatter;
 mod slice;
+mod softmax;
+mod sort;
+mod stats;
+mod triangle;
 mod unary;
 
 pub use elementwise::Operand;
+pub use scatter::ScatterReduce;
 
 use alloc::string::String;
 use alloc::sync::Arc;
