@@ -6,6 +6,7 @@
 //! methods that compute (`realize`, `to_vec`, `item`) return `Result`.
 
 mod compare;
+mod conv;
 mod create;
 mod element;
 mod elementwise;
@@ -14,12 +15,15 @@ mod join;
 mod matmul;
 mod movement;
 mod ops_traits;
+mod pool;
 mod random;
 mod reduce;
 mod slice;
 mod unary;
 
+pub use conv::ConvOpts;
 pub use elementwise::Operand;
+pub use pool::{Padding, PoolOpts};
 
 use alloc::string::String;
 use alloc::sync::Arc;
