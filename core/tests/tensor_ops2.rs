@@ -2,7 +2,7 @@
 //! (`reference/seeds/002…`) reproduced, plus comparisons with plain f64 loops written here,
 //! gradient checks against central finite differences (f64), and the conv kernel count.
 
-use picograd_core::{ConvOpts, DType, Padding, PoolOpts, Tensor};
+use picograd_core::{ConvOpts, DType, InterpolateMode, Padding, PoolOpts, Reduction, Tensor};
 
 // ---- helpers ----
 
@@ -477,4 +477,496 @@ fn pool_grads_match_finite_differences() {
     grad_check(&x0, &[1, 2, 5, 5], &|x| {
         x.max_pool2d(&o).mul(&weights).sum_all()
     });
+}
+
+// ---- interpolate ----
+
+#[test]
+fn interpolate_example() {
+    let v = [1i32, 2, 3, 4, 21, 22, 23, 24, 41, 42, 43, 44];
+    let t = Tensor::from_slice(&v, &[3, 4]);
+    let y = t.interpolate(&[2, 3], InterpolateMode::Linear, false);
+    assert_eq!(y.shape(), [2, 3]);
+    assert_eq!(y.to_vec::<i32>().unwrap(), [6, 7, 8, 36, 37, 38]);
+}
+
+/// Reference 1-D resize of `x` to `out` samples.
+fn ref_resize(x: &[f64], out: usize, mode: InterpolateMode, align: bool) -> Vec<f64> {
+    let n = x.len();
+    let a = usize::from(align);
+    let scale = if out > a {
+        (n - a) as f64 / (out - a) as f64
+    } else {
+        0.0
+    };
+    (0..out)
+        .map(|o| {
+            let o = o as f64;
+            match mode {
+                InterpolateMode::Linear => {
+                    let c = if align {
+                        o * scale
+                    } else {
+                        (o + 0.5) * scale - 0.5
+                    };
+                    let c = c.clamp(0.0, (n - 1) as f64);
+                    let (lo, hi) = (c.floor() as usize, c.ceil() as usize);
+                    x[lo] + (x[hi] - x[lo]) * (c - c.floor())
+                }
+                InterpolateMode::Nearest => x[((o * scale) as usize).min(n - 1)],
+                InterpolateMode::NearestExact => x[(((o + 0.5) * scale) as usize).min(n - 1)],
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn interpolate_matches_loops() {
+    let (h, w) = (3, 5);
+    let x = noise(2 * h * w, 90);
+    let t = t64(&x, &[2, h, w]);
+    let modes = [
+        (InterpolateMode::Linear, false),
+        (InterpolateMode::Linear, true),
+        (InterpolateMode::Nearest, false),
+        (InterpolateMode::NearestExact, false),
+    ];
+    for (mode, align) in modes {
+        for (oh, ow) in [(5, 2), (2, 8), (1, 5)] {
+            let y = vals(&t.interpolate(&[oh, ow], mode, align));
+            let mut want = vec![];
+            for b in 0..2 {
+                let rows: Vec<Vec<f64>> = (0..h)
+                    .map(|r| ref_resize(&x[(b * h + r) * w..(b * h + r + 1) * w], ow, mode, align))
+                    .collect();
+                let cols: Vec<Vec<f64>> = (0..ow)
+                    .map(|c| {
+                        ref_resize(
+                            &rows.iter().map(|r| r[c]).collect::<Vec<_>>(),
+                            oh,
+                            mode,
+                            align,
+                        )
+                    })
+                    .collect();
+                for r in 0..oh {
+                    want.extend(cols.iter().map(|c| c[r]));
+                }
+            }
+            // Source coordinates are computed in f32, as the reference does.
+            assert_close(&y, &want, 1e-6);
+        }
+    }
+    assert!(t
+        .try_interpolate(&[2, 2], InterpolateMode::Nearest, true)
+        .is_err());
+}
+
+// ---- nn helpers ----
+
+#[test]
+fn linear_and_sequential_examples() {
+    let t = Tensor::from_slice(&[1i32, 2, 3, 4], &[2, 2]);
+    let w = Tensor::from_slice(&[1i32, 2, 3, 4], &[2, 2]);
+    let b = Tensor::from_slice(&[1i32, 2], &[2]);
+    assert_eq!(
+        t.linear(&w, Some(&b)).to_vec::<i32>().unwrap(),
+        [8, 12, 16, 24]
+    );
+    let t = Tensor::from_slice(&[1i32, 2, 3], &[3]);
+    let y = t.sequential(&[&|x: &Tensor| x.mul(2), &|x: &Tensor| x.add(1)]);
+    assert_eq!(y.to_vec::<i32>().unwrap(), [3, 5, 7]);
+}
+
+fn mean_std(v: &[f64]) -> (f64, f64) {
+    let n = v.len() as f64;
+    let m = v.iter().sum::<f64>() / n;
+    let var = v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (n - 1.0);
+    (m, var.sqrt())
+}
+
+#[test]
+fn layernorm_example_properties() {
+    // Reference: randn(8, 10, 16) * 2 + 8, layernorm → mean ≈ 0, std ≈ 1.
+    let t = Tensor::randn(&[8, 10, 16], 42).mul(2.0).add(8.0);
+    let y = vals(&t.layernorm(&[-1], 1e-5));
+    let (m, s) = mean_std(&y);
+    assert!(m.abs() < 1e-5 && (s - 1.0).abs() < 5e-3, "{m} {s}");
+    for row in y.chunks(16) {
+        let (m, _) = mean_std(row);
+        let var = row.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / 16.0;
+        assert!(m.abs() < 1e-5 && (var - 1.0).abs() < 1e-3, "{m} {var}");
+    }
+}
+
+#[test]
+fn batchnorm_example_properties() {
+    let t = Tensor::randn(&[8, 4, 4, 4], 7).mul(2.0).add(8.0);
+    let mean = t.mean(&[0, 2, 3], false);
+    let d = t.sub(mean.reshape(&[1, 4, 1, 1]));
+    let var = d.mul(&d).sum(&[0, 2, 3], false).div(127.0);
+    let y = t.batchnorm(None, None, &mean, &var.add(1e-5).rsqrt(), &[1]);
+    let (m, s) = mean_std(&vals(&y));
+    assert!(m.abs() < 1e-5 && (s - 1.0).abs() < 1e-2, "{m} {s}");
+    // weight and bias: y = (x - mean) * w * invstd + b per channel.
+    let w = t32(&[1.0, 2.0, 3.0, 4.0], &[4]);
+    let b = t32(&[0.5, 0.0, -0.5, 1.0], &[4]);
+    let x = t32(&noise(2 * 4 * 3, 8), &[2, 4, 3]);
+    let mu = t32(&[0.1, 0.2, 0.3, 0.4], &[4]);
+    let inv = t32(&[1.0, 0.5, 2.0, 1.5], &[4]);
+    let got = vals(&x.batchnorm(Some(&w), Some(&b), &mu, &inv, &[1]));
+    let xv = vals(&x);
+    let (wv, bv, mv, iv) = (vals(&w), vals(&b), vals(&mu), vals(&inv));
+    let want: Vec<f64> = (0..xv.len())
+        .map(|i| {
+            let c = (i / 3) % 4;
+            (xv[i] - mv[c]) * wv[c] * iv[c] + bv[c]
+        })
+        .collect();
+    assert_close(&got, &want, 1e-6);
+}
+
+#[test]
+fn dropout_properties() {
+    let t = Tensor::randn(&[16, 16], 42);
+    assert_eq!(vals(&t.dropout(0.5, false, 1)), vals(&t));
+    let x = vals(&t);
+    let y = vals(&t.dropout(0.25, true, 9));
+    assert_eq!(y, vals(&t.dropout(0.25, true, 9)), "seeded");
+    let zeros = y.iter().filter(|&&v| v == 0.0).count();
+    assert!(
+        (30..100).contains(&zeros),
+        "{zeros} of 256 dropped at p = 0.25"
+    );
+    for (a, b) in x.iter().zip(&y) {
+        assert!(*b == 0.0 || ((b - a / 0.75).abs() < 1e-6), "{a} -> {b}");
+    }
+    assert!(vals(&t.dropout(1.0, true, 3)).iter().all(|&v| v == 0.0));
+    assert!(t.try_dropout(1.5, true, 3).is_err());
+}
+
+/// Reference attention for one batch: q `[l, d]`, k `[s, d]`, v `[s, e]`.
+fn ref_attention(
+    q: &[f64],
+    k: &[f64],
+    v: &[f64],
+    (l, s, d, e): (usize, usize, usize, usize),
+    causal: bool,
+) -> Vec<f64> {
+    let mut out = vec![0.0; l * e];
+    for i in 0..l {
+        let sc: Vec<f64> = (0..s)
+            .map(|j| {
+                if causal && j > i {
+                    return f64::NEG_INFINITY;
+                }
+                (0..d).map(|c| q[i * d + c] * k[j * d + c]).sum::<f64>() / (d as f64).sqrt()
+            })
+            .collect();
+        let m = sc.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        let ex: Vec<f64> = sc.iter().map(|x| (x - m).exp()).collect();
+        let z: f64 = ex.iter().sum();
+        for c in 0..e {
+            out[i * e + c] = (0..s).map(|j| ex[j] / z * v[j * e + c]).sum();
+        }
+    }
+    out
+}
+
+#[test]
+fn attention_matches_loops() {
+    // The reference's example shape: q, k, v of [2, 4, 8] (random, so checked against loops).
+    let (b, l, d) = (2, 4, 8);
+    let (q, k, v) = (
+        noise(b * l * d, 100),
+        noise(b * l * d, 101),
+        noise(b * l * d, 102),
+    );
+    let (tq, tk, tv) = (
+        t64(&q, &[b, l, d]),
+        t64(&k, &[b, l, d]),
+        t64(&v, &[b, l, d]),
+    );
+    for causal in [false, true] {
+        let y = vals(&tq.scaled_dot_product_attention(&tk, &tv, None, causal));
+        let n = l * d;
+        let want: Vec<f64> = (0..b)
+            .flat_map(|i| {
+                ref_attention(
+                    &q[i * n..(i + 1) * n],
+                    &k[i * n..(i + 1) * n],
+                    &v[i * n..(i + 1) * n],
+                    (l, l, d, d),
+                    causal,
+                )
+            })
+            .collect();
+        assert_close(&y, &want, 1e-12);
+    }
+    // A bool mask equal to the causal one gives the same result.
+    let m: Vec<bool> = (0..l * l).map(|i| i % l <= i / l).collect();
+    let mask = Tensor::from_slice(&m, &[l, l]);
+    let a = vals(&tq.scaled_dot_product_attention(&tk, &tv, Some(&mask), false));
+    assert_close(
+        &a,
+        &vals(&tq.scaled_dot_product_attention(&tk, &tv, None, true)),
+        1e-12,
+    );
+    assert!(tq
+        .try_scaled_dot_product_attention(&tk, &tv, Some(&mask), true)
+        .is_err());
+}
+
+// ---- losses: worked examples ----
+
+#[test]
+fn binary_crossentropy_examples() {
+    let t = Tensor::from_slice(&[0.1f32, 0.9, 0.2], &[3]);
+    let y = Tensor::from_slice(&[0i32, 1, 0], &[3]);
+    let l = t
+        .binary_crossentropy(&y, Reduction::Mean)
+        .item::<f32>()
+        .unwrap();
+    assert!((l as f64 - 0.14462155103683472).abs() < 1e-6, "{l}");
+    let t = Tensor::from_slice(&[-1.0f32, 2.0, -3.0], &[3]);
+    let l = t
+        .binary_crossentropy_logits(&y, Reduction::Mean, None)
+        .item::<f32>()
+        .unwrap();
+    assert!((l as f64 - 0.16292566061019897).abs() < 1e-6, "{l}");
+    // pos_weight scales the positive term only.
+    let pw = Tensor::from_slice(&[2.0f32, 2.0, 2.0], &[3]);
+    let s1 = vals(&t.binary_crossentropy_logits(&y, Reduction::None, None));
+    let s2 = vals(&t.binary_crossentropy_logits(&y, Reduction::None, Some(&pw)));
+    assert_close(&s2, &[s1[0], 2.0 * s1[1], s1[2]], 1e-6);
+}
+
+fn logits() -> (Tensor, Tensor) {
+    let t = Tensor::from_slice(&[-1.0f32, 2.0, -3.0, 1.0, -2.0, 3.0], &[2, 3]);
+    (t, Tensor::from_slice(&[1i32, 2], &[2]))
+}
+
+#[test]
+fn categorical_losses_examples() {
+    let (t, y) = logits();
+    let want = 0.09391524642705917;
+    let l = t.sparse_categorical_crossentropy(&y, -1, 0.0, Reduction::Mean);
+    assert!((l.item::<f32>().unwrap() as f64 - want).abs() < 1e-6);
+    let l = t.cross_entropy(&y, Reduction::Mean, 0.0);
+    assert!((l.item::<f32>().unwrap() as f64 - want).abs() < 1e-6);
+    assert_close(
+        &vals(&t.cross_entropy(&y, Reduction::None, 0.0)),
+        &[0.055, 0.1328],
+        2e-3,
+    );
+    let lp = t.sub(t.exp().sum(&[-1], true).log());
+    let l = lp.nll_loss(&y, None, None, Reduction::Mean);
+    assert!((l.item::<f32>().unwrap() as f64 - want).abs() < 1e-6);
+    assert_close(
+        &vals(&lp.nll_loss(&y, None, None, Reduction::None)),
+        &[0.055, 0.1328],
+        2e-3,
+    );
+    let s = lp
+        .nll_loss(&y, None, None, Reduction::Sum)
+        .item::<f32>()
+        .unwrap() as f64;
+    assert!((s - 2.0 * want).abs() < 1e-6);
+}
+
+/// Reference log-softmax of rows.
+fn ref_log_softmax(x: &[f64], c: usize) -> Vec<f64> {
+    x.chunks(c)
+        .flat_map(|r| {
+            let m = r.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            let z = r.iter().map(|v| (v - m).exp()).sum::<f64>().ln();
+            r.iter().map(move |v| v - m - z).collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+#[test]
+fn categorical_losses_options_match_loops() {
+    let (n, c) = (5, 4);
+    let x = noise(n * c, 110);
+    let labels = [0i32, 3, 2, 3, 1];
+    let lp = ref_log_softmax(&x, c);
+    let t = t64(&x, &[n, c]);
+    let y = Tensor::from_slice(&labels, &[n]);
+    // ignore_index 3 and label smoothing 0.2 (sparse_categorical_crossentropy).
+    let ls = 0.2;
+    let mut total = 0.0;
+    let mut count = 0.0;
+    for i in 0..n {
+        if labels[i] == 3 {
+            continue;
+        }
+        let row = &lp[i * c..(i + 1) * c];
+        total += -((1.0 - ls) * row[labels[i] as usize] + ls * row.iter().sum::<f64>() / c as f64);
+        count += 1.0;
+    }
+    let got = t
+        .sparse_categorical_crossentropy(&y, 3, ls, Reduction::Mean)
+        .item::<f64>()
+        .unwrap();
+    assert!(
+        (got - total / count).abs() < 1e-12,
+        "{got} vs {}",
+        total / count
+    );
+    // cross_entropy with label smoothing, sum reduction.
+    let want: f64 = (0..n)
+        .map(|i| {
+            let row = &lp[i * c..(i + 1) * c];
+            -(0..c)
+                .map(|j| {
+                    row[j]
+                        * ((1.0 - ls) * f64::from(u8::from(labels[i] as usize == j))
+                            + ls / c as f64)
+                })
+                .sum::<f64>()
+        })
+        .sum();
+    let got = t
+        .cross_entropy(&y, Reduction::Sum, ls)
+        .item::<f64>()
+        .unwrap();
+    assert!((got - want).abs() < 1e-12);
+    // cross_entropy with class probabilities equals the one-hot labels' loss.
+    let probs: Vec<f64> = (0..n * c)
+        .map(|i| f64::from(u8::from(labels[i / c] as usize == i % c)))
+        .collect();
+    let a = t
+        .cross_entropy(&t64(&probs, &[n, c]), Reduction::Mean, 0.0)
+        .item::<f64>()
+        .unwrap();
+    let b = t
+        .cross_entropy(&y, Reduction::Mean, 0.0)
+        .item::<f64>()
+        .unwrap();
+    assert!((a - b).abs() < 1e-12);
+    // nll_loss with class weights and ignore_index: mean divides by the counted weight.
+    let w = [0.5, 1.0, 2.0, 4.0];
+    let (mut num, mut den) = (0.0, 0.0);
+    for i in 0..n {
+        if labels[i] == 0 {
+            continue;
+        }
+        let k = labels[i] as usize;
+        num += -lp[i * c + k] * w[k];
+        den += w[k];
+    }
+    let tl = t64(&lp, &[n, c]);
+    let got = tl
+        .nll_loss(&y, Some(&t64(&w, &[4])), Some(0), Reduction::Mean)
+        .item::<f64>()
+        .unwrap();
+    assert!((got - num / den).abs() < 1e-12);
+    let e = t
+        .try_cross_entropy(&Tensor::from_slice(&[1i32, 2], &[2]), Reduction::Mean, 0.0)
+        .unwrap_err();
+    assert!(e.to_string().contains("cross_entropy"), "{e}");
+}
+
+// ---- gradients of nn helpers and losses ----
+
+#[test]
+fn layernorm_grad_matches_finite_differences() {
+    let x0 = noise(3 * 5, 120);
+    let cw = t64(&noise(15, 121), &[3, 5]);
+    grad_check(&x0, &[3, 5], &|x| {
+        x.layernorm(&[-1], 1e-5).mul(&cw).sum_all()
+    });
+}
+
+#[test]
+fn cross_entropy_grad_matches_finite_differences() {
+    let x0 = noise(4 * 3, 130);
+    let y = Tensor::from_slice(&[2i32, 0, 1, 1], &[4]);
+    grad_check(&x0, &[4, 3], &|x| x.cross_entropy(&y, Reduction::Mean, 0.1));
+}
+
+// ---- linear algebra ----
+
+fn matmul_ref(a: &[f64], b: &[f64], (n, k, m): (usize, usize, usize)) -> Vec<f64> {
+    let mut out = vec![0.0; n * m];
+    for i in 0..n {
+        for j in 0..m {
+            out[i * m + j] = (0..k).map(|l| a[i * k + l] * b[l * m + j]).sum();
+        }
+    }
+    out
+}
+
+fn transpose(a: &[f64], (r, c): (usize, usize)) -> Vec<f64> {
+    (0..c * r).map(|i| a[(i % r) * c + i / r]).collect()
+}
+
+fn eye(n: usize) -> Vec<f64> {
+    (0..n * n)
+        .map(|i| f64::from(u8::from(i / n == i % n)))
+        .collect()
+}
+
+#[test]
+fn qr_properties() {
+    for (m, n) in [(4, 3), (3, 3), (3, 5)] {
+        let a = noise(m * n, 140 + m as u64 * 10 + n as u64);
+        let (q, r) = t64(&a, &[m, n]).qr();
+        let (qv, rv) = (vals(&q), vals(&r));
+        assert_eq!((q.shape(), r.shape()), (vec![m, m], vec![m, n]));
+        assert_close(&matmul_ref(&qv, &rv, (m, m, n)), &a, 1e-12);
+        assert_close(
+            &matmul_ref(&transpose(&qv, (m, m)), &qv, (m, m, m)),
+            &eye(m),
+            1e-12,
+        );
+        for i in 0..m {
+            for j in 0..n.min(i) {
+                assert_eq!(rv[i * n + j], 0.0, "R[{i}][{j}]");
+            }
+        }
+    }
+    // Batched, f32.
+    let a = noise(2 * 3 * 2, 150);
+    let (q, r) = t32(&a, &[2, 3, 2]).qr();
+    assert_close(&vals(&q.matmul(&r)), &vals(&t32(&a, &[2, 3, 2])), 1e-5);
+}
+
+fn check_svd(a: &[f64], (m, n): (usize, usize), dtype: DType, tol: f64) {
+    let t = if dtype == DType::F64 {
+        t64(a, &[m, n])
+    } else {
+        t32(a, &[m, n])
+    };
+    let (u, s, vt) = t.svd();
+    let k = m.min(n);
+    assert_eq!(
+        (u.shape(), s.shape(), vt.shape()),
+        (vec![m, k], vec![k], vec![k, n])
+    );
+    let (uv, sv, vv) = (vals(&u), vals(&s), vals(&vt));
+    assert!(
+        sv.windows(2).all(|w| w[0] >= w[1]) && sv.iter().all(|&x| x >= 0.0),
+        "{sv:?}"
+    );
+    let us: Vec<f64> = (0..m * k).map(|i| uv[i] * sv[i % k]).collect();
+    assert_close(&matmul_ref(&us, &vv, (m, k, n)), &vals(&t), tol);
+    assert_close(
+        &matmul_ref(&transpose(&uv, (m, k)), &uv, (k, m, k)),
+        &eye(k),
+        tol,
+    );
+    assert_close(
+        &matmul_ref(&vv, &transpose(&vv, (k, n)), (k, n, k)),
+        &eye(k),
+        tol,
+    );
+}
+
+#[test]
+fn svd_properties() {
+    check_svd(&noise(4 * 3, 160), (4, 3), DType::F64, 1e-10);
+    check_svd(&noise(3 * 5, 161), (3, 5), DType::F64, 1e-10);
+    check_svd(&noise(4 * 4, 162), (4, 4), DType::F32, 1e-4);
 }

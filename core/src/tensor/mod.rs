@@ -11,9 +11,13 @@ mod create;
 mod element;
 mod elementwise;
 mod grad;
+mod interpolate;
 mod join;
+mod linalg;
+mod loss;
 mod matmul;
 mod movement;
+mod nn_func;
 mod ops_traits;
 mod pool;
 mod random;
@@ -23,6 +27,9 @@ mod unary;
 
 pub use conv::ConvOpts;
 pub use elementwise::Operand;
+pub use interpolate::InterpolateMode;
+pub use linalg::SVD_SWEEPS;
+pub use loss::Reduction;
 pub use pool::{Padding, PoolOpts};
 
 use alloc::string::String;
