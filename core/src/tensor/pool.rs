@@ -172,6 +172,14 @@ fn ceil_pads(spatial: &[usize], g: &Geo) -> Vec<(usize, usize)> {
         .collect()
 }
 
+/// What max pooling computed: the maxima, the padded windows, the geometry and the pads used.
+struct MaxParts {
+    maxima: Tensor,
+    windows: Tensor,
+    geo: Geo,
+    pads: Vec<(usize, usize)>,
+}
+
 /// Pads the trailing `pads.len()` axes with `value`.
 fn pad_spatial(x: &Tensor, pads: &[(usize, usize)], value: f64) -> Result<Tensor> {
     let mut arg = vec![(0, 0); x.ndim() - pads.len()];
@@ -338,7 +346,7 @@ impl Tensor {
     /// assert_eq!(p.to_vec::<i32>().unwrap(), vec![0, 2, 4, 10, 12, 14, 20, 22, 24]);
     /// ```
     pub fn try_max_pool2d(&self, opts: &PoolOpts) -> Result<Tensor> {
-        Ok(self.max_pool_parts(opts)?.0)
+        Ok(self.max_pool_parts(opts)?.maxima)
     }
     /// [`Tensor::try_max_pool2d`], panicking on a bad geometry.
     pub fn max_pool2d(&self, opts: &PoolOpts) -> Tensor {
@@ -346,10 +354,7 @@ impl Tensor {
     }
 
     /// The pooled maxima and the windows they came from (with the geometry and pads used).
-    fn max_pool_parts(
-        &self,
-        opts: &PoolOpts,
-    ) -> Result<(Tensor, Tensor, Geo, Vec<(usize, usize)>)> {
+    fn max_pool_parts(&self, opts: &PoolOpts) -> Result<MaxParts> {
         let g = geometry("max_pool2d", self, opts)?;
         let sp = &self.shape()[self.ndim() - g.k.len()..];
         let pads = if opts.ceil_mode {
@@ -360,13 +365,23 @@ impl Tensor {
         let low = self.dtype().min_value();
         let win = Tensor::padded_windows(self, &g, &pads, low)?;
         let m = win.try_max(&Tensor::trailing_axes(g.k.len()), false)?;
-        Ok((m, win, g, pads))
+        Ok(MaxParts {
+            maxima: m,
+            windows: win,
+            geo: g,
+            pads,
+        })
     }
 
     /// Max pooling that also returns, per output, the flat spatial index (i32, row-major over
     /// the pooled axes) of the first maximum in its window.
     pub fn try_max_pool2d_with_indices(&self, opts: &PoolOpts) -> Result<(Tensor, Tensor)> {
-        let (m, win, g, pads) = self.max_pool_parts(opts)?;
+        let MaxParts {
+            maxima: m,
+            windows: win,
+            geo: g,
+            pads,
+        } = self.max_pool_parts(opts)?;
         let n = g.k.len();
         let axes = Tensor::trailing_axes(n);
         let sp: Vec<usize> = self.shape()[self.ndim() - n..].to_vec();
