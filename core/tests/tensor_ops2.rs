@@ -428,6 +428,24 @@ fn conv2d_bias_relu_is_one_kernel() {
     assert_eq!(items.len(), 1, "conv2d + bias + relu kernels");
 }
 
+fn kernels(t: &Tensor) -> usize {
+    picograd_core::schedule::schedule(&[t.lazy().contiguous()])
+        .unwrap()
+        .len()
+}
+
+#[test]
+fn pools_and_transposed_conv_are_one_kernel() {
+    let x = t32(&noise(2 * 3 * 6 * 6, 4), &[2, 3, 6, 6]);
+    let w = t32(&noise(3 * 2 * 3 * 3, 5), &[3, 2, 3, 3]);
+    Tensor::realize_all(&[&x, &w]).unwrap();
+    let o = PoolOpts::new(&[3, 3]).stride(&[2]).padding(1);
+    assert_eq!(kernels(&x.max_pool2d(&o)), 1, "max_pool2d with padding");
+    assert_eq!(kernels(&x.avg_pool2d(&o)), 1, "avg_pool2d with padding");
+    let ct = x.conv_transpose2d(&w, None, &ConvOpts::default().stride(&[2]).padding(1));
+    assert_eq!(kernels(&ct.relu()), 1, "conv_transpose2d + relu");
+}
+
 // ---- gradients vs finite differences ----
 
 #[test]

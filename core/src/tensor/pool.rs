@@ -294,9 +294,16 @@ impl Tensor {
         (1..=n as isize).rev().map(|a| -a).collect()
     }
 
-    /// Windows of `x` padded with `value` by `pads`.
+    /// Windows of `x` padded with `value` by `pads`. A non-zero `value` is selected by a window
+    /// of a padded constant mask, so everything stays a view of `x` and fuses into one kernel.
     fn padded_windows(x: &Tensor, g: &Geo, pads: &[(usize, usize)], value: f64) -> Result<Tensor> {
-        pad_spatial(x, pads, value)?.try_pool_windows(&g.k, &g.s, &g.d)
+        let win = pad_spatial(x, pads, 0.0)?.try_pool_windows(&g.k, &g.s, &g.d)?;
+        if value == 0.0 || pads.iter().all(|&p| p == (0, 0)) {
+            return Ok(win);
+        }
+        let inside = Tensor::full(&x.shape(), 1.0, DType::Bool);
+        let mask = pad_spatial(&inside, pads, 0.0)?.try_pool_windows(&g.k, &g.s, &g.d)?;
+        mask.try_where(&win, value)
     }
 
     /// Average pooling over the trailing `opts.kernel.len()` axes (ints average as f32).
