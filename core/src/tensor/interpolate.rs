@@ -87,7 +87,7 @@ impl Tensor {
                 "align_corners needs the linear mode",
             ));
         }
-        let mut x = self.float().cast(DType::F32.promote(self.float().dtype()));
+        let mut x = self.float();
         for (j, &out) in size.iter().enumerate().rev() {
             let axis = (shape.len() - size.len() + j) as isize;
             let w = axis_weights(shape[axis as usize], out, mode, align_corners)?.cast(x.dtype());
