@@ -28,4 +28,4 @@ pub use dtype::DType;
 pub use error::{Error, Result};
 pub use interp::Interp;
 pub use shape::{ShapeTracker, View};
-pub use tensor::Tensor;
+pub use tensor::{ConvOpts, InterpolateMode, Padding, PoolOpts, Reduction, Tensor};
