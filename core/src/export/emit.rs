@@ -187,8 +187,8 @@ impl<'a> Ctx<'a> {
             ));
         }
         u.push_str(
-            " * The model uses one static arena (not reentrant), no heap, no stdio; the same\n \
-             * inputs always give the same outputs.\n",
+            " * The model uses static memory only (not reentrant), no heap and no I/O; the\n \
+             * same inputs always give the same outputs.\n",
         );
         u
     }
@@ -553,12 +553,12 @@ fn crate_itemsize(ctype: &str) -> usize {
 }
 
 const LOADER_HELPERS: &str = "
-static uint32_t pg_read_u32(const uint8_t *p) {
+static __attribute__((unused)) uint32_t pg_read_u32(const uint8_t *p) {
   return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
 }
 
 /* Copies n little-endian elements of size bytes into dst, in the target's byte order. */
-static void pg_load_le(uint8_t *dst, const uint8_t *src, uint32_t n, uint32_t size) {
+static __attribute__((unused)) void pg_load_le(uint8_t *dst, const uint8_t *src, uint32_t n, uint32_t size) {
   const uint16_t probe = 1u;
   const int big = *(const uint8_t *)&probe == 0u;
   uint32_t i, b;
