@@ -110,7 +110,11 @@ fn mlp() -> Model {
 fn softmax() -> Model {
     let x = t(&seq(3 * 10, 6.0, 0.0), &[3, 10]);
     let m = x.try_reduce(ReduceOp::Max, Some(&[1]), true).unwrap();
-    let z = alu(&alu(&x, AluOp::Sub, &m), AluOp::Mul, &x.const_like(1.442_695));
+    let z = alu(
+        &alu(&x, AluOp::Sub, &m),
+        AluOp::Mul,
+        &x.const_like(std::f64::consts::LOG2_E),
+    );
     let e = un(&z, AluOp::Exp2);
     let s = e.try_reduce(ReduceOp::Sum, Some(&[1]), true).unwrap();
     let y = alu(&e, AluOp::Div, &s);
@@ -172,7 +176,13 @@ fn harness(m: &Model, opts: &ExportOptions) -> String {
     let p = &opts.prefix;
     let up = p.to_uppercase();
     let mut c = format!("#include <stdio.h>\n#include <stdint.h>\n#include \"{p}.h\"\n");
-    let ctype = |t: &Tensor| if t.dtype() == DType::I32 { "int32_t" } else { "float" };
+    let ctype = |t: &Tensor| {
+        if t.dtype() == DType::I32 {
+            "int32_t"
+        } else {
+            "float"
+        }
+    };
     for (n, t) in &m.inputs {
         let u = n.to_uppercase();
         c += &format!(
@@ -273,7 +283,10 @@ fn tmp_dir(tag: &str) -> PathBuf {
 
 /// Compiles the bundle in `dir` with `main.c`, runs it, and returns the printed numbers.
 fn build_and_run(dir: &Path, bundle: &Bundle, cc: &str, flags: &[&str], blob: bool) -> Vec<f64> {
-    let exe = dir.join(format!("prog-{cc}-{}", flags.join("").replace(['-', '='], "")));
+    let exe = dir.join(format!(
+        "prog-{cc}-{}",
+        flags.join("").replace(['-', '='], "")
+    ));
     let mut cmd = Command::new(cc);
     cmd.args(["-std=c99", "-Wall", "-Wextra", "-Werror"])
         .args(flags)
@@ -324,7 +337,10 @@ fn compare(tag: &str, got: &[f64], want: &[f64], exact: bool) {
         } else {
             (1e-5 * w.abs()).max(1e-6)
         };
-        assert!((g - w).abs() <= tol, "{tag}: element {i}: C gave {g}, interpreter {w}");
+        assert!(
+            (g - w).abs() <= tol,
+            "{tag}: element {i}: C gave {g}, interpreter {w}"
+        );
     }
 }
 
@@ -336,7 +352,11 @@ fn check(make: fn() -> Model, opts: &ExportOptions, sanitize: bool) -> Bundle {
     let want = expected(&outs);
     let bundle = export(&cap, &names(m), opts).unwrap();
     let again = export(&cap, &names(m), opts).unwrap();
-    assert_eq!(bundle.files, again.files, "{}: export is deterministic", m.name);
+    assert_eq!(
+        bundle.files, again.files,
+        "{}: export is deterministic",
+        m.name
+    );
     let tag = format!(
         "{}-{}{}{}",
         m.name,
@@ -356,7 +376,12 @@ fn check(make: fn() -> Model, opts: &ExportOptions, sanitize: bool) -> Bundle {
         }
     }
     if sanitize {
-        let flags = ["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"];
+        let flags = [
+            "-O1",
+            "-g",
+            "-fsanitize=address,undefined",
+            "-fno-sanitize-recover=all",
+        ];
         let got = build_and_run(&dir, &bundle, "gcc", &flags, blob);
         compare(&format!("{tag} sanitizers"), &got, &want, exact);
     }
@@ -430,9 +455,18 @@ fn model_files_have_no_heap_no_stdio_and_const_weights() {
             }
         }
         let w = String::from_utf8(b.file("model_weights.c").unwrap().to_vec()).unwrap();
-        for line in w.lines().filter(|l| l.contains("model_w") && l.contains('[')) {
-            assert!(line.starts_with("extern const ") || line.starts_with("const "), "{line}");
-            assert!(line.starts_with("extern") || line.contains("aligned(16)"), "{line}");
+        for line in w
+            .lines()
+            .filter(|l| l.contains("model_w") && l.contains('['))
+        {
+            assert!(
+                line.starts_with("extern const ") || line.starts_with("const "),
+                "{line}"
+            );
+            assert!(
+                line.starts_with("extern") || line.contains("aligned(16)"),
+                "{line}"
+            );
         }
         let c = String::from_utf8(b.file("model.c").unwrap().to_vec()).unwrap();
         let kernels: Vec<&str> = c

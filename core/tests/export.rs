@@ -22,7 +22,10 @@ fn check_placement(blocks: &[Block]) -> (usize, usize) {
             let ob = p.offsets[j];
             let live_together = a.start <= b.end && b.start <= a.end;
             let disjoint = oa + a.bytes <= ob || ob + b.bytes <= oa;
-            assert!(!live_together || disjoint, "blocks {i} and {j} overlap: {blocks:?} {p:?}");
+            assert!(
+                !live_together || disjoint,
+                "blocks {i} and {j} overlap: {blocks:?} {p:?}"
+            );
         }
     }
     (p.arena_bytes, p.lower_bound_bytes)
@@ -53,7 +56,11 @@ fn greedy_by_size_counterexample_is_solved() {
     let blocks: Vec<Block> = sizes
         .iter()
         .enumerate()
-        .map(|(i, &s)| Block { bytes: s * 16, start: i, end: i + 1 })
+        .map(|(i, &s)| Block {
+            bytes: s * 16,
+            start: i,
+            end: i + 1,
+        })
         .collect();
     assert_eq!(check_placement(&blocks), (9 * 16, 9 * 16));
 }
@@ -63,16 +70,34 @@ fn in_place_rule_on_real_kernels() {
     let dev = interp();
     let x = Tensor::try_from_slice_on(&[1.0f32, 2.0, 3.0, 4.0], &[4], &dev).unwrap();
     let w = Tensor::try_from_slice_on(&[0.5f32, 0.25, 2.0, 1.0], &[4], &dev).unwrap();
-    let y = x.try_alu(AluOp::Mul, &[&w]).unwrap().try_alu(AluOp::Sin, &[]).unwrap();
+    let y = x
+        .try_alu(AluOp::Mul, &[&w])
+        .unwrap()
+        .try_alu(AluOp::Sin, &[])
+        .unwrap();
     let (cap, _) = Capture::record(&[&x], &[&y]).unwrap();
     let k = cap.steps()[0].kernel.clone().unwrap();
-    assert!(elementwise_in_place(&k, 1) && elementwise_in_place(&k, 2), "{k}");
+    assert!(
+        elementwise_in_place(&k, 1) && elementwise_in_place(&k, 2),
+        "{k}"
+    );
 
-    let flipped = x.try_flip(&[0]).unwrap().try_alu(AluOp::Add, &[&w]).unwrap();
+    let flipped = x
+        .try_flip(&[0])
+        .unwrap()
+        .try_alu(AluOp::Add, &[&w])
+        .unwrap();
     let (cap, _) = Capture::record(&[&x], &[&flipped]).unwrap();
     let k = cap.steps()[0].kernel.clone().unwrap();
-    let xi = cap.steps()[0].slots.iter().position(|&s| s == cap.input_slots()[0]).unwrap();
-    assert!(!elementwise_in_place(&k, xi), "a flipped read is not in place: {k}");
+    let xi = cap.steps()[0]
+        .slots
+        .iter()
+        .position(|&s| s == cap.input_slots()[0])
+        .unwrap();
+    assert!(
+        !elementwise_in_place(&k, xi),
+        "a flipped read is not in place: {k}"
+    );
 
     let s = x.try_reduce(ReduceOp::Sum, None, false).unwrap();
     let (cap, _) = Capture::record(&[&x], &[&s]).unwrap();
@@ -104,7 +129,14 @@ fn plan_roles_and_homes() {
     let (cap, _) = Capture::record(&[&x], &[&y]).unwrap();
     let p = plan(&cap, false).unwrap();
     let role = |r: Role| p.buffers.iter().filter(|b| b.role == r).count();
-    assert_eq!((role(Role::Input(0)), role(Role::Output(0)), role(Role::Weight)), (1, 1, 1));
+    assert_eq!(
+        (
+            role(Role::Input(0)),
+            role(Role::Output(0)),
+            role(Role::Weight)
+        ),
+        (1, 1, 1)
+    );
     assert!(role(Role::Intermediate) >= 1);
     for b in &p.buffers {
         let want_arena = b.role == Role::Intermediate;
@@ -112,6 +144,9 @@ fn plan_roles_and_homes() {
     }
     assert_eq!(p.arena_bytes, p.lower_bound_bytes, "{p:?}");
     let with_io = plan(&cap, true).unwrap();
-    assert_eq!(with_io.arena_bytes, with_io.lower_bound_bytes, "{with_io:?}");
+    assert_eq!(
+        with_io.arena_bytes, with_io.lower_bound_bytes,
+        "{with_io:?}"
+    );
     assert!(with_io.arena_bytes >= p.arena_bytes);
 }

@@ -85,14 +85,35 @@ fn cases() -> Vec<(u32, f32, f32)> {
 }
 
 fn run_c(cc: &str, cases: &[(u32, f32, f32)]) -> Option<Vec<f32>> {
-    let dir = std::env::temp_dir().join(format!("pg-fmath-{cc}-{}-{}", cases.len(), std::process::id()));
+    let dir = std::env::temp_dir().join(format!(
+        "pg-fmath-{cc}-{}-{}",
+        cases.len(),
+        std::process::id()
+    ));
     std::fs::create_dir_all(&dir).unwrap();
     let src = dir.join("m.c");
     std::fs::write(&src, format!("{}{MAIN}", freestanding_math_c())).unwrap();
     let exe: PathBuf = dir.join("m");
-    let flags = ["-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic"];
-    let out = Command::new(cc).args(flags).arg(&src).arg("-o").arg(&exe).output().ok()?;
-    assert!(out.status.success(), "{cc}: {}", String::from_utf8_lossy(&out.stderr));
+    let flags = [
+        "-std=c99",
+        "-O2",
+        "-Wall",
+        "-Wextra",
+        "-Werror",
+        "-pedantic",
+    ];
+    let out = Command::new(cc)
+        .args(flags)
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .ok()?;
+    assert!(
+        out.status.success(),
+        "{cc}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let mut input = Vec::with_capacity(cases.len() * 12);
     for &(op, x, y) in cases {
         for w in [op, x.to_bits(), y.to_bits()] {
@@ -100,11 +121,20 @@ fn run_c(cc: &str, cases: &[(u32, f32, f32)]) -> Option<Vec<f32>> {
         }
     }
     std::fs::write(dir.join("in.bin"), input).unwrap();
-    let st = Command::new(&exe).arg(dir.join("in.bin")).arg(dir.join("out.bin")).status().unwrap();
+    let st = Command::new(&exe)
+        .arg(dir.join("in.bin"))
+        .arg(dir.join("out.bin"))
+        .status()
+        .unwrap();
     assert!(st.success());
     let bytes = std::fs::read(dir.join("out.bin")).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
-    Some(bytes.chunks_exact(4).map(|c| f32::from_bits(u32::from_le_bytes(c.try_into().unwrap()))).collect())
+    Some(
+        bytes
+            .chunks_exact(4)
+            .map(|c| f32::from_bits(u32::from_le_bytes(c.try_into().unwrap())))
+            .collect(),
+    )
 }
 
 /// |got - exact| in units of the last place of the float nearest `exact`.
@@ -113,9 +143,19 @@ fn ulps(got: f32, exact: f64) -> f64 {
         return if got.is_nan() { 0.0 } else { f64::INFINITY };
     }
     if exact.is_infinite() || exact.abs() >= f32::MAX as f64 * (1.0 + f64::EPSILON) {
-        return if got as f64 == exact || got.is_infinite() && got.is_sign_positive() == (exact > 0.0) { 0.0 } else { f64::INFINITY };
+        return if got as f64 == exact
+            || got.is_infinite() && got.is_sign_positive() == (exact > 0.0)
+        {
+            0.0
+        } else {
+            f64::INFINITY
+        };
     }
-    let e = if exact == 0.0 { -126 } else { (exact.abs().log2().floor() as i32).max(-126) };
+    let e = if exact == 0.0 {
+        -126
+    } else {
+        (exact.abs().log2().floor() as i32).max(-126)
+    };
     (got as f64 - exact).abs() / 2f64.powi(e - 23)
 }
 
@@ -136,7 +176,9 @@ fn freestanding_math_is_accurate() {
     assert!(cases.len() > 5_000_000, "{} cases", cases.len());
     let mut ran = 0;
     for cc in ["cc", "clang", "gcc"] {
-        let Some(got) = run_c(cc, &cases) else { continue };
+        let Some(got) = run_c(cc, &cases) else {
+            continue;
+        };
         ran += 1;
         let mut worst = [0.0f64; 5];
         let mut at = [0.0f32; 5];
@@ -146,7 +188,11 @@ fn freestanding_math_is_accurate() {
             }
             let want = reference(op, x, y);
             let e = if op >= 3 {
-                if g.to_bits() == (want as f32).to_bits() || g.is_nan() && want.is_nan() { 0.0 } else { f64::INFINITY }
+                if g.to_bits() == (want as f32).to_bits() || g.is_nan() && want.is_nan() {
+                    0.0
+                } else {
+                    f64::INFINITY
+                }
             } else {
                 ulps(g, want)
             };
@@ -156,8 +202,15 @@ fn freestanding_math_is_accurate() {
             }
         }
         eprintln!("{cc}: max ulp exp2 {:.3} (at {:e}), log2 {:.3} (at {:e}), sin {:.3} (at {:e}), sqrt {}, fmod {}", worst[0], at[0], worst[1], at[1], worst[2], at[2], worst[3], worst[4]);
-        assert!(worst[0] <= 4.0 && worst[1] <= 4.0 && worst[2] <= 4.0, "{cc}: {worst:?} at {at:?}");
-        assert_eq!((worst[3], worst[4]), (0.0, 0.0), "{cc}: sqrt and fmod are exact");
+        assert!(
+            worst[0] <= 4.0 && worst[1] <= 4.0 && worst[2] <= 4.0,
+            "{cc}: {worst:?} at {at:?}"
+        );
+        assert_eq!(
+            (worst[3], worst[4]),
+            (0.0, 0.0),
+            "{cc}: sqrt and fmod are exact"
+        );
     }
     assert!(ran > 0, "no C compiler found");
 }
@@ -180,7 +233,9 @@ fn freestanding_math_special_values() {
         (4, 1.0, 0.0),
         (4, f32::INFINITY, 2.0),
     ];
-    let Some(got) = run_c("cc", &cases) else { return };
+    let Some(got) = run_c("cc", &cases) else {
+        return;
+    };
     assert_eq!(got[0], f32::INFINITY);
     assert_eq!(got[1].to_bits(), 0);
     assert!(got[2].is_nan());

@@ -113,7 +113,11 @@ impl<'a> Ctx<'a> {
     }
 
     fn arena_symbol(&self, arena: usize) -> String {
-        format!("{}_arena_{}", self.p, ctype_tag(self.plan.arenas[arena].ctype))
+        format!(
+            "{}_arena_{}",
+            self.p,
+            ctype_tag(self.plan.arenas[arena].ctype)
+        )
     }
 
     /// The C expression for a slot's first element.
@@ -149,7 +153,8 @@ impl<'a> Ctx<'a> {
 
     fn header(&self) -> String {
         let (p, up) = (self.p, &self.up);
-        let mut h = format!("/**\n * @file {p}.h\n * The C API of a model exported by picograd.\n *\n");
+        let mut h =
+            format!("/**\n * @file {p}.h\n * The C API of a model exported by picograd.\n *\n");
         h.push_str(&self.header_usage());
         h.push_str(&format!(
             " */\n#ifndef {up}_H\n#define {up}_H\n\n#include <stdint.h>\n\n#ifdef __cplusplus\nextern \"C\" {{\n#endif\n\n"
@@ -251,14 +256,21 @@ impl<'a> Ctx<'a> {
         }
         if self.opts.io_in_arena {
             for (name, slot, is_out) in self.io() {
-                let (c, kind) = if is_out { ("const ", "output") } else { ("", "input") };
+                let (c, kind) = if is_out {
+                    ("const ", "output")
+                } else {
+                    ("", "input")
+                };
                 let t = self.buf(slot).dtype.c_storage();
                 s.push_str(&format!(
                     "/** Where {kind} `{name}` lives. */\n{c}{t} *{p}_{kind}_{name}(void);\n"
                 ));
             }
         }
-        s.push_str(&format!("/** Runs the model. */\n{};\n", self.run_signature()));
+        s.push_str(&format!(
+            "/** Runs the model. */\n{};\n",
+            self.run_signature()
+        ));
         s
     }
 
@@ -347,7 +359,11 @@ impl<'a> Ctx<'a> {
     fn accessors_c(&self) -> String {
         let mut c = String::new();
         for (name, slot, is_out) in self.io() {
-            let (k, kind) = if is_out { ("const ", "output") } else { ("", "input") };
+            let (k, kind) = if is_out {
+                ("const ", "output")
+            } else {
+                ("", "input")
+            };
             let t = self.buf(slot).dtype.c_storage();
             c.push_str(&format!(
                 "\n{k}{t} *{p}_{kind}_{name}(void) {{\n  return {};\n}}\n",
@@ -460,7 +476,10 @@ impl<'a> Ctx<'a> {
             ("weights", json::string(mode)),
             ("freestanding_math", format!("{}", o.freestanding_math)),
             ("arena_bytes", format!("{}", self.plan.arena_bytes)),
-            ("lower_bound_bytes", format!("{}", self.plan.lower_bound_bytes)),
+            (
+                "lower_bound_bytes",
+                format!("{}", self.plan.lower_bound_bytes),
+            ),
             ("files", format!("[{}]", file_list.join(", "))),
             ("arenas", json::array(&self.arenas_json(), 2)),
             ("buffers", json::array(&self.buffers_json(blob_offsets), 2)),

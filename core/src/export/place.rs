@@ -100,7 +100,9 @@ fn fit_all(blocks: &[Block], order: &[usize], cap: Option<usize>) -> Vec<usize> 
     for (n, &i) in order.iter().enumerate() {
         let busy = busy_ranges(blocks, &offsets, i);
         let size = align_up(blocks[i].bytes);
-        let top = cap.filter(|_| n % 2 == 1).and_then(|c| highest_fit(&busy, size, c));
+        let top = cap
+            .filter(|_| n % 2 == 1)
+            .and_then(|c| highest_fit(&busy, size, c));
         offsets[i] = top.unwrap_or_else(|| lowest_fit(&busy, size));
     }
     offsets

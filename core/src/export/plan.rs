@@ -167,7 +167,10 @@ fn fold(capture: &Capture) -> (Vec<bool>, Vec<usize>) {
     let mut writes = vec![0usize; n];
     capture.steps().iter().for_each(|s| writes[s.slots[0]] += 1);
     let mut constant = vec![false; n];
-    capture.weight_slots().into_iter().for_each(|s| constant[s] = true);
+    capture
+        .weight_slots()
+        .into_iter()
+        .for_each(|s| constant[s] = true);
     let (ins, outs) = (capture.input_slots(), capture.output_slots());
     let mut folded = Vec::new();
     for (i, st) in capture.steps().iter().enumerate() {
@@ -297,9 +300,10 @@ fn in_place(
     for (p, &i) in steps.iter().enumerate() {
         let st = &capture.steps()[i];
         let out = st.slots[0];
-        let reuse = st.kernel.as_ref().and_then(|k| {
-            (1..st.slots.len()).find(|&j| can_reuse(buffers, spans, st, k, p, j))
-        });
+        let reuse = st
+            .kernel
+            .as_ref()
+            .and_then(|k| (1..st.slots.len()).find(|&j| can_reuse(buffers, spans, st, k, p, j)));
         let in_place = reuse.map(|j| st.slots[j]);
         if let Some(inp) = in_place {
             root[out] = root[inp];

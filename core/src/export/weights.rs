@@ -30,7 +30,10 @@ pub(crate) fn c_values(dtype: DType, bytes: &[u8]) -> Vec<String> {
 /// The initializer body: literals, eight to a line.
 pub(crate) fn initializer(dtype: DType, bytes: &[u8]) -> String {
     let vals = c_values(dtype, bytes);
-    let lines: Vec<String> = vals.chunks(8).map(|c| format!("  {}", c.join(", "))).collect();
+    let lines: Vec<String> = vals
+        .chunks(8)
+        .map(|c| format!("  {}", c.join(", ")))
+        .collect();
     lines.join(",\n")
 }
 
@@ -52,7 +55,11 @@ fn literal(dtype: DType, bits: u64) -> String {
 
 /// An exact C hex-float literal for an IEEE value with `man` mantissa and `exp` exponent bits.
 fn hex_float(bits: u64, man: u32, exp: u32, suffix: &str) -> String {
-    let sign = if bits >> (man + exp) & 1 == 1 { "-" } else { "" };
+    let sign = if bits >> (man + exp) & 1 == 1 {
+        "-"
+    } else {
+        ""
+    };
     let e = (bits >> man) & ((1 << exp) - 1);
     let m = bits & ((1 << man) - 1);
     let bias = (1i64 << (exp - 1)) - 1;
