@@ -14,6 +14,7 @@ pub mod context;
 pub mod device;
 pub mod dtype;
 pub mod error;
+pub mod export;
 pub mod interp;
 pub mod jit;
 pub mod lazy;

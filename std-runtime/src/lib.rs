@@ -5,6 +5,7 @@
 
 pub mod cache;
 pub mod compiler;
+pub mod export;
 
 pub use compiler::{CompiledLib, Compiler, EntryFn, Stats};
 pub mod clang;
