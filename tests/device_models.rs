@@ -48,7 +48,7 @@ fn models() -> Vec<Model> {
             name: "chain",
             shape: vec![64],
             dtype: DType::F32,
-            forward: Box::new(|x| x.mul(2.0).add(1.0).relu().mul(&x.sigmoid())),
+            forward: Box::new(|x| x.mul(2.0).add(1.0).relu().mul(x.sigmoid())),
         },
         Model {
             name: "mlp",
