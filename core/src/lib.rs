@@ -17,6 +17,7 @@ pub mod error;
 pub mod interp;
 pub mod jit;
 pub mod lazy;
+pub mod nn;
 pub mod ops;
 pub mod realize;
 pub mod schedule;

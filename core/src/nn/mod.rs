@@ -1,0 +1,74 @@
+//! `nn`: layers, losses, optimizers and state dicts, all composed from the [`Tensor`] API so their
+//! gradients come from autograd.
+//!
+//! Every layer implements [`Module`]: `try_forward`/`forward` and `parameters()`, which names
+//! each trainable tensor (`"weight"`, `"bias"`; nested models prefix them, `"0.weight"`).
+//! Layers that behave differently while training (BatchNorm, Dropout) carry an explicit
+//! `training` flag set by `train()`/`eval()`: the core keeps no global mode. Initialization is
+//! tinygrad's (kaiming-uniform for Linear and Conv weights) from a caller-given seed, so the same
+//! seed always builds the same model.
+
+mod conv;
+mod dropout;
+mod embedding;
+mod linear;
+pub mod losses;
+mod norm;
+pub mod optim;
+pub mod state;
+
+pub use conv::{conv2d_composed, max_pool2x2, Conv1d, Conv2d, ConvTranspose2d};
+pub use dropout::Dropout;
+pub use embedding::Embedding;
+pub use linear::Linear;
+pub use norm::{BatchNorm, GroupNorm, LayerNorm};
+pub use optim::{cosine_lr, Adam, Optimizer, StepLR, SGD};
+pub use state::state_dict;
+
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use crate::error::Result;
+use crate::tensor::Tensor;
+
+/// A layer or model: a forward pass and its named parameters.
+pub trait Module {
+    /// The forward pass; errors name the op and the shapes that did not fit.
+    fn try_forward(&self, x: &Tensor) -> Result<Tensor>;
+
+    /// [`Module::try_forward`], panicking on misuse (as the Tensor building methods do).
+    fn forward(&self, x: &Tensor) -> Tensor {
+        match self.try_forward(x) {
+            Ok(t) => t,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// The trainable tensors, by name.
+    fn parameters(&self) -> Vec<(String, Tensor)>;
+}
+
+/// `params` with every name prefixed by `prefix.` (for nesting models).
+pub fn prefixed(prefix: &str, params: Vec<(String, Tensor)>) -> Vec<(String, Tensor)> {
+    params
+        .into_iter()
+        .map(|(n, t)| (format!("{prefix}.{n}"), t))
+        .collect()
+}
+
+/// A realized, trainable tensor (a parameter lives in its own buffer so updates write in place).
+pub(crate) fn param(t: Tensor) -> Tensor {
+    let t = t.contiguous();
+    // Realizing a fresh host upload cannot fail short of a device error, which would surface at
+    // the first forward anyway; keep construction infallible.
+    let _ = t.realize();
+    t.requires_grad_(true)
+}
+
+/// Kaiming-uniform values (tinygrad's default for Linear and Conv weights, `a = √5`):
+/// `U(-1/√fan_in, 1/√fan_in)`.
+pub(crate) fn kaiming_uniform(shape: &[usize], fan_in: usize, seed: u64) -> Tensor {
+    let bound = 1.0 / libm::sqrt(fan_in.max(1) as f64);
+    Tensor::uniform(shape, -bound, bound, seed)
+}
