@@ -57,13 +57,21 @@ pub fn prefixed(prefix: &str, params: Vec<(String, Tensor)>) -> Vec<(String, Ten
         .collect()
 }
 
-/// A realized, trainable tensor (a parameter lives in its own buffer so updates write in place).
+/// `t`'s values in a buffer of its own (a fresh upload). In-place updates need this: identical
+/// lazy expressions are hash-consed, so `zeros(..).contiguous()` made twice is *one* buffer.
+pub(crate) fn own_buffer(t: &Tensor) -> Result<Tensor> {
+    let bytes = t.to_bytes()?;
+    state::tensor_from_le_bytes(&bytes, &t.shape(), t.dtype(), &t.device())
+}
+
+/// A trainable tensor in its own realized buffer, so updates write in place.
+///
+/// Panics only when the device cannot compute or allocate a tensor at all.
 pub(crate) fn param(t: Tensor) -> Tensor {
-    let t = t.contiguous();
-    // Realizing a fresh host upload cannot fail short of a device error, which would surface at
-    // the first forward anyway; keep construction infallible.
-    let _ = t.realize();
-    t.requires_grad_(true)
+    match own_buffer(&t) {
+        Ok(p) => p.requires_grad_(true),
+        Err(e) => panic!("nn: cannot allocate a parameter: {e}"),
+    }
 }
 
 /// Kaiming-uniform values (tinygrad's default for Linear and Conv weights, `a = √5`):

@@ -55,11 +55,8 @@ pub struct BatchNorm {
 impl BatchNorm {
     /// A layer for `channels` channels (eps 1e-5, momentum 0.1), in training mode.
     pub fn new(channels: usize) -> BatchNorm {
-        let stat = |v: f64| {
-            let t = Tensor::full(&[channels], v, DType::F32).contiguous();
-            let _ = t.realize();
-            t
-        };
+        // Not trained, but updated in place: each in a buffer of its own.
+        let stat = |v: f64| param(Tensor::full(&[channels], v, DType::F32)).requires_grad_(false);
         BatchNorm {
             weight: param(Tensor::ones(&[channels], DType::F32)),
             bias: param(Tensor::zeros(&[channels], DType::F32)),

@@ -48,11 +48,9 @@ pub trait Optimizer {
     }
 }
 
-/// A realized f32 buffer of `shape` filled with `v` (optimizer state).
+/// A realized f32 buffer of `shape` filled with `v`, of its own (optimizer state).
 fn state(shape: &[usize], v: f64) -> Result<Tensor> {
-    let t = Tensor::full(shape, v, DType::F32).contiguous();
-    t.realize()?;
-    Ok(t)
+    super::own_buffer(&Tensor::full(shape, v, DType::F32))
 }
 
 /// One element of `t` as a `[1]` tensor (a cheap read that still orders after `t`'s kernel).
