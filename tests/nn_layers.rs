@@ -2,6 +2,8 @@
 //! eval, GroupNorm, Embedding, the composed convs, 2x2 max pool), Dropout, and state dicts: the
 //! raw blob and safetensors round trips, and malformed blobs (truncated or mutated) giving
 //! errors rather than panics.
+// The f64 references index several arrays in step; index loops read clearest.
+#![allow(clippy::needless_range_loop)]
 
 use picograd::nn::state::{load_blob, load_state_dict, save_blob};
 use picograd::nn::*;

@@ -2,6 +2,8 @@
 //! fixed batch equal an independent f64 computation of the same step (forward, backward and
 //! update written out by hand below); the same steps under the JIT agree; and a few epochs of
 //! the digits MLP bring the loss well below its initial value.
+// The f64 references index several arrays in step; index loops read clearest.
+#![allow(clippy::needless_range_loop)]
 
 #[path = "../examples/common/digits.rs"]
 mod digits;

@@ -160,7 +160,7 @@ impl Optimizer for SGD {
             };
             let d = self.direction(i, &g, &mut out)?;
             let p = &self.params[i];
-            let new = p.detach().try_sub(d.try_mul(&self.lr_t.detach())?)?;
+            let new = p.detach().try_sub(d.try_mul(self.lr_t.detach())?)?;
             p.try_assign(&after_barrier(new, &bar)?)?;
             out.push(p.clone());
         }
