@@ -10,6 +10,7 @@ pub mod export;
 pub use compiler::{CompiledLib, Compiler, EntryFn, Stats};
 pub mod clang;
 pub mod install;
+pub mod safetensors;
 
 pub use clang::Clang;
 pub use install::{clang, install, no_grad};
