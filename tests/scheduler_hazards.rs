@@ -1,12 +1,12 @@
-//! Minimal reproductions of two core hazards that `nn` works around (see `nn::optim` and
-//! `nn::own_buffer`). Marked `#[ignore]` until the core fixes them; each passes once fixed.
+//! Two in-place update hazards the core must handle: tensors built the same way (and so sharing
+//! one hash-consed node) must not share the buffer an `assign` writes, and a kernel reading a
+//! buffer's old value must run before the kernel that overwrites it (write after read).
 
 use picograd::{DType, Tensor};
 
 /// Hash-consing shares `zeros(..).contiguous()` between two "separate" tensors, so an in-place
 /// update of one changes the other.
 #[test]
-#[ignore = "core bug: identical contiguous(const) nodes share one buffer; assign writes both"]
 fn assign_into_one_of_two_equal_contiguous_consts_leaves_the_other() {
     picograd::init();
     let a = Tensor::zeros(&[2], DType::F32).contiguous();
@@ -20,7 +20,6 @@ fn assign_into_one_of_two_equal_contiguous_consts_leaves_the_other() {
 /// The scheduler orders kernels by data dependence only: a kernel that reads `w`'s old value is
 /// not ordered before the kernel that assigns `w` in place (write-after-read).
 #[test]
-#[ignore = "core bug: no write-after-read ordering between a read of a buffer and its assign"]
 fn a_read_of_the_old_value_runs_before_the_in_place_write() {
     picograd::init();
     let w = Tensor::from_slice(&[1.0f32, 2.0], &[2]);

@@ -7,7 +7,10 @@
 //! Invariants: every buffer a capture touches is held by its slot table, so replays reuse the
 //! intermediate and output memory of the first run; a replay's outputs alias the capture's
 //! output slots, so the next replay overwrites them (copy them out, or `contiguous()` them, to
-//! keep them). Weights are the slots no step writes.
+//! keep them). Weights are the slots no step writes. A tensor updated in place inside the
+//! function must own its buffer before the first call (`Tensor::try_own`, as `nn` parameters
+//! do): otherwise its first `assign` moves it to a private copy after the capture's reads were
+//! built, and replays would keep reading the old buffer.
 
 use alloc::sync::Arc;
 use alloc::vec::Vec;

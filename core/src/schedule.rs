@@ -326,6 +326,51 @@ pub fn schedule(outs: &[LazyBuffer]) -> Result<Vec<ScheduleItem>> {
             break items;
         }
     };
-    // `g.order` lists sources before consumers, so the items already come in dependency order.
-    Ok(items)
+    order_items(items)
+}
+
+/// Orders items so each runs after the items producing its inputs and — for an in-place assign —
+/// after every item that reads the old value of the buffer it overwrites (write after read).
+/// Stable: items keep their graph order where nothing forces a change.
+fn order_items(items: Vec<ScheduleItem>) -> Result<Vec<ScheduleItem>> {
+    let producer: HashMap<usize, usize> = items
+        .iter()
+        .enumerate()
+        .map(|(i, it)| (it.out.id(), i))
+        .collect();
+    let mut deps: Vec<Vec<usize>> = items
+        .iter()
+        .map(|it| {
+            it.inputs
+                .iter()
+                .filter_map(|b| producer.get(&b.id()).copied())
+                .collect()
+        })
+        .collect();
+    for (a, it) in items.iter().enumerate() {
+        let Some((LazyOp::Assign, srcs)) = it.out.op() else {
+            continue;
+        };
+        let target = srcs[0].base().id();
+        for (r, reader) in items.iter().enumerate() {
+            if r != a && reader.inputs.iter().any(|b| b.id() == target) {
+                deps[a].push(r);
+            }
+        }
+    }
+    let mut done = alloc::vec![false; items.len()];
+    let mut order = Vec::with_capacity(items.len());
+    while order.len() < items.len() {
+        let next = (0..items.len()).find(|&i| !done[i] && deps[i].iter().all(|&d| done[d]));
+        let Some(i) = next else {
+            return Err(Error::Device(
+                "schedule: an assign's old value is read by a kernel that also needs its new value"
+                    .into(),
+            ));
+        };
+        done[i] = true;
+        order.push(i);
+    }
+    let mut slots: Vec<Option<ScheduleItem>> = items.into_iter().map(Some).collect();
+    Ok(order.into_iter().filter_map(|i| slots[i].take()).collect())
 }

@@ -57,18 +57,12 @@ pub fn prefixed(prefix: &str, params: Vec<(String, Tensor)>) -> Vec<(String, Ten
         .collect()
 }
 
-/// `t`'s values in a buffer of its own (a fresh upload). In-place updates need this: identical
-/// lazy expressions are hash-consed, so `zeros(..).contiguous()` made twice is *one* buffer.
-pub(crate) fn own_buffer(t: &Tensor) -> Result<Tensor> {
-    let bytes = t.to_bytes()?;
-    state::tensor_from_le_bytes(&bytes, &t.shape(), t.dtype(), &t.device())
-}
-
-/// A trainable tensor in its own realized buffer, so updates write in place.
+/// A trainable tensor in a buffer of its own, so in-place updates touch only it and every graph
+/// built from it reads that buffer.
 ///
 /// Panics only when the device cannot compute or allocate a tensor at all.
 pub(crate) fn param(t: Tensor) -> Tensor {
-    match own_buffer(&t) {
+    match t.try_own() {
         Ok(p) => p.requires_grad_(true),
         Err(e) => panic!("nn: cannot allocate a parameter: {e}"),
     }

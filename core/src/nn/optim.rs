@@ -9,10 +9,9 @@
 //! learning rate and Adam's bias-correction powers live in one-element buffers, so a schedule
 //! that changes the rate takes effect in replays too.
 //!
-//! Ordering invariant: every parameter update depends on a small *barrier* value that reads every
-//! gradient (and any tensor passed as `after`). The scheduler orders kernels by data dependence
-//! only, so without it a kernel that reads a parameter's old value (a backward matmul) could run
-//! after that parameter's in-place write.
+//! Ordering: the scheduler runs every kernel that reads a parameter's old value (a backward
+//! matmul) before the kernel that overwrites it, as long as both are in one schedule — so the
+//! tensors a step returns (and any `after` tensors, such as the loss) are realized together.
 
 use alloc::vec::Vec;
 
@@ -22,8 +21,9 @@ use crate::tensor::Tensor;
 
 /// Something that updates parameters from their gradients.
 pub trait Optimizer {
-    /// Builds the in-place updates lazily (they run after every kernel that computes the
-    /// gradients or `after`) and returns the tensors that must be realized to apply them.
+    /// Builds the in-place updates lazily and returns the tensors to realize together to apply
+    /// them: parameters, optimizer state, and `after` (tensors that must see the old values,
+    /// such as the loss).
     fn schedule_step(&mut self, after: &[&Tensor]) -> Result<Vec<Tensor>>;
 
     /// The parameters being optimized.
@@ -48,36 +48,9 @@ pub trait Optimizer {
     }
 }
 
-/// A realized f32 buffer of `shape` filled with `v`, of its own (optimizer state).
+/// An f32 buffer of its own of `shape` filled with `v` (optimizer state, updated in place).
 fn state(shape: &[usize], v: f64) -> Result<Tensor> {
-    super::own_buffer(&Tensor::full(shape, v, DType::F32))
-}
-
-/// One element of `t` as a `[1]` tensor (a cheap read that still orders after `t`'s kernel).
-fn first(t: &Tensor) -> Result<Tensor> {
-    t.detach().try_reshape(&[-1])?.try_shrink(&[(0, 1)])
-}
-
-/// A `[1]` bool that is computed from every gradient and every `after` tensor.
-fn barrier(params: &[Tensor], after: &[&Tensor]) -> Result<Option<Tensor>> {
-    let mut acc: Option<Tensor> = None;
-    let grads = params.iter().filter_map(Tensor::grad);
-    for t in grads.chain(after.iter().map(|t| (*t).clone())) {
-        let f = first(&t)?.cast(DType::F32);
-        acc = Some(match acc {
-            None => f,
-            Some(a) => a.try_add(f)?,
-        });
-    }
-    acc.map(|a| a.try_eq(&a)).transpose()
-}
-
-/// `value`, made to depend on the barrier (the same value either way).
-fn after_barrier(value: Tensor, bar: &Option<Tensor>) -> Result<Tensor> {
-    match bar {
-        Some(b) => b.try_where(&value, &value),
-        None => Ok(value),
-    }
+    Tensor::full(shape, v, DType::F32).try_own()
 }
 
 /// Writes `lr` into the learning-rate buffer.
@@ -152,8 +125,7 @@ impl SGD {
 
 impl Optimizer for SGD {
     fn schedule_step(&mut self, after: &[&Tensor]) -> Result<Vec<Tensor>> {
-        let bar = barrier(&self.params, after)?;
-        let mut out = Vec::new();
+        let mut out: Vec<Tensor> = after.iter().map(|t| (*t).clone()).collect();
         for i in 0..self.params.len() {
             let Some(g) = self.params[i].grad() else {
                 continue;
@@ -161,7 +133,7 @@ impl Optimizer for SGD {
             let d = self.direction(i, &g, &mut out)?;
             let p = &self.params[i];
             let new = p.detach().try_sub(d.try_mul(self.lr_t.detach())?)?;
-            p.try_assign(&after_barrier(new, &bar)?)?;
+            p.try_assign(&new)?;
             out.push(p.clone());
         }
         Ok(out)
@@ -295,15 +267,14 @@ impl Adam {
 
 impl Optimizer for Adam {
     fn schedule_step(&mut self, after: &[&Tensor]) -> Result<Vec<Tensor>> {
-        let bar = barrier(&self.params, after)?;
-        let mut out = Vec::new();
+        let mut out: Vec<Tensor> = after.iter().map(|t| (*t).clone()).collect();
         let c = self.corrections(&mut out)?;
         for i in 0..self.params.len() {
             let Some(g) = self.params[i].grad() else {
                 continue;
             };
             let new = self.update(i, &g, &c, &mut out)?;
-            self.params[i].try_assign(&after_barrier(new, &bar)?)?;
+            self.params[i].try_assign(&new)?;
             out.push(self.params[i].clone());
         }
         Ok(out)

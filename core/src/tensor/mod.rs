@@ -59,7 +59,7 @@ use crate::autograd::{FnKind, Function};
 use crate::device::{Buffer, Device};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::lazy::{fmt_shape, LazyBuffer};
+use crate::lazy::{fmt_shape, LazyBuffer, LazyOp};
 use crate::ops::{AluOp, ReduceOp, Scalar};
 use crate::shape::Sint;
 
@@ -246,14 +246,22 @@ impl Tensor {
 
     /// Computes the tensor's value (fused kernels); afterwards it is backed by a buffer.
     pub fn realize(&self) -> Result<&Tensor> {
-        crate::realize::realize(core::slice::from_ref(&self.contiguous_node()))?;
+        Tensor::realize_all(&[self])?;
         Ok(self)
     }
 
-    /// Computes several tensors together (shared work is scheduled once).
+    /// Computes several tensors together (shared work is scheduled once). Each tensor then holds
+    /// its computed buffer, so reading it later never recomputes it (which could also see
+    /// buffers updated in place since).
     pub fn realize_all(tensors: &[&Tensor]) -> Result<()> {
         let nodes: Vec<LazyBuffer> = tensors.iter().map(|t| t.contiguous_node()).collect();
-        crate::realize::realize(&nodes)
+        crate::realize::realize(&nodes)?;
+        for (t, n) in tensors.iter().zip(nodes) {
+            if !n.ptr_eq(&t.lazy()) {
+                *t.0.lazy.lock() = n;
+            }
+        }
+        Ok(())
     }
 
     /// Writes `value` into this tensor's buffer in place (lazily: the write happens when the
@@ -269,12 +277,35 @@ impl Tensor {
     /// ```
     pub fn try_assign(&self, value: &Tensor) -> Result<()> {
         let mut target = self.lazy();
-        if !target.is_base() || target.realized().is_none() {
-            target = self.contiguous_node();
-            crate::realize::realize(core::slice::from_ref(&target))?;
+        // Only buffers made from data and earlier assigns belong to one tensor; computed nodes
+        // are hash-consed (two `zeros(..).contiguous()` are one node), so writing into one would
+        // change every tensor built the same way. Those get a private copy first.
+        // Graphs built from this tensor before the copy keep reading the old buffer: make
+        // parameters with `try_own` before building graphs from them (as `nn` does).
+        let owned = matches!(target.op(), Some((LazyOp::Buffer | LazyOp::Assign, _)));
+        if !owned || target.realized().is_none() {
+            target = self.owned_node()?;
         }
         *self.0.lazy.lock() = target.assign(&value.lazy())?;
         Ok(())
+    }
+
+    /// The same values in a new buffer that no other tensor shares — what a parameter updated
+    /// in place needs (equal lazy expressions are one hash-consed node, so two parameters
+    /// initialized the same way would otherwise share memory). Gradient history is not kept.
+    pub fn try_own(&self) -> Result<Tensor> {
+        Ok(Tensor::from_lazy(self.owned_node()?))
+    }
+
+    fn owned_node(&self) -> Result<LazyBuffer> {
+        let node = self.contiguous_node();
+        crate::realize::realize(core::slice::from_ref(&node))?;
+        let src = node
+            .realized()
+            .ok_or_else(|| Error::Device("own: tensor not realized".into()))?;
+        let own = Buffer::new(src.device().clone(), src.dtype(), src.len())?;
+        own.copy_in(&src.to_bytes()?)?;
+        Ok(LazyBuffer::from_buffer(own, node.shape()))
     }
 
     /// [`Tensor::try_assign`], panicking on a shape or dtype mismatch.
@@ -288,9 +319,9 @@ impl Tensor {
 
     /// The raw little-endian bytes of the values, in row-major order.
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
-        let node = self.contiguous_node();
-        crate::realize::realize(core::slice::from_ref(&node))?;
-        let buf = node
+        self.realize()?;
+        let buf = self
+            .lazy()
             .realized()
             .ok_or_else(|| Error::Device("realize left the tensor without a buffer".into()))?;
         let mut bytes = buf.to_bytes()?;
