@@ -8,6 +8,8 @@ pub mod compiler;
 pub use compiler::{CompiledLib, Compiler, EntryFn, Stats};
 pub mod clang;
 pub mod install;
+#[cfg(feature = "onnx")]
+pub mod onnx;
 
 pub use clang::Clang;
 pub use install::{clang, install, no_grad};
