@@ -58,6 +58,9 @@ fn run_case(dir: &Path) -> (Outcome, String, String) {
     };
     let nodes: Vec<String> = model.nodes().map(|n| n.op_type.clone()).collect();
     let op = if nodes.len() == 1 { nodes[0].clone() } else { "(multi-node)".into() };
+    if model.inputs().iter().chain(model.outputs()).any(|v| v.elem_type == 0) {
+        return (Outcome::Skip, op, "non-tensor input or output (sequence/optional/map)".into());
+    }
     let bad = model.unsupported();
     if !bad.is_empty() {
         let mut names: Vec<String> = bad.iter().map(|u| u.op.clone()).collect();

@@ -2,10 +2,10 @@
 //! logic and bitwise ops, `Where`, the variadic `Sum/Mean/Max/Min`, `Clip`, `Cast`/`CastLike`.
 
 use picograd_core::ops::AluOp;
-use picograd_core::{DType, Result, Tensor};
+use picograd_core::{Result, Tensor};
 
 use super::super::node::{bad, Node};
-use super::super::values::dtype_of;
+use super::super::values::{dtype_of, tensor_from_le_bytes, to_i64s};
 use super::{math, one, Handler};
 
 /// The handler for `op` if it is elementwise.
@@ -93,7 +93,7 @@ fn pow(n: &Node) -> Result<Vec<Tensor>> {
 
 fn modulo(n: &Node) -> Result<Vec<Tensor>> {
     let (a, b) = (n.input(0)?, n.input(1)?);
-    if n.int("fmod", 0) == 1 || a.dtype().is_float() {
+    if n.int("fmod", 0) == 1 {
         return one(a.try_alu(AluOp::Mod, &[b])?);
     }
     // Python's modulo: the result takes the divisor's sign.
@@ -105,12 +105,30 @@ fn modulo(n: &Node) -> Result<Vec<Tensor>> {
 
 fn bit_shift(n: &Node) -> Result<Vec<Tensor>> {
     let (x, y) = (n.input(0)?, n.input(1)?);
-    let p = y.cast(DType::F64).const_like(2.0).try_pow(&y.cast(DType::F64))?.cast(x.dtype());
-    match n.string("direction", "").as_str() {
-        "LEFT" => one(x.try_mul(&p)?),
-        "RIGHT" => one(x.try_div(&p)?),
-        d => Err(bad("BitShift", format!("direction '{d}'"))),
+    let left = match n.string("direction", "").as_str() {
+        "LEFT" => true,
+        "RIGHT" => false,
+        d => return Err(bad("BitShift", format!("direction '{d}'"))),
+    };
+    // Computed on the host: exact for every width (wrapping left, arithmetic right for signed).
+    let shape = Tensor::broadcast_shape("BitShift", &x.shape(), &y.shape())?;
+    let xs = to_i64s(&x.try_expand(&shape)?)?;
+    let ys = to_i64s(&y.try_expand(&shape)?)?;
+    let d = x.dtype();
+    let bits = (d.itemsize() * 8) as i64;
+    let mut bytes = Vec::with_capacity(xs.len() * d.itemsize());
+    for (&a, &b) in xs.iter().zip(&ys) {
+        let v = match (left, b >= bits || b < 0) {
+            (true, true) => 0,
+            (true, false) => a.wrapping_shl(b as u32),
+            (false, true) if d.is_unsigned() => 0,
+            (false, true) => a >> 63,
+            (false, false) if d.is_unsigned() => ((a as u64) >> b) as i64,
+            (false, false) => a >> b,
+        };
+        bytes.extend(&v.to_le_bytes()[..d.itemsize()]);
     }
+    one(tensor_from_le_bytes(&bytes, &shape, d)?)
 }
 
 fn bitwise_not(n: &Node) -> Result<Vec<Tensor>> {

@@ -90,7 +90,8 @@ fn gather_elements(n: &Node) -> Result<Vec<Tensor>> {
     let d = summable(data).try_shrink(&keep)?.try_permute(&p)?;
     let idx = wrap_indices(n.input(1)?, ds[a])?.try_permute(&p)?;
     let hot = idx.try_unsqueeze(-1)?.try_eq(&arange_last(ds[a], r + 1)?)?;
-    let picked = hot.try_where(&d.try_unsqueeze(-2)?, d.const_like(0.0))?;
+    let du = d.try_unsqueeze(-2)?;
+    let picked = hot.try_where(&du, du.const_like(0.0))?;
     let y = picked.try_sum(&[-1], false)?.try_permute(&inv)?;
     one(y.cast(data.dtype()))
 }

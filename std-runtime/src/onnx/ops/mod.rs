@@ -12,6 +12,7 @@ mod activation;
 mod elementwise;
 mod host;
 mod index;
+mod loss;
 mod math;
 mod nn;
 mod quant;
@@ -31,12 +32,14 @@ pub fn handler(op: &str) -> Option<Handler> {
         .or_else(|| nn::lookup(op))
         .or_else(|| index::lookup(op))
         .or_else(|| quant::lookup(op))
+        .or_else(|| loss::lookup(op))
         .or_else(|| host::lookup(op))
 }
 
 /// The family (source file) of a supported op, for reports: `elementwise`, `nn`, ...
 pub fn family(op: &str) -> Option<&'static str> {
-    let table: [(&str, fn(&str) -> Option<Handler>); 8] = [
+    let table: [(&str, fn(&str) -> Option<Handler>); 9] = [
+        ("loss", loss::lookup),
         ("elementwise", elementwise::lookup),
         ("activation", activation::lookup),
         ("shape", shape::lookup),

@@ -259,11 +259,12 @@ fn transpose_pads(
                 None if auto.starts_with("SAME") => (spatial[i] * strides[i]) as i64,
                 None => full,
             };
-            let total = (full - want).max(0);
+            let total = full - want;
+            let half = total.div_euclid(2);
             if auto == "SAME_UPPER" {
-                (total / 2, total - total / 2)
+                (half, total - half)
             } else {
-                (total - total / 2, total / 2)
+                (total - half, half)
             }
         })
         .collect())
@@ -453,7 +454,8 @@ fn lp_norm(n: &Node) -> Result<Vec<Tensor>> {
     } else {
         x.try_mul(x)?.try_sum(&[a], true)?.sqrt()
     };
-    one(x.try_div(&norm)?)
+    let zero = norm.try_eq(0.0)?;
+    one(zero.try_where(x.const_like(0.0), x.try_div(&norm)?)?)
 }
 
 fn mvn(n: &Node) -> Result<Vec<Tensor>> {

@@ -76,8 +76,9 @@ fn dequantize_linear(n: &Node) -> Result<Vec<Tensor>> {
 
 fn dynamic_quantize(n: &Node) -> Result<Vec<Tensor>> {
     let x = n.input(0)?.float();
-    let hi = x.try_max(&[], false)?.try_maximum(0.0)?;
-    let lo = x.try_min(&[], false)?.try_minimum(0.0)?;
+    let flat = x.try_reshape(&[-1])?;
+    let hi = flat.try_max(&[0], false)?.try_maximum(0.0)?;
+    let lo = flat.try_min(&[0], false)?.try_minimum(0.0)?;
     let scale = hi.try_sub(&lo)?.try_div(255.0)?;
     let zp = math::round(&lo.neg().try_div(&scale)?)?.try_maximum(0.0)?.try_minimum(255.0)?.cast(DType::U8);
     let y = quantize(&x, &scale, Some(&zp), DType::U8)?;

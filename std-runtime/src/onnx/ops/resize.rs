@@ -143,7 +143,7 @@ fn plan_axes(n: &Node, shape: &[usize], axes: &[usize]) -> Result<Vec<(usize, Ax
 fn source(o: usize, ax: &Axis, transform: &str) -> f64 {
     let (o, s, li, lo) = (o as f64, ax.scale, ax.len_in as f64, ax.len_out as f64);
     match transform {
-        "align_corners" if lo > 1.0 => o * (li - 1.0) / (lo - 1.0),
+        "align_corners" if lo > 1.0 => o * (li - 1.0) / (s * li - 1.0),
         "align_corners" => 0.0,
         "asymmetric" => o / s,
         "pytorch_half_pixel" if lo > 1.0 => (o + 0.5) / s - 0.5,
