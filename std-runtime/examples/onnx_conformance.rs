@@ -35,7 +35,11 @@ fn files(dir: &Path, prefix: &str) -> Vec<PathBuf> {
 /// Do `got` and `want` agree (shape, dtype, values within rtol 1e-3 / atol 1e-7)?
 fn compare(got: &Tensor, want: &Tensor) -> Result<(), String> {
     if got.shape() != want.shape() {
-        return Err(format!("shape {:?}, expected {:?}", got.shape(), want.shape()));
+        return Err(format!(
+            "shape {:?}, expected {:?}",
+            got.shape(),
+            want.shape()
+        ));
     }
     if got.dtype() != want.dtype() {
         return Err(format!("dtype {}, expected {}", got.dtype(), want.dtype()));
@@ -57,18 +61,40 @@ fn run_case(dir: &Path) -> (Outcome, String, String) {
         Err(e) => return (skip_or_fail(&e.to_string()), "?".into(), e.to_string()),
     };
     let nodes: Vec<String> = model.nodes().map(|n| n.op_type.clone()).collect();
-    let op = if nodes.len() == 1 { nodes[0].clone() } else { "(multi-node)".into() };
-    if model.inputs().iter().chain(model.outputs()).any(|v| v.elem_type == 0) {
-        return (Outcome::Skip, op, "non-tensor input or output (sequence/optional/map)".into());
+    let op = if nodes.len() == 1 {
+        nodes[0].clone()
+    } else {
+        "(multi-node)".into()
+    };
+    if model
+        .inputs()
+        .iter()
+        .chain(model.outputs())
+        .any(|v| v.elem_type == 0)
+    {
+        return (
+            Outcome::Skip,
+            op,
+            "non-tensor input or output (sequence/optional/map)".into(),
+        );
     }
     let bad = model.unsupported();
     if !bad.is_empty() {
         let mut names: Vec<String> = bad.iter().map(|u| u.op.clone()).collect();
         names.dedup();
-        return (Outcome::Skip, op, format!("unsupported op: {}", names.join(", ")));
+        return (
+            Outcome::Skip,
+            op,
+            format!("unsupported op: {}", names.join(", ")),
+        );
     }
     let mut sets: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|r| r.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect())
+        .map(|r| {
+            r.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_dir())
+                .collect()
+        })
         .unwrap_or_default();
     sets.sort();
     for set in sets {
@@ -90,17 +116,26 @@ fn skip_or_fail(msg: &str) -> Outcome {
 fn run_set(model: &Model, set: &Path) -> Result<(), (Outcome, String)> {
     let load = |p: &PathBuf| -> Result<Tensor, (Outcome, String)> {
         let t = read_pb(p).map_err(|e| (Outcome::Skip, format!("non-tensor test data: {e}")))?;
-        tensor_from_proto(&t, "test data").map_err(|e| (skip_or_fail(&e.to_string()), e.to_string()))
+        tensor_from_proto(&t, "test data")
+            .map_err(|e| (skip_or_fail(&e.to_string()), e.to_string()))
     };
-    let inputs = files(set, "input").iter().map(load).collect::<Result<Vec<_>, _>>()?;
-    let wants = files(set, "output").iter().map(load).collect::<Result<Vec<_>, _>>()?;
+    let inputs = files(set, "input")
+        .iter()
+        .map(load)
+        .collect::<Result<Vec<_>, _>>()?;
+    let wants = files(set, "output")
+        .iter()
+        .map(load)
+        .collect::<Result<Vec<_>, _>>()?;
     let named: Vec<(String, Tensor)> = model
         .inputs()
         .iter()
         .zip(inputs)
         .map(|(s, t)| (s.name.clone(), t))
         .collect();
-    let outs = model.run_named(&named).map_err(|e| (skip_or_fail(&e.to_string()), e.to_string()))?;
+    let outs = model
+        .run_named(&named)
+        .map_err(|e| (skip_or_fail(&e.to_string()), e.to_string()))?;
     for (k, (g, w)) in outs.iter().zip(&wants).enumerate() {
         compare(g, w).map_err(|e| (Outcome::Fail, format!("output {k}: {e}")))?;
     }
@@ -122,7 +157,10 @@ fn main() {
     std::panic::set_hook(Box::new(|_| {}));
     let mut rows = Vec::new();
     for (i, d) in dirs.iter().enumerate() {
-        let name = d.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let name = d
+            .file_name()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let r = std::panic::catch_unwind(|| run_case(d))
             .unwrap_or_else(|_| (Outcome::Fail, "?".into(), "panicked".into()));
         if std::env::var("ONNX_VERBOSE").is_ok() && r.0 != Outcome::Pass {
@@ -143,7 +181,11 @@ fn report(rows: &[Row], out: Option<PathBuf>) {
     let mut by_family: BTreeMap<String, [usize; 3]> = BTreeMap::new();
     let mut text = String::new();
     for (_, (o, op, _)) in rows {
-        let fam = ops::family(op).unwrap_or(if op == "(multi-node)" { "multi-node" } else { "unsupported" });
+        let fam = ops::family(op).unwrap_or(if op == "(multi-node)" {
+            "multi-node"
+        } else {
+            "unsupported"
+        });
         let k = *o as usize;
         by_op.entry(op.clone()).or_default()[k] += 1;
         by_family.entry(fam.to_string()).or_default()[k] += 1;
@@ -165,11 +207,19 @@ fn report(rows: &[Row], out: Option<PathBuf>) {
     let pass = rows.iter().filter(|r| r.1 .0 == Outcome::Pass).count();
     let fail = rows.iter().filter(|r| r.1 .0 == Outcome::Fail).count();
     let skip = total - pass - fail;
-    let rate = if total == 0 { 0.0 } else { 100.0 * pass as f64 / total as f64 };
+    let rate = if total == 0 {
+        0.0
+    } else {
+        100.0 * pass as f64 / total as f64
+    };
     let summary = format!("onnx node tests: {pass} passed, {fail} failed, {skip} skipped of {total}; pass rate {rate:.1}%");
     if let Some(p) = out {
         let _ = std::fs::write(p, format!("{summary}\n\n{text}"));
     }
-    let head: String = text.split("\n## Not passed").next().unwrap_or("").to_string();
+    let head: String = text
+        .split("\n## Not passed")
+        .next()
+        .unwrap_or("")
+        .to_string();
     println!("{head}\n{summary}\nPASS_RATE={rate:.1}");
 }

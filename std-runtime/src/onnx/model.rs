@@ -133,7 +133,9 @@ impl Model {
             offset: 0,
             detail: d,
         };
-        let graph = proto.graph.ok_or_else(|| fmt("the model has no graph".into()))?;
+        let graph = proto
+            .graph
+            .ok_or_else(|| fmt("the model has no graph".into()))?;
         if graph.node.len() > MAX_NODES {
             return Err(fmt(format!("{} nodes is too many", graph.node.len())));
         }
@@ -208,7 +210,9 @@ impl Model {
         self.order
             .iter()
             .map(|&i| (i, &self.graph.node[i]))
-            .filter(|(_, n)| !is_default_domain(&n.domain) || super::ops::handler(&n.op_type).is_none())
+            .filter(|(_, n)| {
+                !is_default_domain(&n.domain) || super::ops::handler(&n.op_type).is_none()
+            })
             .map(|(i, n)| UnsupportedOp {
                 op: if is_default_domain(&n.domain) {
                     n.op_type.clone()
@@ -226,7 +230,10 @@ impl Model {
         if bad.is_empty() {
             return Ok(());
         }
-        let list: Vec<String> = bad.iter().map(|u| format!("{} (node '{}')", u.op, u.node)).collect();
+        let list: Vec<String> = bad
+            .iter()
+            .map(|u| format!("{} (node '{}')", u.op, u.node))
+            .collect();
         Err(Error::Unsupported(format!(
             "{} ONNX node(s) use operators picograd does not support: {}",
             bad.len(),
@@ -243,7 +250,11 @@ impl Model {
                 format!(
                     "the model takes {} input(s) ({}), {} given",
                     self.inputs.len(),
-                    self.inputs.iter().map(|i| i.name.as_str()).collect::<Vec<_>>().join(", "),
+                    self.inputs
+                        .iter()
+                        .map(|i| i.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", "),
                     inputs.len()
                 ),
             ));
@@ -270,18 +281,25 @@ impl Model {
         }
         for spec in &self.inputs {
             if !env.contains_key(spec.name.as_str()) {
-                return Err(Error::shape("onnx", format!("input '{}' was not given", spec.name)));
+                return Err(Error::shape(
+                    "onnx",
+                    format!("input '{}' was not given", spec.name),
+                ));
             }
         }
         for &i in &self.order {
             let node = &self.graph.node[i];
-            self.eval_node(node, &mut env).map_err(|e| in_node(e, node))?;
+            self.eval_node(node, &mut env)
+                .map_err(|e| in_node(e, node))?;
         }
         self.outputs
             .iter()
             .map(|o| {
                 env.get(o.name.as_str()).cloned().ok_or_else(|| {
-                    Error::shape("onnx", format!("graph output '{}' was never computed", o.name))
+                    Error::shape(
+                        "onnx",
+                        format!("graph output '{}' was never computed", o.name),
+                    )
                 })
             })
             .collect()
@@ -289,18 +307,29 @@ impl Model {
 
     fn check_input(&self, name: &str, t: &Tensor) -> Result<()> {
         let Some(spec) = self.inputs.iter().find(|s| s.name == name) else {
-            return Err(Error::shape("onnx", format!("the model has no input named '{name}'")));
+            return Err(Error::shape(
+                "onnx",
+                format!("the model has no input named '{name}'"),
+            ));
         };
-        let Some(dims) = &spec.shape else { return Ok(()) };
+        let Some(dims) = &spec.shape else {
+            return Ok(());
+        };
         let shape = t.shape();
         let fits = dims.len() == shape.len()
-            && dims.iter().zip(&shape).all(|(d, &s)| d.is_none_or(|d| d as usize == s));
+            && dims
+                .iter()
+                .zip(&shape)
+                .all(|(d, &s)| d.is_none_or(|d| d as usize == s));
         if fits {
             Ok(())
         } else {
             Err(Error::shape(
                 "onnx",
-                format!("input '{name}' should be {}, got shape {shape:?}", spec.describe()),
+                format!(
+                    "input '{name}' should be {}, got shape {shape:?}",
+                    spec.describe()
+                ),
             ))
         }
     }
@@ -313,9 +342,10 @@ impl Model {
                 if name.is_empty() {
                     return Ok(None);
                 }
-                env.get(name.as_str()).cloned().map(Some).ok_or_else(|| {
-                    Error::shape("onnx", format!("input '{name}' has no value"))
-                })
+                env.get(name.as_str())
+                    .cloned()
+                    .map(Some)
+                    .ok_or_else(|| Error::shape("onnx", format!("input '{name}' has no value")))
             })
             .collect::<Result<Vec<_>>>()?;
         let handler = super::ops::handler(&node.op_type)
@@ -331,7 +361,10 @@ impl Model {
                 continue;
             }
             let t = outs.get(k).cloned().ok_or_else(|| {
-                Error::Unsupported(format!("{}: output {k} ('{name}') is not produced", node.op_type))
+                Error::Unsupported(format!(
+                    "{}: output {k} ('{name}') is not produced",
+                    node.op_type
+                ))
             })?;
             env.insert(name, t);
         }
@@ -340,14 +373,20 @@ impl Model {
 }
 
 /// Orders the nodes so each comes after the producers of its inputs (Kahn's algorithm).
-fn topo_order(graph: &GraphProto, weights: &HashMap<String, Tensor>) -> std::result::Result<Vec<usize>, String> {
+fn topo_order(
+    graph: &GraphProto,
+    weights: &HashMap<String, Tensor>,
+) -> std::result::Result<Vec<usize>, String> {
     let mut known: HashSet<&str> = graph.input.iter().map(|v| v.name.as_str()).collect();
     known.extend(weights.keys().map(String::as_str));
     let mut producer: HashMap<&str, usize> = HashMap::new();
     for (i, n) in graph.node.iter().enumerate() {
         for o in n.output.iter().filter(|o| !o.is_empty()) {
             if known.contains(o.as_str()) || producer.insert(o, i).is_some() {
-                return Err(format!("value '{o}' is produced twice (node '{}')", node_label(n, i)));
+                return Err(format!(
+                    "value '{o}' is produced twice (node '{}')",
+                    node_label(n, i)
+                ));
             }
         }
     }
@@ -371,7 +410,10 @@ fn topo_order(graph: &GraphProto, weights: &HashMap<String, Tensor>) -> std::res
             }
         }
     }
-    let mut ready: Vec<usize> = (0..graph.node.len()).filter(|&i| pending[i] == 0).rev().collect();
+    let mut ready: Vec<usize> = (0..graph.node.len())
+        .filter(|&i| pending[i] == 0)
+        .rev()
+        .collect();
     let mut order = Vec::with_capacity(graph.node.len());
     while let Some(i) = ready.pop() {
         order.push(i);
@@ -384,11 +426,18 @@ fn topo_order(graph: &GraphProto, weights: &HashMap<String, Tensor>) -> std::res
     }
     if let Some(i) = (0..graph.node.len()).find(|&i| pending[i] > 0) {
         let n = &graph.node[i];
-        return Err(format!("the graph has a cycle through node '{}' ({})", node_label(n, i), n.op_type));
+        return Err(format!(
+            "the graph has a cycle through node '{}' ({})",
+            node_label(n, i),
+            n.op_type
+        ));
     }
     for o in &graph.output {
         if !known.contains(o.name.as_str()) && !producer.contains_key(o.name.as_str()) {
-            return Err(format!("graph output '{}' is not produced by any node", o.name));
+            return Err(format!(
+                "graph output '{}' is not produced by any node",
+                o.name
+            ));
         }
     }
     Ok(order)

@@ -11,7 +11,11 @@ use super::values::{checked_numel, tensor_from_le_bytes};
 const MAGIC: &[u8] = b"\x93NUMPY";
 
 fn malformed(file: &str, offset: u64, detail: impl Into<String>) -> Error {
-    Error::Format { file: file.to_string(), offset, detail: detail.into() }
+    Error::Format {
+        file: file.to_string(),
+        offset,
+        detail: detail.into(),
+    }
 }
 
 /// The dtype of a numpy type string (`<f4`, `|b1`, ...); big-endian data is refused.
@@ -73,25 +77,39 @@ pub fn parse(bytes: &[u8], what: &str) -> Result<Tensor> {
     }
     let (hlen, start) = match bytes[6] {
         1 => (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10usize),
-        2 | 3 if bytes.len() >= 12 => (u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize, 12),
+        2 | 3 if bytes.len() >= 12 => (
+            u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize,
+            12,
+        ),
         v => return Err(malformed(what, 6, format!("unsupported .npy version {v}"))),
     };
-    let end = start.checked_add(hlen).filter(|&e| e <= bytes.len())
+    let end = start
+        .checked_add(hlen)
+        .filter(|&e| e <= bytes.len())
         .ok_or_else(|| malformed(what, start as u64, "header runs past the end of the file"))?;
     let header = std::str::from_utf8(&bytes[start..end])
         .map_err(|_| malformed(what, start as u64, "header is not text"))?;
-    let descr = field(header, "descr").ok_or_else(|| malformed(what, start as u64, "header has no 'descr'"))?;
+    let descr = field(header, "descr")
+        .ok_or_else(|| malformed(what, start as u64, "header has no 'descr'"))?;
     let dtype = dtype_of_descr(descr)
         .ok_or_else(|| malformed(what, start as u64, format!("unsupported dtype '{descr}'")))?;
     if field(header, "fortran_order") == Some("True") {
-        return Err(malformed(what, start as u64, "Fortran-order arrays are not supported"));
+        return Err(malformed(
+            what,
+            start as u64,
+            "Fortran-order arrays are not supported",
+        ));
     }
-    let shape_text = field(header, "shape").ok_or_else(|| malformed(what, start as u64, "header has no 'shape'"))?;
+    let shape_text = field(header, "shape")
+        .ok_or_else(|| malformed(what, start as u64, "header has no 'shape'"))?;
     let dims: Vec<i64> = shape_text
         .split(',')
         .map(str::trim)
         .filter(|s| !s.is_empty())
-        .map(|s| s.parse::<i64>().map_err(|_| malformed(what, start as u64, format!("bad shape ({shape_text})"))))
+        .map(|s| {
+            s.parse::<i64>()
+                .map_err(|_| malformed(what, start as u64, format!("bad shape ({shape_text})")))
+        })
         .collect::<Result<_>>()?;
     let n = checked_numel(what, &dims)?;
     let data = &bytes[end..];
@@ -99,7 +117,11 @@ pub fn parse(bytes: &[u8], what: &str) -> Result<Tensor> {
         return Err(malformed(
             what,
             end as u64,
-            format!("shape {dims:?} of {descr} needs {} data bytes, found {}", n * dtype.itemsize(), data.len()),
+            format!(
+                "shape {dims:?} of {descr} needs {} data bytes, found {}",
+                n * dtype.itemsize(),
+                data.len()
+            ),
         ));
     }
     let shape: Vec<usize> = dims.iter().map(|&d| d as usize).collect();
@@ -109,7 +131,10 @@ pub fn parse(bytes: &[u8], what: &str) -> Result<Tensor> {
 /// Reads a `.npy` file.
 pub fn read(path: &Path) -> Result<Tensor> {
     let what = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| Error::Io { path: what.clone(), detail: e.to_string() })?;
+    let bytes = std::fs::read(path).map_err(|e| Error::Io {
+        path: what.clone(),
+        detail: e.to_string(),
+    })?;
     parse(&bytes, &what)
 }
 
@@ -120,7 +145,10 @@ pub fn to_bytes(t: &Tensor) -> Result<Vec<u8>> {
         1 => format!("({},)", dims[0]),
         _ => format!("({})", dims.join(", ")),
     };
-    let mut header = format!("{{'descr': '{}', 'fortran_order': False, 'shape': {shape}, }}", descr_of(t.dtype()));
+    let mut header = format!(
+        "{{'descr': '{}', 'fortran_order': False, 'shape': {shape}, }}",
+        descr_of(t.dtype())
+    );
     while (10 + header.len() + 1) % 64 != 0 {
         header.push(' ');
     }
@@ -136,5 +164,8 @@ pub fn to_bytes(t: &Tensor) -> Result<Vec<u8>> {
 /// Writes a tensor as a `.npy` file.
 pub fn write(path: &Path, t: &Tensor) -> Result<()> {
     let bytes = to_bytes(t)?;
-    std::fs::write(path, bytes).map_err(|e| Error::Io { path: path.display().to_string(), detail: e.to_string() })
+    std::fs::write(path, bytes).map_err(|e| Error::Io {
+        path: path.display().to_string(),
+        detail: e.to_string(),
+    })
 }

@@ -33,10 +33,33 @@ pub fn dtype_of(code: i32) -> Option<DType> {
 /// The ONNX name of a `DataType` code, for messages.
 pub fn onnx_type_name(code: i32) -> &'static str {
     const NAMES: [&str; 27] = [
-        "UNDEFINED", "FLOAT", "UINT8", "INT8", "UINT16", "INT16", "INT32", "INT64", "STRING",
-        "BOOL", "FLOAT16", "DOUBLE", "UINT32", "UINT64", "COMPLEX64", "COMPLEX128", "BFLOAT16",
-        "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4", "INT4",
-        "FLOAT4E2M1", "FLOAT8E8M0", "UINT2", "INT2",
+        "UNDEFINED",
+        "FLOAT",
+        "UINT8",
+        "INT8",
+        "UINT16",
+        "INT16",
+        "INT32",
+        "INT64",
+        "STRING",
+        "BOOL",
+        "FLOAT16",
+        "DOUBLE",
+        "UINT32",
+        "UINT64",
+        "COMPLEX64",
+        "COMPLEX128",
+        "BFLOAT16",
+        "FLOAT8E4M3FN",
+        "FLOAT8E4M3FNUZ",
+        "FLOAT8E5M2",
+        "FLOAT8E5M2FNUZ",
+        "UINT4",
+        "INT4",
+        "FLOAT4E2M1",
+        "FLOAT8E8M0",
+        "UINT2",
+        "INT2",
     ];
     usize::try_from(code)
         .ok()
@@ -46,9 +69,7 @@ pub fn onnx_type_name(code: i32) -> &'static str {
 
 /// The ONNX `DataType` code of a picograd dtype.
 pub fn onnx_code(d: DType) -> i32 {
-    (1..=16)
-        .find(|&c| dtype_of(c) == Some(d))
-        .unwrap_or(0)
+    (1..=16).find(|&c| dtype_of(c) == Some(d)).unwrap_or(0)
 }
 
 /// The element count of `dims`, checked: no negative dims, no overflow, at most [`MAX_ELEMENTS`].

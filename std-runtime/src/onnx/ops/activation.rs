@@ -16,7 +16,13 @@ pub fn lookup(op: &str) -> Option<Handler> {
         "LeakyRelu" => leaky_relu,
         "PRelu" => prelu,
         "Gelu" => gelu,
-        "HardSigmoid" => |n| one(hard_sigmoid(n.input(0)?, n.float("alpha", 0.2), n.float("beta", 0.5))?),
+        "HardSigmoid" => |n| {
+            one(hard_sigmoid(
+                n.input(0)?,
+                n.float("alpha", 0.2),
+                n.float("beta", 0.5),
+            )?)
+        },
         "HardSwish" => |n| {
             let x = n.input(0)?;
             one(x.try_mul(hard_sigmoid(x, 1.0 / 6.0, 0.5)?)?)
@@ -107,7 +113,9 @@ fn shrink(n: &Node) -> Result<Vec<Tensor>> {
     let b = n.float("bias", 0.0) as f64;
     let lo = x.try_add(b)?;
     let hi = x.try_sub(b)?;
-    let r = x.try_lt(-l)?.try_where(&lo, x.try_gt(l)?.try_where(&hi, 0.0)?)?;
+    let r = x
+        .try_lt(-l)?
+        .try_where(&lo, x.try_gt(l)?.try_where(&hi, 0.0)?)?;
     one(r.cast(x.dtype()))
 }
 

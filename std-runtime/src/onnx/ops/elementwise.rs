@@ -10,7 +10,9 @@ use super::{math, one, Handler};
 
 /// The handler for `op` if it is elementwise.
 pub fn lookup(op: &str) -> Option<Handler> {
-    unary_lookup(op).or_else(|| binary_lookup(op)).or_else(|| other_lookup(op))
+    unary_lookup(op)
+        .or_else(|| binary_lookup(op))
+        .or_else(|| other_lookup(op))
 }
 
 fn unary_lookup(op: &str) -> Option<Handler> {
@@ -168,10 +170,10 @@ fn clip(n: &Node) -> Result<Vec<Tensor>> {
     };
     let mut y = x.clone();
     if let Some(lo) = lo {
-        y = y.try_maximum(&lo.cast(x.dtype()))?;
+        y = y.try_maximum(lo.cast(x.dtype()))?;
     }
     if let Some(hi) = hi {
-        y = y.try_minimum(&hi.cast(x.dtype()))?;
+        y = y.try_minimum(hi.cast(x.dtype()))?;
     }
     one(y)
 }
@@ -179,7 +181,10 @@ fn clip(n: &Node) -> Result<Vec<Tensor>> {
 fn cast(n: &Node) -> Result<Vec<Tensor>> {
     let code = n.int("to", 0) as i32;
     let d = dtype_of(code).ok_or_else(|| {
-        bad("Cast", format!("target type {}", super::super::values::onnx_type_name(code)))
+        bad(
+            "Cast",
+            format!("target type {}", super::super::values::onnx_type_name(code)),
+        )
     })?;
     one(n.input(0)?.cast(d))
 }

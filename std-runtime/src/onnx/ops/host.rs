@@ -34,7 +34,11 @@ struct Host {
 
 impl Host {
     fn of(t: &Tensor) -> Result<Host> {
-        Ok(Host { bytes: t.to_bytes()?, shape: t.shape(), dtype: t.dtype() })
+        Ok(Host {
+            bytes: t.to_bytes()?,
+            shape: t.shape(),
+            dtype: t.dtype(),
+        })
     }
     fn size(&self) -> usize {
         self.dtype.itemsize()
@@ -49,7 +53,10 @@ impl Host {
 
 fn top_k(n: &Node) -> Result<Vec<Tensor>> {
     let x = n.input(0)?;
-    let k = n.ints_input(1)?.and_then(|v| v.first().copied()).unwrap_or(n.int("k", 1));
+    let k = n
+        .ints_input(1)?
+        .and_then(|v| v.first().copied())
+        .unwrap_or(n.int("k", 1));
     let h = Host::of(x)?;
     let a = norm_axis("TopK", n.int("axis", -1), h.shape.len())?;
     let d = h.shape[a];
@@ -68,8 +75,14 @@ fn top_k(n: &Node) -> Result<Vec<Tensor>> {
             let at = |j: usize| o * d * inner + j * inner + i;
             let mut order: Vec<usize> = (0..d).collect();
             order.sort_by(|&p, &q| {
-                let c = vals[at(p)].partial_cmp(&vals[at(q)]).unwrap_or(std::cmp::Ordering::Equal);
-                if largest { c.reverse() } else { c }
+                let c = vals[at(p)]
+                    .partial_cmp(&vals[at(q)])
+                    .unwrap_or(std::cmp::Ordering::Equal);
+                if largest {
+                    c.reverse()
+                } else {
+                    c
+                }
             });
             for (r, &j) in order.iter().take(k).enumerate() {
                 out_idx[o * k * inner + r * inner + i] = j as i64;
@@ -83,7 +96,10 @@ fn top_k(n: &Node) -> Result<Vec<Tensor>> {
     }
     let mut s = h.shape.clone();
     s[a] = k;
-    Ok(vec![Host::tensor(&vb, &s, h.dtype)?, Tensor::try_from_slice(&ib, &s)?])
+    Ok(vec![
+        Host::tensor(&vb, &s, h.dtype)?,
+        Tensor::try_from_slice(&ib, &s)?,
+    ])
 }
 
 /// Row-major strides of `shape`.
@@ -135,17 +151,28 @@ fn compress(n: &Node) -> Result<Vec<Tensor>> {
 }
 
 /// For GatherND/ScatterND: the flat element offset of each index tuple, and the slice length.
-fn nd_offsets(data: &[usize], idx: &Host, ivals: &[i64], batch: usize) -> Result<(Vec<usize>, usize)> {
-    let k = *idx.shape.last().ok_or_else(|| bad("GatherND", "0-d indices"))?;
+fn nd_offsets(
+    data: &[usize],
+    idx: &Host,
+    ivals: &[i64],
+    batch: usize,
+) -> Result<(Vec<usize>, usize)> {
+    let k = *idx
+        .shape
+        .last()
+        .ok_or_else(|| bad("GatherND", "0-d indices"))?;
     if batch + k > data.len() {
-        return Err(bad("GatherND", format!("index depth {k} for data {data:?}")));
+        return Err(bad(
+            "GatherND",
+            format!("index depth {k} for data {data:?}"),
+        ));
     }
     let st = strides(data);
     let slice: usize = data[batch + k..].iter().product();
     let per_batch: usize = idx.shape[batch..idx.shape.len() - 1].iter().product();
     let mut offs = Vec::with_capacity(ivals.len() / k.max(1));
     for (t, tuple) in ivals.chunks(k.max(1)).enumerate() {
-        let b = if per_batch == 0 { 0 } else { t / per_batch };
+        let b = t.checked_div(per_batch).unwrap_or(0);
         let mut off = 0usize;
         let mut rem = b;
         for a in (0..batch).rev() {
@@ -197,7 +224,8 @@ fn scatter_nd(n: &Node) -> Result<Vec<Tensor>> {
         let mut out = h.bytes.clone();
         let sz = h.size();
         for (t, &o) in offs.iter().enumerate() {
-            out[o * sz..(o + slice) * sz].copy_from_slice(&u.bytes[t * slice * sz..(t + 1) * slice * sz]);
+            out[o * sz..(o + slice) * sz]
+                .copy_from_slice(&u.bytes[t * slice * sz..(t + 1) * slice * sz]);
         }
         return one(Host::tensor(&out, &h.shape, h.dtype)?);
     }
@@ -220,7 +248,10 @@ fn scatter_nd(n: &Node) -> Result<Vec<Tensor>> {
 
 /// `Σ_k (−1)^k·c_k·cos(2πkn/N)` windows (Hann, Hamming, Blackman).
 fn window(n: &Node, coef: &[f64]) -> Result<Vec<Tensor>> {
-    let size = n.ints_input(0)?.and_then(|v| v.first().copied()).unwrap_or(0);
+    let size = n
+        .ints_input(0)?
+        .and_then(|v| v.first().copied())
+        .unwrap_or(0);
     checked_numel(n.op(), &[size])?;
     let periodic = n.int("periodic", 1) != 0;
     let denom = if periodic { size } else { size - 1 }.max(1) as f64;
@@ -235,6 +266,7 @@ fn window(n: &Node, coef: &[f64]) -> Result<Vec<Tensor>> {
                 .sum()
         })
         .collect();
-    let d = dtype_of(n.int("output_datatype", 1) as i32).ok_or_else(|| bad(n.op(), "output_datatype"))?;
+    let d = dtype_of(n.int("output_datatype", 1) as i32)
+        .ok_or_else(|| bad(n.op(), "output_datatype"))?;
     one(Tensor::try_from_f64s(&vals, &[vals.len()], d)?)
 }

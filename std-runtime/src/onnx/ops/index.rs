@@ -50,7 +50,9 @@ fn gather(n: &Node) -> Result<Vec<Tensor>> {
     let a = norm_axis("Gather", n.int("axis", 0), ds.len())?;
     let is = n.input(1)?.shape();
     let idx = wrap_indices(n.input(1)?, ds[a])?;
-    let hot = idx.try_unsqueeze(-1)?.try_eq(&arange_last(ds[a], is.len() + 1)?)?;
+    let hot = idx
+        .try_unsqueeze(-1)?
+        .try_eq(&arange_last(ds[a], is.len() + 1)?)?;
     let mut hs = vec![1usize; a];
     hs.extend(&is);
     hs.push(ds[a]);
@@ -61,7 +63,9 @@ fn gather(n: &Node) -> Result<Vec<Tensor>> {
     dshape.extend(&ds[a..]);
     let d = summable(data).try_reshape(&isz(&dshape))?;
     let picked = hot.try_where(&d, d.const_like(0.0))?;
-    one(picked.try_sum(&[(a + is.len()) as isize], false)?.cast(data.dtype()))
+    one(picked
+        .try_sum(&[(a + is.len()) as isize], false)?
+        .cast(data.dtype()))
 }
 
 /// The permutation moving axis `a` last, and its inverse.
@@ -82,7 +86,10 @@ fn gather_elements(n: &Node) -> Result<Vec<Tensor>> {
     let a = norm_axis("GatherElements", n.int("axis", 0), r)?;
     let is = n.input(1)?.shape();
     if is.len() != r || (0..r).any(|i| i != a && is[i] > ds[i]) {
-        return Err(bad("GatherElements", format!("indices {is:?} for data {ds:?}")));
+        return Err(bad(
+            "GatherElements",
+            format!("indices {is:?} for data {ds:?}"),
+        ));
     }
     let mut keep: Vec<(usize, usize)> = is.iter().map(|&d| (0, d)).collect();
     keep[a] = (0, ds[a]);
@@ -95,6 +102,9 @@ fn gather_elements(n: &Node) -> Result<Vec<Tensor>> {
     let y = picked.try_sum(&[-1], false)?.try_permute(&inv)?;
     one(y.cast(data.dtype()))
 }
+
+/// A reduction over given axes.
+type Reducer = fn(&Tensor, &[isize]) -> Result<Tensor>;
 
 fn scatter_elements(n: &Node) -> Result<Vec<Tensor>> {
     let data = n.input(0)?;
@@ -111,13 +121,17 @@ fn scatter_elements(n: &Node) -> Result<Vec<Tensor>> {
     let hot = idx.try_unsqueeze(-1)?.try_eq(&arange_last(ds[a], r + 1)?)?;
     let u = summable(upd).try_permute(&p)?.try_unsqueeze(-1)?;
     let mode = n.string("reduction", "none");
-    let (fill, combine): (f64, fn(&Tensor, &[isize]) -> Result<Tensor>) = match mode.as_str() {
+    let (fill, combine): (f64, Reducer) = match mode.as_str() {
         "mul" => (1.0, |t, a| t.try_prod(a, false)),
         "max" => (f64::NEG_INFINITY, |t, a| t.try_max(a, false)),
         "min" => (f64::INFINITY, |t, a| t.try_min(a, false)),
         _ => (0.0, |t, a| t.try_sum(a, false)),
     };
-    let fill = if u.dtype().is_float() { fill } else { fill.clamp(u.dtype().min_value(), u.dtype().max_value()) };
+    let fill = if u.dtype().is_float() {
+        fill
+    } else {
+        fill.clamp(u.dtype().min_value(), u.dtype().max_value())
+    };
     let contrib = combine(&hot.try_where(&u, u.const_like(fill))?, &[-2])?;
     let hit = hot.cast(DType::U8).try_max(&[-2], false)?.try_ne(0)?;
     // Grow the update-shaped results to the data's shape on the non-indexed axes.
@@ -138,14 +152,21 @@ fn scatter_elements(n: &Node) -> Result<Vec<Tensor>> {
 }
 
 fn einsum(n: &Node) -> Result<Vec<Tensor>> {
-    let eq: String = n.string("equation", "").chars().filter(|c| !c.is_whitespace()).collect();
+    let eq: String = n
+        .string("equation", "")
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .collect();
     let (lhs, rhs) = match eq.split_once("->") {
         Some((l, r)) => (l.to_string(), Some(r.to_string())),
         None => (eq.clone(), None),
     };
     let terms: Vec<&str> = lhs.split(',').collect();
     if terms.len() != n.inputs.len() || eq.contains('.') {
-        return Err(bad("Einsum", format!("equation '{eq}' (ellipses are not supported)")));
+        return Err(bad(
+            "Einsum",
+            format!("equation '{eq}' (ellipses are not supported)"),
+        ));
     }
     let mut letters: Vec<char> = Vec::new();
     for c in terms.iter().flat_map(|t| t.chars()) {
@@ -187,15 +208,28 @@ fn einsum(n: &Node) -> Result<Vec<Tensor>> {
 fn align(x: &Tensor, term: &str, order: &[char]) -> Result<Tensor> {
     let chars: Vec<char> = term.chars().collect();
     if chars.len() != x.ndim() {
-        return Err(bad("Einsum", format!("term '{term}' for shape {:?}", x.shape())));
+        return Err(bad(
+            "Einsum",
+            format!("term '{term}' for shape {:?}", x.shape()),
+        ));
     }
     let mut uniq = chars.clone();
     uniq.dedup();
     if (1..chars.len()).any(|i| chars[..i].contains(&chars[i])) {
-        return Err(bad("Einsum", format!("repeated index in '{term}' (diagonals are not supported)")));
+        return Err(bad(
+            "Einsum",
+            format!("repeated index in '{term}' (diagonals are not supported)"),
+        ));
     }
-    let present: Vec<char> = order.iter().copied().filter(|c| chars.contains(c)).collect();
-    let perm: Vec<usize> = present.iter().map(|c| chars.iter().position(|d| d == c).unwrap_or(0)).collect();
+    let present: Vec<char> = order
+        .iter()
+        .copied()
+        .filter(|c| chars.contains(c))
+        .collect();
+    let perm: Vec<usize> = present
+        .iter()
+        .map(|c| chars.iter().position(|d| d == c).unwrap_or(0))
+        .collect();
     let xp = x.try_permute(&perm)?;
     let s = x.shape();
     let shape: Vec<usize> = order

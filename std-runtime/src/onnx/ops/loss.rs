@@ -41,7 +41,8 @@ fn nll(n: &Node, x: &Tensor) -> Result<Tensor> {
     let w = match n.opt(2) {
         Some(w) => {
             let wc = channel(w, r)?.try_expand(&x.shape())?;
-            hot.try_where(&wc, wc.const_like(0.0))?.try_sum(&[1], false)?
+            hot.try_where(&wc, wc.const_like(0.0))?
+                .try_sum(&[1], false)?
         }
         None => val.const_like(1.0),
     };

@@ -43,7 +43,13 @@ pub fn erf(x: &Tensor) -> Result<Tensor> {
     let x = x.float();
     let a = x.abs();
     let t = a.try_mul(0.3275911)?.try_add(1.0)?.reciprocal();
-    let coef = [1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592];
+    let coef = [
+        1.061405429,
+        -1.453152027,
+        1.421413741,
+        -0.284496736,
+        0.254829592,
+    ];
     let mut p = t.const_like(0.0);
     for c in coef {
         p = p.try_add(c)?.try_mul(&t)?;

@@ -36,9 +36,12 @@ pub fn handler(op: &str) -> Option<Handler> {
         .or_else(|| host::lookup(op))
 }
 
+/// A family's table: op type → handler.
+type Lookup = fn(&str) -> Option<Handler>;
+
 /// The family (source file) of a supported op, for reports: `elementwise`, `nn`, ...
 pub fn family(op: &str) -> Option<&'static str> {
-    let table: [(&str, fn(&str) -> Option<Handler>); 9] = [
+    let table: [(&str, Lookup); 9] = [
         ("loss", loss::lookup),
         ("elementwise", elementwise::lookup),
         ("activation", activation::lookup),
@@ -49,7 +52,10 @@ pub fn family(op: &str) -> Option<&'static str> {
         ("quant", quant::lookup),
         ("host", host::lookup),
     ];
-    table.iter().find(|(_, f)| f(op).is_some()).map(|(name, _)| *name)
+    table
+        .iter()
+        .find(|(_, f)| f(op).is_some())
+        .map(|(name, _)| *name)
 }
 
 /// One output.
@@ -62,7 +68,10 @@ fn norm_axis(op: &str, axis: i64, rank: usize) -> Result<usize> {
     let r = rank as i64;
     let a = if axis < 0 { axis + r } else { axis };
     if a < 0 || a >= r.max(1) {
-        return Err(super::node::bad(op, format!("axis {axis} is out of range for rank {rank}")));
+        return Err(super::node::bad(
+            op,
+            format!("axis {axis} is out of range for rank {rank}"),
+        ));
     }
     Ok(a as usize)
 }

@@ -36,7 +36,13 @@ pub fn lookup(op: &str) -> Option<Handler> {
 }
 
 fn gemm(n: &Node) -> Result<Vec<Tensor>> {
-    let t = |x: &Tensor, on: bool| if on { x.try_transpose(0, 1) } else { Ok(x.clone()) };
+    let t = |x: &Tensor, on: bool| {
+        if on {
+            x.try_transpose(0, 1)
+        } else {
+            Ok(x.clone())
+        }
+    };
     let a = t(n.input(0)?, n.int("transA", 0) != 0)?;
     let b = t(n.input(1)?, n.int("transB", 0) != 0)?;
     let mut y = a.try_matmul(&b)?;
@@ -61,7 +67,7 @@ struct Window {
 
 fn list(n: &Node, name: &str, k: usize, default: i64) -> Result<Vec<usize>> {
     let v = n.ints(name).unwrap_or_else(|| vec![default; k]);
-    if v.len() != k || v.iter().any(|&x| x < 1 || x > 1 << 20) {
+    if v.len() != k || v.iter().any(|&x| !(1..=1 << 20).contains(&x)) {
         return Err(bad(n.op(), format!("{name} {v:?} for {k} spatial axes")));
     }
     Ok(v.iter().map(|&x| x as usize).collect())
@@ -82,7 +88,11 @@ impl Window {
                         let need = (out - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1;
                         let total = need.saturating_sub(spatial[i]) as i64;
                         let small = total / 2;
-                        if lower { (total - small, small) } else { (small, total - small) }
+                        if lower {
+                            (total - small, small)
+                        } else {
+                            (small, total - small)
+                        }
                     })
                     .collect()
             }
@@ -94,7 +104,12 @@ impl Window {
                 (0..k).map(|i| (p[i], p[i + k])).collect()
             }
         };
-        Ok(Window { kernel, strides, dilations, pads })
+        Ok(Window {
+            kernel,
+            strides,
+            dilations,
+            pads,
+        })
     }
 
     /// Output size of each axis of a padded input of `spatial` dims (`ceil` rounds up).
@@ -106,7 +121,10 @@ impl Window {
                 let s = self.strides[i] as i64;
                 let room = padded - span;
                 if room < 0 {
-                    return Err(bad("window", format!("kernel {:?} larger than input {spatial:?}", self.kernel)));
+                    return Err(bad(
+                        "window",
+                        format!("kernel {:?} larger than input {spatial:?}", self.kernel),
+                    ));
                 }
                 let mut o = room / s + 1;
                 if ceil && room % s != 0 {
@@ -189,7 +207,10 @@ fn conv_core(x: &Tensor, w: &Tensor, win: &Window, g: usize) -> Result<Tensor> {
     let ws = w.shape();
     let (nb, c, m) = (xs[0], xs[1], ws[0]);
     if c % g != 0 || m % g != 0 || ws[1] * g != c {
-        return Err(bad("Conv", format!("{g} groups for input {xs:?} and weight {ws:?}")));
+        return Err(bad(
+            "Conv",
+            format!("{g} groups for input {xs:?} and weight {ws:?}"),
+        ));
     }
     let zero = vec![0; win.kernel.len()];
     let xp = pad_spatial(x, &win.pads, &zero, 0.0)?;
@@ -209,7 +230,10 @@ fn conv_transpose(n: &Node) -> Result<Vec<Tensor>> {
     let w = n.input(1)?;
     let (xs, ws) = (x.shape(), w.shape());
     if xs.len() < 3 || ws.len() != xs.len() {
-        return Err(bad("ConvTranspose", format!("input {xs:?} and weight {ws:?}")));
+        return Err(bad(
+            "ConvTranspose",
+            format!("input {xs:?} and weight {ws:?}"),
+        ));
     }
     let k = xs.len() - 2;
     let g = n.int("group", 1).max(1) as usize;
@@ -222,11 +246,19 @@ fn conv_transpose(n: &Node) -> Result<Vec<Tensor>> {
     let mut full = vec![(0i64, 0i64); 2];
     for i in 0..k {
         let edge = ((kernel[i] - 1) * dil[i]) as i64;
-        full.push((edge - pads[i].0, edge - pads[i].1 + opad.get(i).copied().unwrap_or(0)));
+        full.push((
+            edge - pads[i].0,
+            edge - pads[i].1 + opad.get(i).copied().unwrap_or(0),
+        ));
     }
     let up = pad_full(&up, &full, "constant", 0.0)?;
     let wt = flip_transpose_weight(w, g)?;
-    let win = Window { kernel, strides: vec![1; k], dilations: dil, pads: vec![(0, 0); k] };
+    let win = Window {
+        kernel,
+        strides: vec![1; k],
+        dilations: dil,
+        pads: vec![(0, 0); k],
+    };
     let y = conv_core(&up, &wt, &win, g)?;
     one(add_bias(y, n.opt(2))?)
 }
@@ -242,13 +274,18 @@ fn transpose_pads(
 ) -> Result<Vec<(i64, i64)>> {
     let k = spatial.len();
     let auto = n.string("auto_pad", "NOTSET");
-    if let Some(p) = n.ints("pads").filter(|_| auto == "NOTSET" || auto.is_empty()) {
+    if let Some(p) = n
+        .ints("pads")
+        .filter(|_| auto == "NOTSET" || auto.is_empty())
+    {
         if p.len() != 2 * k {
             return Err(bad("ConvTranspose", format!("pads {p:?}")));
         }
         return Ok((0..k).map(|i| (p[i], p[i + k])).collect());
     }
-    let target: Option<Vec<i64>> = n.ints("output_shape").map(|s| s[s.len().saturating_sub(k)..].to_vec());
+    let target: Option<Vec<i64>> = n
+        .ints("output_shape")
+        .map(|s| s[s.len().saturating_sub(k)..].to_vec());
     Ok((0..k)
         .map(|i| {
             let full = (strides[i] * (spatial[i] - 1)) as i64
@@ -339,7 +376,11 @@ fn pool(n: &Node, kind: Pool) -> Result<Vec<Tensor>> {
         Pool::Max => f64::NEG_INFINITY,
         _ => 0.0,
     };
-    let fill = if x.dtype().is_float() { fill } else { x.dtype().min_value() };
+    let fill = if x.dtype().is_float() {
+        fill
+    } else {
+        x.dtype().min_value()
+    };
     let p = windows(&pad_spatial(x, &win.pads, &extra, fill)?, &win, &out)?;
     let y = match kind {
         Pool::Max => p.try_max(&[2], false)?,
@@ -347,7 +388,12 @@ fn pool(n: &Node, kind: Pool) -> Result<Vec<Tensor>> {
         Pool::Avg => {
             let include = n.int("count_include_pad", 0) != 0;
             let ones = x.const_like(1.0);
-            let counted = pad_spatial(&ones, &win.pads, &vec![0; k], if include { 1.0 } else { 0.0 })?;
+            let counted = pad_spatial(
+                &ones,
+                &win.pads,
+                &vec![0; k],
+                if include { 1.0 } else { 0.0 },
+            )?;
             let counted = pad_spatial(&counted, &vec![(0, 0); k], &extra, 0.0)?;
             let cnt = windows(&counted, &win, &out)?.try_sum(&[2], false)?;
             p.try_sum(&[2], false)?.try_div(&cnt)?
@@ -383,7 +429,11 @@ fn batch_norm(n: &Node) -> Result<Vec<Tensor>> {
     let [scale, b, mean, var] = [1, 2, 3, 4].map(|i| n.input(i).and_then(|t| per_channel(t, r)));
     let eps = n.float("epsilon", 1e-5) as f64;
     let inv = var?.try_add(eps)?.sqrt();
-    let y = x.try_sub(&mean?)?.try_div(&inv)?.try_mul(&scale?)?.try_add(&b?)?;
+    let y = x
+        .try_sub(&mean?)?
+        .try_div(&inv)?
+        .try_mul(&scale?)?
+        .try_add(&b?)?;
     one(y)
 }
 
@@ -419,14 +469,19 @@ fn group_norm(n: &Node) -> Result<Vec<Tensor>> {
     let g = n.int("num_groups", 1).max(1) as usize;
     let (nb, c) = (xs[0], xs[1]);
     if c % g != 0 {
-        return Err(bad("GroupNormalization", format!("{g} groups for {c} channels")));
+        return Err(bad(
+            "GroupNormalization",
+            format!("{g} groups for {c} channels"),
+        ));
     }
     let grouped = x.try_reshape(&[nb as isize, g as isize, -1])?;
     let y = normalize(&grouped, &[2], n.float("epsilon", 1e-5) as f64)?;
     let y = y.try_reshape(&isz(&xs))?;
     let per = |t: &Tensor| -> Result<Tensor> {
         let t = if t.numel() == g && g != c {
-            t.try_reshape(&[g as isize, 1])?.try_expand(&[g, c / g])?.try_reshape(&[c as isize])?
+            t.try_reshape(&[g as isize, 1])?
+                .try_expand(&[g, c / g])?
+                .try_reshape(&[c as isize])?
         } else {
             t.clone()
         };
@@ -472,7 +527,11 @@ fn mvn(n: &Node) -> Result<Vec<Tensor>> {
 fn lrn(n: &Node) -> Result<Vec<Tensor>> {
     let x = n.input(0)?;
     let size = n.int("size", 1).max(1) as usize;
-    let (alpha, beta, bias) = (n.float("alpha", 1e-4) as f64, n.float("beta", 0.75) as f64, n.float("bias", 1.0) as f64);
+    let (alpha, beta, bias) = (
+        n.float("alpha", 1e-4) as f64,
+        n.float("beta", 0.75) as f64,
+        n.float("bias", 1.0) as f64,
+    );
     let c = x.shape()[1];
     let sq = x.try_mul(x)?;
     let lo = (size - 1) / 2;
@@ -485,6 +544,9 @@ fn lrn(n: &Node) -> Result<Vec<Tensor>> {
         arg[1] = (k, k + c);
         sum = sum.try_add(padded.try_shrink(&arg)?)?;
     }
-    let den = sum.try_mul(alpha / size as f64)?.try_add(bias)?.try_pow(beta)?;
+    let den = sum
+        .try_mul(alpha / size as f64)?
+        .try_add(bias)?
+        .try_pow(beta)?;
     one(x.try_div(&den)?)
 }

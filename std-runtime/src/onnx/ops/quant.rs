@@ -33,17 +33,22 @@ fn along(p: &Tensor, x: &Tensor, axis: i64) -> Result<Tensor> {
 
 /// `saturate(round(x / scale) + zp)` as `out`.
 fn quantize(x: &Tensor, scale: &Tensor, zp: Option<&Tensor>, out: DType) -> Result<Tensor> {
-    let mut q = math::round(&x.float().try_div(&scale.float())?)?;
+    let mut q = math::round(&x.float().try_div(scale.float())?)?;
     if let Some(z) = zp {
-        q = q.try_add(&z.cast(q.dtype()))?;
+        q = q.try_add(z.cast(q.dtype()))?;
     }
-    Ok(q.try_maximum(out.min_value())?.try_minimum(out.max_value())?.cast(out))
+    Ok(q.try_maximum(out.min_value())?
+        .try_minimum(out.max_value())?
+        .cast(out))
 }
 
 fn quantize_linear(n: &Node) -> Result<Vec<Tensor>> {
     let x = n.input(0)?;
     if n.int("block_size", 0) != 0 {
-        return Err(bad("QuantizeLinear", "blocked quantization is not supported"));
+        return Err(bad(
+            "QuantizeLinear",
+            "blocked quantization is not supported",
+        ));
     }
     let axis = n.int("axis", 1);
     let scale = along(n.input(1)?, x, axis)?;
@@ -62,14 +67,17 @@ fn quantize_linear(n: &Node) -> Result<Vec<Tensor>> {
 fn dequantize_linear(n: &Node) -> Result<Vec<Tensor>> {
     let x = n.input(0)?;
     if n.int("block_size", 0) != 0 {
-        return Err(bad("DequantizeLinear", "blocked quantization is not supported"));
+        return Err(bad(
+            "DequantizeLinear",
+            "blocked quantization is not supported",
+        ));
     }
     let axis = n.int("axis", 1);
     let scale = along(n.input(1)?, x, axis)?;
     let f = scale.dtype();
     let mut v = x.cast(f);
     if let Some(z) = n.opt(2) {
-        v = v.try_sub(&along(z, x, axis)?.cast(f))?;
+        v = v.try_sub(along(z, x, axis)?.cast(f))?;
     }
     one(v.try_mul(&scale)?)
 }
@@ -80,7 +88,10 @@ fn dynamic_quantize(n: &Node) -> Result<Vec<Tensor>> {
     let hi = flat.try_max(&[0], false)?.try_maximum(0.0)?;
     let lo = flat.try_min(&[0], false)?.try_minimum(0.0)?;
     let scale = hi.try_sub(&lo)?.try_div(255.0)?;
-    let zp = math::round(&lo.neg().try_div(&scale)?)?.try_maximum(0.0)?.try_minimum(255.0)?.cast(DType::U8);
+    let zp = math::round(&lo.neg().try_div(&scale)?)?
+        .try_maximum(0.0)?
+        .try_minimum(255.0)?
+        .cast(DType::U8);
     let y = quantize(&x, &scale, Some(&zp), DType::U8)?;
     Ok(vec![y, scale, zp])
 }
@@ -94,7 +105,7 @@ fn centered(x: &Tensor, zp: Option<&Tensor>, d: DType) -> Result<Tensor> {
             } else {
                 z.clone()
             };
-            v.try_sub(&z.cast(d))
+            v.try_sub(z.cast(d))
         }
         None => Ok(v),
     }
@@ -112,8 +123,11 @@ fn matmul_integer(n: &Node) -> Result<Vec<Tensor>> {
 
 fn qlinear_matmul(n: &Node) -> Result<Vec<Tensor>> {
     let deq = |i: usize| -> Result<Tensor> {
-        let v = n.input(i)?.cast(DType::F32).try_sub(&n.input(i + 2)?.cast(DType::F32))?;
-        v.try_mul(&n.input(i + 1)?.cast(DType::F32))
+        let v = n
+            .input(i)?
+            .cast(DType::F32)
+            .try_sub(n.input(i + 2)?.cast(DType::F32))?;
+        v.try_mul(n.input(i + 1)?.cast(DType::F32))
     };
     let y = deq(0)?.try_matmul(&deq(3)?)?;
     let zp = n.input(7)?;

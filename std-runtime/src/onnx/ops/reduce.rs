@@ -36,7 +36,9 @@ pub fn lookup(op: &str) -> Option<Handler> {
 
 fn log_sum_exp(x: &Tensor, a: &[isize]) -> Result<Tensor> {
     let m = x.try_max(a, true)?;
-    let m = m.try_eq(f64::NEG_INFINITY)?.try_where(m.const_like(0.0), &m)?;
+    let m = m
+        .try_eq(f64::NEG_INFINITY)?
+        .try_where(m.const_like(0.0), &m)?;
     let s = x.try_sub(&m)?.exp().try_sum(a, true)?;
     s.log().try_add(&m)
 }
@@ -48,7 +50,11 @@ fn reduce(
 ) -> Result<Vec<Tensor>> {
     let x = n.input(0)?;
     let r = x.ndim();
-    let axes = if n.opset >= input_since { n.ints_input(1)? } else { n.ints("axes") };
+    let axes = if n.opset >= input_since {
+        n.ints_input(1)?
+    } else {
+        n.ints("axes")
+    };
     let axes: Vec<isize> = match axes {
         Some(a) if !a.is_empty() => a
             .iter()
@@ -73,7 +79,11 @@ fn reduce(
 
 /// Index (i64, kept axis) of the max (`max`) or min along `axis`, the first or the `last` one.
 pub fn arg_extreme(x: &Tensor, axis: isize, max: bool, last: bool) -> Result<Tensor> {
-    let m = if max { x.try_max(&[axis], true)? } else { x.try_min(&[axis], true)? };
+    let m = if max {
+        x.try_max(&[axis], true)?
+    } else {
+        x.try_min(&[axis], true)?
+    };
     let hit = x.try_eq(&m)?;
     let d = x.shape()[axis as usize];
     let mut s = vec![1isize; x.ndim()];
@@ -98,7 +108,10 @@ fn arg(n: &Node, max: bool) -> Result<Vec<Tensor>> {
 
 fn cumulative(n: &Node, prod: bool) -> Result<Vec<Tensor>> {
     let x = n.input(0)?;
-    let axis = n.ints_input(1)?.and_then(|v| v.first().copied()).ok_or_else(|| bad(n.op(), "no axis"))?;
+    let axis = n
+        .ints_input(1)?
+        .and_then(|v| v.first().copied())
+        .ok_or_else(|| bad(n.op(), "no axis"))?;
     let a = norm_axis(n.op(), axis, x.ndim())?;
     let r = x.ndim();
     let mut perm: Vec<usize> = (0..r).filter(|&i| i != a).collect();
@@ -117,7 +130,11 @@ fn cumulative(n: &Node, prod: bool) -> Result<Vec<Tensor>> {
     let xe = xt.try_unsqueeze(-2)?;
     let fill = if prod { 1.0 } else { 0.0 };
     let picked = mask.try_where(&xe, xe.const_like(fill))?;
-    let y = if prod { picked.try_prod(&[-1], false)? } else { picked.try_sum(&[-1], false)? };
+    let y = if prod {
+        picked.try_prod(&[-1], false)?
+    } else {
+        picked.try_sum(&[-1], false)?
+    };
     let mut inv = vec![0; r];
     for (k, &p) in perm.iter().enumerate() {
         inv[p] = k;

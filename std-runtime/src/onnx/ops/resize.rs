@@ -35,7 +35,10 @@ pub fn resize(n: &Node) -> Result<Vec<Tensor>> {
         return Err(bad("Resize", "antialias is not supported"));
     }
     let axes: Vec<usize> = match n.ints("axes") {
-        Some(a) => a.iter().map(|&v| norm_axis("Resize", v, r)).collect::<Result<_>>()?,
+        Some(a) => a
+            .iter()
+            .map(|&v| norm_axis("Resize", v, r))
+            .collect::<Result<_>>()?,
         None => (0..r).collect(),
     };
     let plan = plan_axes(n, &shape, &axes)?;
@@ -49,7 +52,9 @@ pub fn resize(n: &Node) -> Result<Vec<Tensor>> {
         if setup.transform == "tf_crop_and_resize" {
             let mut s = vec![1isize; r];
             s[a] = ax.len_out as isize;
-            let m = Tensor::try_from_f64s(&inside, &[ax.len_out], DType::Bool)?.try_reshape(&s)?.logical_not();
+            let m = Tensor::try_from_f64s(&inside, &[ax.len_out], DType::Bool)?
+                .try_reshape(&s)?
+                .logical_not();
             outside = Some(match outside {
                 None => m,
                 Some(o) => o.try_alu(picograd_core::ops::AluOp::Or, &[&m])?,
@@ -66,12 +71,20 @@ pub fn resize(n: &Node) -> Result<Vec<Tensor>> {
 }
 
 fn read_setup(n: &Node) -> Setup {
-    let default_tf = if n.op() == "Upsample" || n.opset < 11 { "asymmetric" } else { "half_pixel" };
+    let default_tf = if n.op() == "Upsample" || n.opset < 11 {
+        "asymmetric"
+    } else {
+        "half_pixel"
+    };
     let mut mode = n.string("mode", "nearest");
     if mode == "bilinear" || mode == "trilinear" {
         mode = "linear".into();
     }
-    let nearest_default = if n.op() == "Upsample" || n.opset < 11 { "floor" } else { "round_prefer_floor" };
+    let nearest_default = if n.op() == "Upsample" || n.opset < 11 {
+        "floor"
+    } else {
+        "round_prefer_floor"
+    };
     Setup {
         mode,
         transform: n.string("coordinate_transformation_mode", default_tf),
@@ -92,7 +105,11 @@ fn plan_axes(n: &Node, shape: &[usize], axes: &[usize]) -> Result<Vec<(usize, Ax
     } else if n.opset < 11 {
         (n.floats_input(1)?, None, None)
     } else {
-        (n.floats_input(2)?.filter(|v| !v.is_empty()), n.ints_input(3)?.filter(|v| !v.is_empty()), n.floats_input(1)?.filter(|v| !v.is_empty()))
+        (
+            n.floats_input(2)?.filter(|v| !v.is_empty()),
+            n.ints_input(3)?.filter(|v| !v.is_empty()),
+            n.floats_input(1)?.filter(|v| !v.is_empty()),
+        )
     };
     let k = axes.len();
     let mut out: Vec<(usize, f64)> = Vec::with_capacity(k);
@@ -100,7 +117,9 @@ fn plan_axes(n: &Node, shape: &[usize], axes: &[usize]) -> Result<Vec<(usize, Ax
         if sz.len() != k {
             return Err(bad("Resize", format!("{} sizes for {k} axes", sz.len())));
         }
-        let ratio: Vec<f64> = (0..k).map(|i| sz[i] as f64 / shape[axes[i]] as f64).collect();
+        let ratio: Vec<f64> = (0..k)
+            .map(|i| sz[i] as f64 / shape[axes[i]] as f64)
+            .collect();
         let policy = n.string("keep_aspect_ratio_policy", "stretch");
         let common = match policy.as_str() {
             "not_larger" => Some(ratio.iter().cloned().fold(f64::INFINITY, f64::min)),
@@ -134,7 +153,15 @@ fn plan_axes(n: &Node, shape: &[usize], axes: &[usize]) -> Result<Vec<(usize, Ax
                 Some(rv) if rv.len() == 2 * shape.len() => (rv[axes[i]], rv[axes[i] + shape.len()]),
                 _ => (0.0, 1.0),
             };
-            (axes[i], Axis { len_in: shape[axes[i]], len_out: out[i].0, scale: out[i].1, roi })
+            (
+                axes[i],
+                Axis {
+                    len_in: shape[axes[i]],
+                    len_out: out[i].0,
+                    scale: out[i].1,
+                    roi,
+                },
+            )
         })
         .collect())
 }
@@ -202,7 +229,8 @@ fn taps(x: f64, li: usize, s: &Setup) -> Vec<(usize, f64)> {
                     0.0
                 }
             };
-            let mut t: Vec<(i64, f64)> = (-1..=2).map(|k| (f as i64 + k, cw(r - k as f64))).collect();
+            let mut t: Vec<(i64, f64)> =
+                (-1..=2).map(|k| (f as i64 + k, cw(r - k as f64))).collect();
             if s.exclude_outside {
                 t.retain(|&(i, _)| i >= 0 && i < li as i64);
                 let sum: f64 = t.iter().map(|p| p.1).sum();
@@ -216,7 +244,11 @@ fn taps(x: f64, li: usize, s: &Setup) -> Vec<(usize, f64)> {
                 "ceil" => x.ceil(),
                 "round_prefer_ceil" => (x + 0.5).floor(),
                 _ => {
-                    if x - x.floor() == 0.5 { x.floor() } else { x.round() }
+                    if x - x.floor() == 0.5 {
+                        x.floor()
+                    } else {
+                        x.round()
+                    }
                 }
             };
             vec![(clamp(i as i64), 1.0)]

@@ -60,7 +60,10 @@ fn reshape(n: &Node) -> Result<Vec<Tensor>> {
     let mut out = Vec::with_capacity(spec.len());
     for (i, &d) in spec.iter().enumerate() {
         let v = match d {
-            0 if !allow_zero => *own.get(i).ok_or_else(|| bad("Reshape", "0 copies a missing axis"))? as i64,
+            0 if !allow_zero => *own
+                .get(i)
+                .ok_or_else(|| bad("Reshape", "0 copies a missing axis"))?
+                as i64,
             d => d,
         };
         out.push(v);
@@ -114,9 +117,15 @@ fn squeeze(n: &Node) -> Result<Vec<Tensor>> {
         None => (0..shape.len()).filter(|&i| shape[i] == 1).collect(),
     };
     if axes.iter().any(|&a| shape[a] != 1) {
-        return Err(bad("Squeeze", format!("axes {axes:?} of shape {shape:?} are not all 1")));
+        return Err(bad(
+            "Squeeze",
+            format!("axes {axes:?} of shape {shape:?} are not all 1"),
+        ));
     }
-    let out: Vec<usize> = (0..shape.len()).filter(|i| !axes.contains(i)).map(|i| shape[i]).collect();
+    let out: Vec<usize> = (0..shape.len())
+        .filter(|i| !axes.contains(i))
+        .map(|i| shape[i])
+        .collect();
     one(x.try_reshape(&isz(&out))?)
 }
 
@@ -136,7 +145,13 @@ fn unsqueeze(n: &Node) -> Result<Vec<Tensor>> {
     }
     let mut it = shape.iter();
     let out: Vec<usize> = (0..rank)
-        .map(|i| if ax.contains(&i) { 1 } else { *it.next().unwrap_or(&1) })
+        .map(|i| {
+            if ax.contains(&i) {
+                1
+            } else {
+                *it.next().unwrap_or(&1)
+            }
+        })
         .collect();
     one(x.try_reshape(&isz(&out))?)
 }
@@ -157,11 +172,16 @@ fn split(n: &Node) -> Result<Vec<Tensor>> {
         None => {
             let parts = n.int("num_outputs", n.proto.output.len() as i64).max(1) as usize;
             let each = dim.div_ceil(parts);
-            (0..parts).map(|i| each.min(dim.saturating_sub(i * each))).collect()
+            (0..parts)
+                .map(|i| each.min(dim.saturating_sub(i * each)))
+                .collect()
         }
     };
     if sizes.iter().sum::<usize>() != dim {
-        return Err(bad("Split", format!("sizes {sizes:?} do not add up to {dim}")));
+        return Err(bad(
+            "Split",
+            format!("sizes {sizes:?} do not add up to {dim}"),
+        ));
     }
     let mut out = Vec::with_capacity(sizes.len());
     let mut start = 0;
@@ -180,14 +200,22 @@ fn slice(n: &Node) -> Result<Vec<Tensor>> {
     let (starts, ends, axes, steps) = if n.opset < 10 {
         (n.ints("starts"), n.ints("ends"), n.ints("axes"), None)
     } else {
-        (n.ints_input(1)?, n.ints_input(2)?, n.ints_input(3)?, n.ints_input(4)?)
+        (
+            n.ints_input(1)?,
+            n.ints_input(2)?,
+            n.ints_input(3)?,
+            n.ints_input(4)?,
+        )
     };
     let starts = starts.ok_or_else(|| bad("Slice", "no starts"))?;
     let ends = ends.ok_or_else(|| bad("Slice", "no ends"))?;
     let axes = axes.unwrap_or_else(|| (0..starts.len() as i64).collect());
     let steps = steps.unwrap_or_else(|| vec![1; starts.len()]);
     if ends.len() != starts.len() || axes.len() != starts.len() || steps.len() != starts.len() {
-        return Err(bad("Slice", "starts, ends, axes and steps differ in length"));
+        return Err(bad(
+            "Slice",
+            "starts, ends, axes and steps differ in length",
+        ));
     }
     let mut arg: Vec<(i64, i64, i64)> = shape.iter().map(|&d| (0, d as i64, 1)).collect();
     for k in 0..starts.len() {
@@ -203,18 +231,30 @@ fn pad(n: &Node) -> Result<Vec<Tensor>> {
     let x = n.input(0)?;
     let r = x.ndim();
     let (pads, value) = if n.opset < 11 {
-        (n.ints("pads").or(n.ints("paddings")), n.float("value", 0.0) as f64)
+        (
+            n.ints("pads").or(n.ints("paddings")),
+            n.float("value", 0.0) as f64,
+        )
     } else {
-        let v = n.floats_input(2)?.and_then(|v| v.first().copied()).unwrap_or(0.0);
+        let v = n
+            .floats_input(2)?
+            .and_then(|v| v.first().copied())
+            .unwrap_or(0.0);
         (n.ints_input(1)?, v)
     };
     let pads = pads.ok_or_else(|| bad("Pad", "no pads"))?;
     let axes: Vec<usize> = match n.ints_input(3)? {
-        Some(a) => a.iter().map(|&v| norm_axis("Pad", v, r)).collect::<Result<_>>()?,
+        Some(a) => a
+            .iter()
+            .map(|&v| norm_axis("Pad", v, r))
+            .collect::<Result<_>>()?,
         None => (0..r).collect(),
     };
     if pads.len() != 2 * axes.len() {
-        return Err(bad("Pad", format!("{} pads for {} axes", pads.len(), axes.len())));
+        return Err(bad(
+            "Pad",
+            format!("{} pads for {} axes", pads.len(), axes.len()),
+        ));
     }
     let mut full = vec![(0i64, 0i64); r];
     for (k, &a) in axes.iter().enumerate() {
@@ -237,7 +277,10 @@ pub fn pad_full(x: &Tensor, pads: &[(i64, i64)], mode: &str, value: f64) -> Resu
         })
         .collect();
     let x = x.try_shrink(&crop)?;
-    let grow: Vec<(usize, usize)> = pads.iter().map(|&(b, e)| (b.max(0) as usize, e.max(0) as usize)).collect();
+    let grow: Vec<(usize, usize)> = pads
+        .iter()
+        .map(|&(b, e)| (b.max(0) as usize, e.max(0) as usize))
+        .collect();
     for &(b, e) in &grow {
         super::super::values::checked_numel("Pad", &[b as i64, e as i64])?;
     }
@@ -278,7 +321,12 @@ fn pad_axis(x: &Tensor, a: usize, b: usize, e: usize, mode: &str) -> Result<Tens
             part(d - 1 - e, d - 1)?.try_flip(&[a as isize])?,
         ),
         "wrap" if b <= d && e <= d => (part(d - b, d)?, part(0, e)?),
-        _ => return Err(bad("Pad", format!("{mode} padding of {b}/{e} on an axis of {d}"))),
+        _ => {
+            return Err(bad(
+                "Pad",
+                format!("{mode} padding of {b}/{e} on an axis of {d}"),
+            ))
+        }
     };
     Tensor::try_cat(&[&before, x, &after], a as isize)
 }
@@ -299,10 +347,18 @@ fn tile(n: &Node) -> Result<Vec<Tensor>> {
     if reps.len() != shape.len() || reps.iter().any(|&r| r < 0) {
         return Err(bad("Tile", format!("repeats {reps:?} for shape {shape:?}")));
     }
-    let total: Vec<i64> = shape.iter().zip(&reps).map(|(&d, &r)| d as i64 * r).collect();
+    let total: Vec<i64> = shape
+        .iter()
+        .zip(&reps)
+        .map(|(&d, &r)| d as i64 * r)
+        .collect();
     checked_numel("Tile", &total)?;
     let inter: Vec<usize> = shape.iter().flat_map(|&d| [1, d]).collect();
-    let big: Vec<usize> = shape.iter().zip(&reps).flat_map(|(&d, &r)| [r as usize, d]).collect();
+    let big: Vec<usize> = shape
+        .iter()
+        .zip(&reps)
+        .flat_map(|(&d, &r)| [r as usize, d])
+        .collect();
     let y = x.try_reshape(&isz(&inter))?.try_expand(&big)?;
     let out: Vec<usize> = total.iter().map(|&v| v as usize).collect();
     one(y.try_reshape(&isz(&out))?)
@@ -318,7 +374,9 @@ fn shape_op(n: &Node) -> Result<Vec<Tensor>> {
 }
 
 fn constant_of_shape(n: &Node) -> Result<Vec<Tensor>> {
-    let spec = n.ints_input(0)?.ok_or_else(|| bad("ConstantOfShape", "no shape"))?;
+    let spec = n
+        .ints_input(0)?
+        .ok_or_else(|| bad("ConstantOfShape", "no shape"))?;
     checked_numel("ConstantOfShape", &spec)?;
     let s: Vec<usize> = spec.iter().map(|&d| d as usize).collect();
     let (v, d) = match n.tensor("value") {
@@ -364,15 +422,28 @@ fn constant(n: &Node) -> Result<Vec<Tensor>> {
     if let Some(v) = n.ints("value_ints") {
         return one(Tensor::try_from_slice(&v, &[v.len()])?);
     }
-    Err(bad("Constant", "only tensor, float(s) and int(s) values are supported"))
+    Err(bad(
+        "Constant",
+        "only tensor, float(s) and int(s) values are supported",
+    ))
 }
 
 fn dropout(n: &Node) -> Result<Vec<Tensor>> {
     let x = n.input(0)?;
-    let training = n.ints_input(2)?.and_then(|v| v.first().copied()).unwrap_or(0) != 0;
-    let ratio = n.floats_input(1)?.and_then(|v| v.first().copied()).unwrap_or(0.0);
+    let training = n
+        .ints_input(2)?
+        .and_then(|v| v.first().copied())
+        .unwrap_or(0)
+        != 0;
+    let ratio = n
+        .floats_input(1)?
+        .and_then(|v| v.first().copied())
+        .unwrap_or(0.0);
     if training && ratio != 0.0 {
-        return Err(bad("Dropout", "training mode with a nonzero ratio (random) is not supported"));
+        return Err(bad(
+            "Dropout",
+            "training mode with a nonzero ratio (random) is not supported",
+        ));
     }
     Ok(vec![x.clone(), Tensor::full(&x.shape(), 1.0, DType::Bool)])
 }
@@ -383,9 +454,11 @@ fn depth_to_space(n: &Node) -> Result<Vec<Tensor>> {
     let [nn, c, h, w] = four(x, "DepthToSpace")?;
     let c2 = c / (b * b);
     let y = if n.string("mode", "DCR") == "CRD" {
-        x.try_reshape(&isz(&[nn, c2, b, b, h, w]))?.try_permute(&[0, 1, 4, 2, 5, 3])?
+        x.try_reshape(&isz(&[nn, c2, b, b, h, w]))?
+            .try_permute(&[0, 1, 4, 2, 5, 3])?
     } else {
-        x.try_reshape(&isz(&[nn, b, b, c2, h, w]))?.try_permute(&[0, 3, 4, 1, 5, 2])?
+        x.try_reshape(&isz(&[nn, b, b, c2, h, w]))?
+            .try_permute(&[0, 3, 4, 1, 5, 2])?
     };
     one(y.try_reshape(&isz(&[nn, c2, h * b, w * b]))?)
 }
@@ -416,7 +489,11 @@ fn diag_offsets(r: usize, c: usize) -> Result<Tensor> {
 
 fn eye_like(n: &Node) -> Result<Vec<Tensor>> {
     let x = n.input(0)?;
-    let [r, c]: [usize; 2] = x.shape().as_slice().try_into().map_err(|_| bad("EyeLike", "needs 2-D"))?;
+    let [r, c]: [usize; 2] = x
+        .shape()
+        .as_slice()
+        .try_into()
+        .map_err(|_| bad("EyeLike", "needs 2-D"))?;
     let d = match n.int("dtype", -1) {
         -1 => x.dtype(),
         code => dtype_of(code as i32).ok_or_else(|| bad("EyeLike", "dtype"))?,
@@ -430,7 +507,10 @@ fn trilu(n: &Node) -> Result<Vec<Tensor>> {
     if s.len() < 2 {
         return Err(bad("Trilu", "needs rank ≥ 2"));
     }
-    let k = n.ints_input(1)?.and_then(|v| v.first().copied()).unwrap_or(0);
+    let k = n
+        .ints_input(1)?
+        .and_then(|v| v.first().copied())
+        .unwrap_or(0);
     let off = diag_offsets(s[s.len() - 2], s[s.len() - 1])?;
     let keep = if n.int("upper", 1) != 0 {
         off.try_ge(k)?
@@ -442,7 +522,10 @@ fn trilu(n: &Node) -> Result<Vec<Tensor>> {
 
 fn one_hot(n: &Node) -> Result<Vec<Tensor>> {
     let idx = n.input(0)?;
-    let depth = n.floats_input(1)?.and_then(|v| v.first().copied()).unwrap_or(0.0) as i64;
+    let depth = n
+        .floats_input(1)?
+        .and_then(|v| v.first().copied())
+        .unwrap_or(0.0) as i64;
     let values = n.input(2)?;
     checked_numel("OneHot", &[idx.numel() as i64, depth])?;
     let rank = idx.ndim() + 1;
