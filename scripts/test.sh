@@ -22,3 +22,6 @@ cargo build -p picograd-core --no-default-features --target riscv32imac-unknown-
 
 step "cargo test --workspace"
 cargo test --workspace
+
+step "ONNX backend node tests (pass rate must not drop below std-runtime/src/onnx/PASS_FLOOR)"
+bash scripts/onnx-conformance.sh

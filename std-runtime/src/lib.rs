@@ -10,6 +10,8 @@ pub mod export;
 pub use compiler::{CompiledLib, Compiler, EntryFn, Stats};
 pub mod clang;
 pub mod install;
+#[cfg(feature = "onnx")]
+pub mod onnx;
 pub mod safetensors;
 
 pub use clang::Clang;

@@ -1,0 +1,187 @@
+//! The `picograd` command line: `run` an ONNX model on `.npy` inputs, `compile` it for a device
+//! target, `inspect` it. Exit codes: 0 success, 1 the model or its inputs were bad (or a run
+//! failed), 2 usage errors (clap), 3 the model uses operators picograd does not support,
+//! 4 the feature is not available in this build.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use clap::{Parser, Subcommand};
+use picograd_core::{Error, Result};
+use picograd_runtime::onnx::{npy, ops, values::onnx_type_name, Model};
+
+/// picograd: run, compile and inspect ONNX models.
+#[derive(Parser)]
+#[command(name = "picograd", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a model on numpy `.npy` inputs and write each output as `.npy`.
+    Run {
+        /// The ONNX model file.
+        model: PathBuf,
+        /// One `.npy` file per model input, in the model's input order.
+        #[arg(long = "input", short = 'i')]
+        inputs: Vec<PathBuf>,
+        /// Directory for the outputs (`<output name>.npy`); defaults to the current directory.
+        #[arg(long, short = 'o', default_value = ".")]
+        out: PathBuf,
+        /// Run kernels in the interpreter instead of compiling them with clang.
+        #[arg(long)]
+        interp: bool,
+    },
+    /// Compile a model to standalone C for a device target (export bundle + flash/RAM estimates).
+    Compile {
+        /// The ONNX model file.
+        model: PathBuf,
+        /// The device target (`cortex-m4`, `riscv32`, `host`).
+        #[arg(long, default_value = "host")]
+        target: String,
+        /// The directory to write the bundle to.
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Show a model's inputs, outputs, operators, parameter count and picograd's support.
+    Inspect {
+        /// The ONNX model file.
+        model: PathBuf,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run {
+            model,
+            inputs,
+            out,
+            interp,
+        } => run(&model, &inputs, &out, interp),
+        Command::Compile { model, target, out } => compile(&model, &target, &out),
+        Command::Inspect { model } => inspect(&model),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("picograd: error: {e}");
+            ExitCode::from(match e {
+                Error::Unsupported(m) if m.starts_with("compile:") => 4,
+                Error::Unsupported(_) => 3,
+                _ => 1,
+            })
+        }
+    }
+}
+
+fn load(path: &Path) -> Result<Model> {
+    let t = Instant::now();
+    let m = Model::load(path)?;
+    eprintln!(
+        "loaded {} ({} nodes, opset {}) in {:.2?}",
+        path.display(),
+        m.nodes().count(),
+        m.opset(),
+        t.elapsed()
+    );
+    Ok(m)
+}
+
+fn run(path: &Path, inputs: &[PathBuf], out: &Path, interp: bool) -> Result<()> {
+    if !interp {
+        picograd_runtime::install();
+    }
+    let model = load(path)?;
+    model.check_supported()?;
+    let tensors = inputs
+        .iter()
+        .map(|p| npy::read(p))
+        .collect::<Result<Vec<_>>>()?;
+    let t = Instant::now();
+    let outs = model.run(&tensors)?;
+    let refs: Vec<&picograd_core::Tensor> = outs.iter().collect();
+    eprintln!("computing {} output(s)...", outs.len());
+    picograd_core::Tensor::realize_all(&refs)?;
+    eprintln!("ran in {:.2?}", t.elapsed());
+    std::fs::create_dir_all(out).map_err(|e| Error::Io {
+        path: out.display().to_string(),
+        detail: e.to_string(),
+    })?;
+    for (spec, t) in model.outputs().iter().zip(&outs) {
+        let file = out.join(format!("{}.npy", sanitize(&spec.name)));
+        npy::write(&file, t)?;
+        println!(
+            "{}: {:?} {} -> {}",
+            spec.name,
+            t.shape(),
+            t.dtype(),
+            file.display()
+        );
+    }
+    Ok(())
+}
+
+/// A value name made safe as a file name.
+fn sanitize(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Exports a model for a device. The AOT exporter (`core/src/export`, `write_bundle`) is being
+/// built on another branch; this is the single call site to wire to it when it is merged.
+fn compile(path: &Path, target: &str, out: &Path) -> Result<()> {
+    let model = load(path)?;
+    model.check_supported()?;
+    let _ = (target, out);
+    Err(Error::Unsupported(
+        "compile: the exporter is not merged yet".into(),
+    ))
+}
+
+fn inspect(path: &Path) -> Result<()> {
+    let model = load(path)?;
+    println!("model: {}", path.display());
+    println!("producer: {}  opsets: {:?}", model.producer, model.opsets);
+    for v in model.inputs() {
+        println!("input  {}: {}", v.name, v.describe());
+    }
+    for v in model.outputs() {
+        println!("output {}: {}", v.name, v.describe());
+    }
+    println!(
+        "parameters: {} in {} weight tensors",
+        model.parameter_count(),
+        model.weights().len()
+    );
+    let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
+    for n in model.nodes() {
+        *counts.entry(n.op_type.clone()).or_default() += 1;
+    }
+    println!("operators:");
+    for (op, c) in &counts {
+        let s = match ops::family(op) {
+            Some(f) => format!("supported ({f})"),
+            None => "NOT SUPPORTED".to_string(),
+        };
+        println!("  {op:<28} x{c:<5} {s}");
+    }
+    let bad = model.unsupported();
+    if bad.is_empty() {
+        println!("picograd supports every operator in this model");
+    } else {
+        println!("{} node(s) use unsupported operators", bad.len());
+    }
+    let _ = onnx_type_name;
+    Ok(())
+}

@@ -1,0 +1,444 @@
+//! [`Model`]: a loaded, validated ONNX model. Loading decodes the protobuf (bounded: prost checks
+//! every length against the bytes present and caps nesting), converts the initializers to
+//! weights, and orders the nodes topologically — refusing cycles, duplicate producers and
+//! inputs nothing produces, each error naming the node. Running evaluates the nodes in that
+//! order into lazy tensors, after reporting every unsupported operator at once.
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+
+use picograd_core::{Error, Result, Tensor};
+use prost::Message;
+
+use super::node::{in_node, Node};
+use super::proto::{GraphProto, ModelProto, NodeProto, ValueInfoProto};
+use super::values::{onnx_type_name, tensor_from_proto};
+
+/// Largest model file read (protobuf's own limit).
+pub const MAX_FILE_BYTES: u64 = 2 << 30;
+/// Most nodes one graph may have.
+pub const MAX_NODES: usize = 1 << 20;
+
+/// A graph input or output: name, ONNX element type and shape (`None` for a symbolic axis).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ValueSpec {
+    /// The value's name in the graph.
+    pub name: String,
+    /// The ONNX element type code (`1` = FLOAT, ...), 0 when unknown.
+    pub elem_type: i32,
+    /// The dims; `None` marks a symbolic or unknown axis. `None` for the whole shape when the
+    /// rank is unknown.
+    pub shape: Option<Vec<Option<i64>>>,
+}
+
+impl ValueSpec {
+    fn from_proto(v: &ValueInfoProto) -> ValueSpec {
+        let tt = v.r#type.as_ref().and_then(|t| t.tensor_type.as_ref());
+        ValueSpec {
+            name: v.name.clone(),
+            elem_type: tt.map_or(0, |t| t.elem_type),
+            shape: tt.and_then(|t| t.shape.as_ref()).map(|s| {
+                s.dim
+                    .iter()
+                    .map(|d| d.dim_value.filter(|&v| v > 0))
+                    .collect()
+            }),
+        }
+    }
+
+    /// `FLOAT[1,3,?,?]`-style text.
+    pub fn describe(&self) -> String {
+        let dims = match &self.shape {
+            None => "?".to_string(),
+            Some(s) => s
+                .iter()
+                .map(|d| d.map_or("?".to_string(), |v| v.to_string()))
+                .collect::<Vec<_>>()
+                .join(","),
+        };
+        format!("{}[{dims}]", onnx_type_name(self.elem_type))
+    }
+}
+
+/// A loaded ONNX model.
+pub struct Model {
+    graph: GraphProto,
+    opset: i64,
+    /// Every operator set the model imports: (domain, version).
+    pub opsets: Vec<(String, i64)>,
+    /// Node indices in evaluation order.
+    order: Vec<usize>,
+    weights: HashMap<String, Tensor>,
+    inputs: Vec<ValueSpec>,
+    outputs: Vec<ValueSpec>,
+    /// The producer recorded in the file.
+    pub producer: String,
+}
+
+/// An unsupported operator, with the node that uses it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnsupportedOp {
+    /// Domain-qualified op type (`Loop`, `com.microsoft.FusedConv`).
+    pub op: String,
+    /// The node's name (or `#index` when unnamed).
+    pub node: String,
+}
+
+fn node_label(n: &NodeProto, i: usize) -> String {
+    if n.name.is_empty() {
+        format!("#{i}")
+    } else {
+        n.name.clone()
+    }
+}
+
+fn is_default_domain(d: &str) -> bool {
+    d.is_empty() || d == "ai.onnx"
+}
+
+impl Model {
+    /// Reads and validates the model file at `path`.
+    pub fn load(path: &Path) -> Result<Model> {
+        let what = path.display().to_string();
+        let io = |e: std::io::Error| Error::Io {
+            path: what.clone(),
+            detail: e.to_string(),
+        };
+        let len = std::fs::metadata(path).map_err(io)?.len();
+        if len > MAX_FILE_BYTES {
+            return Err(Error::Format {
+                file: what,
+                offset: 0,
+                detail: format!("{len} bytes is larger than the 2 GiB protobuf limit"),
+            });
+        }
+        let bytes = std::fs::read(path).map_err(io)?;
+        Model::from_bytes(&bytes, &what)
+    }
+
+    /// Decodes and validates a model from its bytes; `what` names the source in errors.
+    pub fn from_bytes(bytes: &[u8], what: &str) -> Result<Model> {
+        let proto = ModelProto::decode(bytes).map_err(|e| Error::Format {
+            file: what.to_string(),
+            offset: 0,
+            detail: format!("not a valid ONNX protobuf: {e}"),
+        })?;
+        Model::from_proto(proto, what)
+    }
+
+    /// Validates a decoded model.
+    pub fn from_proto(proto: ModelProto, what: &str) -> Result<Model> {
+        let fmt = |d: String| Error::Format {
+            file: what.to_string(),
+            offset: 0,
+            detail: d,
+        };
+        let graph = proto
+            .graph
+            .ok_or_else(|| fmt("the model has no graph".into()))?;
+        if graph.node.len() > MAX_NODES {
+            return Err(fmt(format!("{} nodes is too many", graph.node.len())));
+        }
+        let opsets: Vec<(String, i64)> = proto
+            .opset_import
+            .iter()
+            .map(|o| (o.domain.clone(), o.version))
+            .collect();
+        let opset = opsets
+            .iter()
+            .filter(|(d, _)| is_default_domain(d))
+            .map(|o| o.1)
+            .max()
+            .unwrap_or(1);
+        let mut weights = HashMap::new();
+        for t in &graph.initializer {
+            let w = tensor_from_proto(t, &format!("{what}: initializer '{}'", t.name))?;
+            weights.insert(t.name.clone(), w);
+        }
+        let order = topo_order(&graph, &weights).map_err(fmt)?;
+        let inputs = graph
+            .input
+            .iter()
+            .filter(|v| !weights.contains_key(&v.name))
+            .map(ValueSpec::from_proto)
+            .collect();
+        let outputs = graph.output.iter().map(ValueSpec::from_proto).collect();
+        Ok(Model {
+            graph,
+            opset,
+            opsets,
+            order,
+            weights,
+            inputs,
+            outputs,
+            producer: proto.producer_name,
+        })
+    }
+
+    /// The inputs a caller supplies (graph inputs that are not weights), in order.
+    pub fn inputs(&self) -> &[ValueSpec] {
+        &self.inputs
+    }
+
+    /// The graph outputs, in order.
+    pub fn outputs(&self) -> &[ValueSpec] {
+        &self.outputs
+    }
+
+    /// The default-domain opset version the model imports.
+    pub fn opset(&self) -> i64 {
+        self.opset
+    }
+
+    /// The nodes, in evaluation order.
+    pub fn nodes(&self) -> impl Iterator<Item = &NodeProto> {
+        self.order.iter().map(|&i| &self.graph.node[i])
+    }
+
+    /// The weights (initializers) by name.
+    pub fn weights(&self) -> &HashMap<String, Tensor> {
+        &self.weights
+    }
+
+    /// Number of scalar parameters in the weights.
+    pub fn parameter_count(&self) -> u64 {
+        self.weights.values().map(|w| w.numel() as u64).sum()
+    }
+
+    /// Every node whose operator picograd cannot run.
+    pub fn unsupported(&self) -> Vec<UnsupportedOp> {
+        self.order
+            .iter()
+            .map(|&i| (i, &self.graph.node[i]))
+            .filter(|(_, n)| {
+                !is_default_domain(&n.domain) || super::ops::handler(&n.op_type).is_none()
+            })
+            .map(|(i, n)| UnsupportedOp {
+                op: if is_default_domain(&n.domain) {
+                    n.op_type.clone()
+                } else {
+                    format!("{}.{}", n.domain, n.op_type)
+                },
+                node: node_label(n, i),
+            })
+            .collect()
+    }
+
+    /// Fails with one error listing every unsupported operator and node, if there are any.
+    pub fn check_supported(&self) -> Result<()> {
+        let bad = self.unsupported();
+        if bad.is_empty() {
+            return Ok(());
+        }
+        let list: Vec<String> = bad
+            .iter()
+            .map(|u| format!("{} (node '{}')", u.op, u.node))
+            .collect();
+        Err(Error::Unsupported(format!(
+            "{} ONNX node(s) use operators picograd does not support: {}",
+            bad.len(),
+            list.join(", ")
+        )))
+    }
+
+    /// Runs the model on `inputs` (one per [`Model::inputs`], in order) and returns the outputs
+    /// as lazy tensors, in [`Model::outputs`] order.
+    pub fn run(&self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
+        if inputs.len() != self.inputs.len() {
+            return Err(Error::shape(
+                "onnx",
+                format!(
+                    "the model takes {} input(s) ({}), {} given",
+                    self.inputs.len(),
+                    self.inputs
+                        .iter()
+                        .map(|i| i.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    inputs.len()
+                ),
+            ));
+        }
+        let named: Vec<(String, Tensor)> = self
+            .inputs
+            .iter()
+            .zip(inputs)
+            .map(|(s, t)| (s.name.clone(), t.clone()))
+            .collect();
+        self.run_named(&named)
+    }
+
+    /// Runs the model on named inputs; graph inputs left out fall back to their initializer.
+    pub fn run_named(&self, inputs: &[(String, Tensor)]) -> Result<Vec<Tensor>> {
+        self.check_supported()?;
+        let mut env: HashMap<&str, Tensor> = HashMap::new();
+        for (name, w) in &self.weights {
+            env.insert(name, w.clone());
+        }
+        for (name, t) in inputs {
+            self.check_input(name, t)?;
+            env.insert(name, t.clone());
+        }
+        for spec in &self.inputs {
+            if !env.contains_key(spec.name.as_str()) {
+                return Err(Error::shape(
+                    "onnx",
+                    format!("input '{}' was not given", spec.name),
+                ));
+            }
+        }
+        for &i in &self.order {
+            let node = &self.graph.node[i];
+            self.eval_node(node, &mut env)
+                .map_err(|e| in_node(e, node))?;
+        }
+        self.outputs
+            .iter()
+            .map(|o| {
+                env.get(o.name.as_str()).cloned().ok_or_else(|| {
+                    Error::shape(
+                        "onnx",
+                        format!("graph output '{}' was never computed", o.name),
+                    )
+                })
+            })
+            .collect()
+    }
+
+    fn check_input(&self, name: &str, t: &Tensor) -> Result<()> {
+        let Some(spec) = self.inputs.iter().find(|s| s.name == name) else {
+            return Err(Error::shape(
+                "onnx",
+                format!("the model has no input named '{name}'"),
+            ));
+        };
+        let Some(dims) = &spec.shape else {
+            return Ok(());
+        };
+        let shape = t.shape();
+        let fits = dims.len() == shape.len()
+            && dims
+                .iter()
+                .zip(&shape)
+                .all(|(d, &s)| d.is_none_or(|d| d as usize == s));
+        if fits {
+            Ok(())
+        } else {
+            Err(Error::shape(
+                "onnx",
+                format!(
+                    "input '{name}' should be {}, got shape {shape:?}",
+                    spec.describe()
+                ),
+            ))
+        }
+    }
+
+    fn eval_node<'a>(&self, node: &'a NodeProto, env: &mut HashMap<&'a str, Tensor>) -> Result<()> {
+        let inputs = node
+            .input
+            .iter()
+            .map(|name| {
+                if name.is_empty() {
+                    return Ok(None);
+                }
+                env.get(name.as_str())
+                    .cloned()
+                    .map(Some)
+                    .ok_or_else(|| Error::shape("onnx", format!("input '{name}' has no value")))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let handler = super::ops::handler(&node.op_type)
+            .ok_or_else(|| Error::Unsupported(format!("operator {}", node.op_type)))?;
+        let ctx = Node {
+            proto: node,
+            inputs,
+            opset: self.opset,
+        };
+        let outs = handler(&ctx)?;
+        for (k, name) in node.output.iter().enumerate() {
+            if name.is_empty() {
+                continue;
+            }
+            let t = outs.get(k).cloned().ok_or_else(|| {
+                Error::Unsupported(format!(
+                    "{}: output {k} ('{name}') is not produced",
+                    node.op_type
+                ))
+            })?;
+            env.insert(name, t);
+        }
+        Ok(())
+    }
+}
+
+/// Orders the nodes so each comes after the producers of its inputs (Kahn's algorithm).
+fn topo_order(
+    graph: &GraphProto,
+    weights: &HashMap<String, Tensor>,
+) -> std::result::Result<Vec<usize>, String> {
+    let mut known: HashSet<&str> = graph.input.iter().map(|v| v.name.as_str()).collect();
+    known.extend(weights.keys().map(String::as_str));
+    let mut producer: HashMap<&str, usize> = HashMap::new();
+    for (i, n) in graph.node.iter().enumerate() {
+        for o in n.output.iter().filter(|o| !o.is_empty()) {
+            if known.contains(o.as_str()) || producer.insert(o, i).is_some() {
+                return Err(format!(
+                    "value '{o}' is produced twice (node '{}')",
+                    node_label(n, i)
+                ));
+            }
+        }
+    }
+    let mut users: Vec<Vec<usize>> = vec![Vec::new(); graph.node.len()];
+    let mut pending = vec![0usize; graph.node.len()];
+    for (i, n) in graph.node.iter().enumerate() {
+        for name in n.input.iter().filter(|s| !s.is_empty()) {
+            match producer.get(name.as_str()) {
+                Some(&p) => {
+                    users[p].push(i);
+                    pending[i] += 1;
+                }
+                None if known.contains(name.as_str()) => {}
+                None => {
+                    return Err(format!(
+                        "node '{}' ({}) reads '{name}', which no input, weight or node provides",
+                        node_label(n, i),
+                        n.op_type
+                    ))
+                }
+            }
+        }
+    }
+    let mut ready: Vec<usize> = (0..graph.node.len())
+        .filter(|&i| pending[i] == 0)
+        .rev()
+        .collect();
+    let mut order = Vec::with_capacity(graph.node.len());
+    while let Some(i) = ready.pop() {
+        order.push(i);
+        for &u in users[i].iter().rev() {
+            pending[u] -= 1;
+            if pending[u] == 0 {
+                ready.push(u);
+            }
+        }
+    }
+    if let Some(i) = (0..graph.node.len()).find(|&i| pending[i] > 0) {
+        let n = &graph.node[i];
+        return Err(format!(
+            "the graph has a cycle through node '{}' ({})",
+            node_label(n, i),
+            n.op_type
+        ));
+    }
+    for o in &graph.output {
+        if !known.contains(o.name.as_str()) && !producer.contains_key(o.name.as_str()) {
+            return Err(format!(
+                "graph output '{}' is not produced by any node",
+                o.name
+            ));
+        }
+    }
+    Ok(order)
+}

@@ -1,0 +1,162 @@
+//! Activation functions and the softmax family: Relu, LeakyRelu, PRelu, Sigmoid, Tanh, Gelu,
+//! HardSwish, HardSigmoid, Elu, Selu, Celu, Softplus, Softsign, Mish, Swish, ThresholdedRelu,
+//! Shrink, Softmax, LogSoftmax, Hardmax (opset < 13: over the flattened trailing axes).
+
+use picograd_core::{Result, Tensor};
+
+use super::super::node::Node;
+use super::{math, norm_axis, one, Handler};
+
+/// The handler for `op` if it is an activation.
+pub fn lookup(op: &str) -> Option<Handler> {
+    Some(match op {
+        "Relu" => |n| one(n.input(0)?.relu()),
+        "Sigmoid" => |n| one(n.input(0)?.sigmoid()),
+        "Tanh" => |n| one(n.input(0)?.tanh()),
+        "LeakyRelu" => leaky_relu,
+        "PRelu" => prelu,
+        "Gelu" => gelu,
+        "HardSigmoid" => |n| {
+            one(hard_sigmoid(
+                n.input(0)?,
+                n.float("alpha", 0.2),
+                n.float("beta", 0.5),
+            )?)
+        },
+        "HardSwish" => |n| {
+            let x = n.input(0)?;
+            one(x.try_mul(hard_sigmoid(x, 1.0 / 6.0, 0.5)?)?)
+        },
+        "Elu" => |n| one(elu(n.input(0)?, n.float("alpha", 1.0) as f64)?),
+        "Celu" => celu,
+        "Selu" => selu,
+        "Softplus" => |n| one(softplus(n.input(0)?)?),
+        "Softsign" => |n| {
+            let x = n.input(0)?;
+            one(x.try_div(x.abs().try_add(1.0)?)?)
+        },
+        "Mish" => |n| {
+            let x = n.input(0)?;
+            one(x.try_mul(softplus(x)?.tanh())?)
+        },
+        "Swish" => |n| {
+            let x = n.input(0)?;
+            one(x.try_mul(x.try_mul(n.float("alpha", 1.0) as f64)?.sigmoid())?)
+        },
+        "ThresholdedRelu" => |n| {
+            let x = n.input(0)?;
+            one(x.try_gt(n.float("alpha", 1.0) as f64)?.try_where(x, 0.0)?)
+        },
+        "Shrink" => shrink,
+        "Softmax" => |n| softmax_like(n, softmax),
+        "LogSoftmax" => |n| softmax_like(n, log_softmax),
+        "Hardmax" => |n| softmax_like(n, hardmax),
+        _ => return None,
+    })
+}
+
+fn leaky_relu(n: &Node) -> Result<Vec<Tensor>> {
+    let x = n.input(0)?;
+    let a = n.float("alpha", 0.01) as f64;
+    one(x.try_lt(0.0)?.try_where(x.try_mul(a)?, x)?)
+}
+
+fn prelu(n: &Node) -> Result<Vec<Tensor>> {
+    let x = n.input(0)?;
+    let slope = n.input(1)?;
+    one(x.try_lt(0.0)?.try_where(x.try_mul(slope)?, x)?)
+}
+
+fn gelu(n: &Node) -> Result<Vec<Tensor>> {
+    let x = n.input(0)?;
+    if n.string("approximate", "none") == "tanh" {
+        return one(x.gelu());
+    }
+    let e = math::erf(&x.try_mul(std::f64::consts::FRAC_1_SQRT_2)?)?;
+    one(x.try_mul(e.try_add(1.0)?)?.try_mul(0.5)?)
+}
+
+/// `max(0, min(1, alpha·x + beta))`.
+fn hard_sigmoid(x: &Tensor, alpha: f32, beta: f32) -> Result<Tensor> {
+    let y = x.try_mul(alpha as f64)?.try_add(beta as f64)?;
+    y.try_maximum(0.0)?.try_minimum(1.0)
+}
+
+fn elu(x: &Tensor, alpha: f64) -> Result<Tensor> {
+    let neg = x.exp().try_sub(1.0)?.try_mul(alpha)?;
+    x.try_lt(0.0)?.try_where(&neg, x)
+}
+
+fn celu(n: &Node) -> Result<Vec<Tensor>> {
+    let x = n.input(0)?;
+    let a = n.float("alpha", 1.0) as f64;
+    let neg = x.try_div(a)?.exp().try_sub(1.0)?.try_mul(a)?;
+    one(x.try_lt(0.0)?.try_where(&neg, x)?)
+}
+
+fn selu(n: &Node) -> Result<Vec<Tensor>> {
+    let x = n.input(0)?;
+    let a = n.float("alpha", 1.673_263_2) as f64;
+    let g = n.float("gamma", 1.050_701) as f64;
+    one(elu(x, a)?.try_mul(g)?)
+}
+
+/// `ln(1 + eˣ)`, stable for large x: `max(x, 0) + ln(1 + e^(−|x|))`.
+fn softplus(x: &Tensor) -> Result<Tensor> {
+    let t = x.abs().neg().exp().try_add(1.0)?.log();
+    x.try_maximum(0.0)?.try_add(&t)
+}
+
+fn shrink(n: &Node) -> Result<Vec<Tensor>> {
+    let x = n.input(0)?;
+    let l = n.float("lambd", 0.5) as f64;
+    let b = n.float("bias", 0.0) as f64;
+    let lo = x.try_add(b)?;
+    let hi = x.try_sub(b)?;
+    let r = x
+        .try_lt(-l)?
+        .try_where(&lo, x.try_gt(l)?.try_where(&hi, 0.0)?)?;
+    one(r.cast(x.dtype()))
+}
+
+/// Applies `f` over one axis (opset ≥ 13) or over the axes from `axis` on, flattened (older).
+fn softmax_like(n: &Node, f: fn(&Tensor, isize) -> Result<Tensor>) -> Result<Vec<Tensor>> {
+    let x = n.input(0)?;
+    let shape = x.shape();
+    let rank = shape.len();
+    if n.opset >= 13 {
+        let a = norm_axis(n.op(), n.int("axis", -1), rank)?;
+        return one(f(x, a as isize)?);
+    }
+    let a = norm_axis(n.op(), n.int("axis", 1), rank)?;
+    let outer: usize = shape[..a].iter().product();
+    let flat = x.try_reshape(&[outer as isize, -1])?;
+    let s: Vec<isize> = shape.iter().map(|&d| d as isize).collect();
+    one(f(&flat, 1)?.try_reshape(&s)?)
+}
+
+fn softmax(x: &Tensor, axis: isize) -> Result<Tensor> {
+    let m = x.try_max(&[axis], true)?;
+    let e = x.try_sub(&m)?.exp();
+    e.try_div(e.try_sum(&[axis], true)?)
+}
+
+fn log_softmax(x: &Tensor, axis: isize) -> Result<Tensor> {
+    let m = x.try_max(&[axis], true)?;
+    let d = x.try_sub(&m)?;
+    d.try_sub(d.exp().try_sum(&[axis], true)?.log())
+}
+
+fn hardmax(x: &Tensor, axis: isize) -> Result<Tensor> {
+    let idx = super::reduce::arg_extreme(x, axis, true, false)?;
+    let n = x.shape()[axis as usize];
+    let ar = Tensor::arange(0.0, n as f64, 1.0, picograd_core::DType::I64);
+    let mut shp = vec![1usize; x.ndim()];
+    shp[axis as usize] = n;
+    let ar = ar.try_reshape(&shp.iter().map(|&d| d as isize).collect::<Vec<_>>())?;
+    one_hot_eq(&idx, &ar, x)
+}
+
+fn one_hot_eq(idx: &Tensor, ar: &Tensor, like: &Tensor) -> Result<Tensor> {
+    Ok(idx.try_eq(ar)?.cast(like.dtype()))
+}

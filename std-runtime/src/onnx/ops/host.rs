@@ -1,0 +1,272 @@
+//! Ops computed on the host from realized values: their output shape depends on the data
+//! (NonZero, Compress) or they reorder data in ways the lazy op set cannot express cheaply yet
+//! (TopK, GatherND, ScatterND), plus the window generators. Element bytes are moved as they are,
+//! so every dtype keeps its exact values. These run eagerly and are not exportable.
+
+use picograd_core::{DType, Result, Tensor};
+
+use super::super::node::{bad, Node};
+use super::super::values::{checked_numel, dtype_of, tensor_from_le_bytes, to_i64s};
+use super::{norm_axis, one, Handler};
+
+/// The handler for `op` if it runs on the host.
+pub fn lookup(op: &str) -> Option<Handler> {
+    Some(match op {
+        "TopK" => top_k,
+        "NonZero" => non_zero,
+        "Compress" => compress,
+        "GatherND" => gather_nd,
+        "ScatterND" => scatter_nd,
+        "HannWindow" => |n| window(n, &[0.5, 0.5]),
+        "HammingWindow" => |n| window(n, &[25.0 / 46.0, 21.0 / 46.0]),
+        "BlackmanWindow" => |n| window(n, &[0.42, 0.5, 0.08]),
+        "Resize" | "Upsample" => super::resize::resize,
+        _ => return None,
+    })
+}
+
+/// A realized tensor on the host: its bytes, shape and dtype.
+struct Host {
+    bytes: Vec<u8>,
+    shape: Vec<usize>,
+    dtype: DType,
+}
+
+impl Host {
+    fn of(t: &Tensor) -> Result<Host> {
+        Ok(Host {
+            bytes: t.to_bytes()?,
+            shape: t.shape(),
+            dtype: t.dtype(),
+        })
+    }
+    fn size(&self) -> usize {
+        self.dtype.itemsize()
+    }
+    fn elem(&self, i: usize) -> &[u8] {
+        &self.bytes[i * self.size()..(i + 1) * self.size()]
+    }
+    fn tensor(bytes: &[u8], shape: &[usize], dtype: DType) -> Result<Tensor> {
+        tensor_from_le_bytes(bytes, shape, dtype)
+    }
+}
+
+fn top_k(n: &Node) -> Result<Vec<Tensor>> {
+    let x = n.input(0)?;
+    let k = n
+        .ints_input(1)?
+        .and_then(|v| v.first().copied())
+        .unwrap_or(n.int("k", 1));
+    let h = Host::of(x)?;
+    let a = norm_axis("TopK", n.int("axis", -1), h.shape.len())?;
+    let d = h.shape[a];
+    if k < 0 || k as usize > d {
+        return Err(bad("TopK", format!("k = {k} for an axis of {d}")));
+    }
+    let k = k as usize;
+    let vals = x.to_f64_vec()?;
+    let inner: usize = h.shape[a + 1..].iter().product();
+    let outer: usize = h.shape[..a].iter().product();
+    let largest = n.int("largest", 1) != 0;
+    let (mut vb, mut ib) = (Vec::new(), Vec::new());
+    let mut out_idx = vec![0i64; outer * k * inner];
+    for o in 0..outer {
+        for i in 0..inner {
+            let at = |j: usize| o * d * inner + j * inner + i;
+            let mut order: Vec<usize> = (0..d).collect();
+            order.sort_by(|&p, &q| {
+                let c = vals[at(p)]
+                    .partial_cmp(&vals[at(q)])
+                    .unwrap_or(std::cmp::Ordering::Equal);
+                if largest {
+                    c.reverse()
+                } else {
+                    c
+                }
+            });
+            for (r, &j) in order.iter().take(k).enumerate() {
+                out_idx[o * k * inner + r * inner + i] = j as i64;
+            }
+        }
+    }
+    for (p, &j) in out_idx.iter().enumerate() {
+        let (o, i) = (p / (k * inner), p % inner);
+        vb.extend_from_slice(h.elem(o * d * inner + j as usize * inner + i));
+        ib.push(j);
+    }
+    let mut s = h.shape.clone();
+    s[a] = k;
+    Ok(vec![
+        Host::tensor(&vb, &s, h.dtype)?,
+        Tensor::try_from_slice(&ib, &s)?,
+    ])
+}
+
+/// Row-major strides of `shape`.
+fn strides(shape: &[usize]) -> Vec<usize> {
+    let mut s = vec![1; shape.len()];
+    for i in (0..shape.len().saturating_sub(1)).rev() {
+        s[i] = s[i + 1] * shape[i + 1];
+    }
+    s
+}
+
+fn non_zero(n: &Node) -> Result<Vec<Tensor>> {
+    let x = n.input(0)?;
+    let shape = x.shape();
+    let vals = x.to_f64_vec()?;
+    let st = strides(&shape);
+    let hits: Vec<usize> = (0..vals.len()).filter(|&i| vals[i] != 0.0).collect();
+    let mut out = Vec::with_capacity(hits.len() * shape.len());
+    for (a, &s) in st.iter().enumerate() {
+        out.extend(hits.iter().map(|&i| ((i / s) % shape[a]) as i64));
+    }
+    one(Tensor::try_from_slice(&out, &[shape.len(), hits.len()])?)
+}
+
+fn compress(n: &Node) -> Result<Vec<Tensor>> {
+    let x = n.input(0)?;
+    let cond = to_i64s(n.input(1)?)?;
+    let (x, a) = if n.has("axis") {
+        let a = norm_axis("Compress", n.int("axis", 0), x.ndim())?;
+        (x.clone(), a)
+    } else {
+        (x.try_reshape(&[-1])?, 0)
+    };
+    let h = Host::of(&x)?;
+    let d = h.shape[a];
+    let keep: Vec<usize> = (0..d.min(cond.len())).filter(|&i| cond[i] != 0).collect();
+    let inner: usize = h.shape[a + 1..].iter().product();
+    let outer: usize = h.shape[..a].iter().product();
+    let mut out = Vec::new();
+    for o in 0..outer {
+        for &j in &keep {
+            let start = (o * d + j) * inner;
+            out.extend_from_slice(&h.bytes[start * h.size()..(start + inner) * h.size()]);
+        }
+    }
+    let mut s = h.shape.clone();
+    s[a] = keep.len();
+    one(Host::tensor(&out, &s, h.dtype)?)
+}
+
+/// For GatherND/ScatterND: the flat element offset of each index tuple, and the slice length.
+fn nd_offsets(
+    data: &[usize],
+    idx: &Host,
+    ivals: &[i64],
+    batch: usize,
+) -> Result<(Vec<usize>, usize)> {
+    let k = *idx
+        .shape
+        .last()
+        .ok_or_else(|| bad("GatherND", "0-d indices"))?;
+    if batch + k > data.len() {
+        return Err(bad(
+            "GatherND",
+            format!("index depth {k} for data {data:?}"),
+        ));
+    }
+    let st = strides(data);
+    let slice: usize = data[batch + k..].iter().product();
+    let per_batch: usize = idx.shape[batch..idx.shape.len() - 1].iter().product();
+    let mut offs = Vec::with_capacity(ivals.len() / k.max(1));
+    for (t, tuple) in ivals.chunks(k.max(1)).enumerate() {
+        let b = t.checked_div(per_batch).unwrap_or(0);
+        let mut off = 0usize;
+        let mut rem = b;
+        for a in (0..batch).rev() {
+            off += (rem % data[a]) * st[a];
+            rem /= data[a];
+        }
+        for (j, &v) in tuple.iter().enumerate().take(k) {
+            let dim = data[batch + j] as i64;
+            let v = if v < 0 { v + dim } else { v };
+            if v < 0 || v >= dim {
+                return Err(bad("GatherND", format!("index {v} out of range for {dim}")));
+            }
+            off += v as usize * st[batch + j];
+        }
+        offs.push(off);
+    }
+    Ok((offs, slice))
+}
+
+fn gather_nd(n: &Node) -> Result<Vec<Tensor>> {
+    let h = Host::of(n.input(0)?)?;
+    let idx = Host::of(n.input(1)?)?;
+    let ivals = to_i64s(n.input(1)?)?;
+    let batch = n.int("batch_dims", 0).max(0) as usize;
+    let (offs, slice) = nd_offsets(&h.shape, &idx, &ivals, batch)?;
+    let mut out = Vec::with_capacity(offs.len() * slice * h.size());
+    for o in offs {
+        out.extend_from_slice(&h.bytes[o * h.size()..(o + slice) * h.size()]);
+    }
+    let k = idx.shape[idx.shape.len() - 1];
+    let mut s = idx.shape[..idx.shape.len() - 1].to_vec();
+    s.extend(&h.shape[batch + k..]);
+    one(Host::tensor(&out, &s, h.dtype)?)
+}
+
+fn scatter_nd(n: &Node) -> Result<Vec<Tensor>> {
+    let data = n.input(0)?;
+    let h = Host::of(data)?;
+    let idx = Host::of(n.input(1)?)?;
+    let ivals = to_i64s(n.input(1)?)?;
+    let (offs, slice) = nd_offsets(&h.shape, &idx, &ivals, 0)?;
+    let upd = n.input(2)?;
+    if upd.numel() != offs.len() * slice {
+        return Err(bad("ScatterND", "updates do not match the indices"));
+    }
+    let mode = n.string("reduction", "none");
+    if mode == "none" {
+        let u = Host::of(upd)?;
+        let mut out = h.bytes.clone();
+        let sz = h.size();
+        for (t, &o) in offs.iter().enumerate() {
+            out[o * sz..(o + slice) * sz]
+                .copy_from_slice(&u.bytes[t * slice * sz..(t + 1) * slice * sz]);
+        }
+        return one(Host::tensor(&out, &h.shape, h.dtype)?);
+    }
+    let mut vals = data.to_f64_vec()?;
+    let u = upd.to_f64_vec()?;
+    for (t, &o) in offs.iter().enumerate() {
+        for j in 0..slice {
+            let (v, w) = (&mut vals[o + j], u[t * slice + j]);
+            *v = match mode.as_str() {
+                "add" => *v + w,
+                "mul" => *v * w,
+                "max" => v.max(w),
+                "min" => v.min(w),
+                m => return Err(bad("ScatterND", format!("reduction '{m}'"))),
+            };
+        }
+    }
+    one(Tensor::try_from_f64s(&vals, &h.shape, h.dtype)?)
+}
+
+/// `Σ_k (−1)^k·c_k·cos(2πkn/N)` windows (Hann, Hamming, Blackman).
+fn window(n: &Node, coef: &[f64]) -> Result<Vec<Tensor>> {
+    let size = n
+        .ints_input(0)?
+        .and_then(|v| v.first().copied())
+        .unwrap_or(0);
+    checked_numel(n.op(), &[size])?;
+    let periodic = n.int("periodic", 1) != 0;
+    let denom = if periodic { size } else { size - 1 }.max(1) as f64;
+    let vals: Vec<f64> = (0..size)
+        .map(|i| {
+            coef.iter()
+                .enumerate()
+                .map(|(k, c)| {
+                    let s = if k % 2 == 0 { 1.0 } else { -1.0 };
+                    s * c * (2.0 * std::f64::consts::PI * k as f64 * i as f64 / denom).cos()
+                })
+                .sum()
+        })
+        .collect();
+    let d = dtype_of(n.int("output_datatype", 1) as i32)
+        .ok_or_else(|| bad(n.op(), "output_datatype"))?;
+    one(Tensor::try_from_f64s(&vals, &[vals.len()], d)?)
+}

@@ -1,0 +1,240 @@
+//! Indexing ops kept lazy by one-hot selection: Gather, GatherElements, ScatterElements (and the
+//! old Scatter) compare the indices with an `arange` and select-and-sum along the indexed axis,
+//! so data-dependent indices need no host round trip. Also Einsum, as one broadcast product
+//! summed over the contracted letters.
+
+use picograd_core::{DType, Result, Tensor};
+
+use super::super::node::{bad, Node};
+use super::shape::isz;
+use super::{norm_axis, one, Handler};
+
+/// The handler for `op` if it is an indexing op.
+pub fn lookup(op: &str) -> Option<Handler> {
+    Some(match op {
+        "Gather" => gather,
+        "GatherElements" => gather_elements,
+        "ScatterElements" | "Scatter" => scatter_elements,
+        "Einsum" => einsum,
+        _ => return None,
+    })
+}
+
+/// Indices made non-negative against an axis of length `n`, as i64.
+fn wrap_indices(idx: &Tensor, n: usize) -> Result<Tensor> {
+    let i = idx.cast(DType::I64);
+    i.try_lt(0i64)?.try_where(i.try_add(n as i64)?, &i)
+}
+
+/// `arange(n)` as i64 shaped `[1, ..., n]` with `rank` axes.
+fn arange_last(n: usize, rank: usize) -> Result<Tensor> {
+    let mut s = vec![1isize; rank];
+    if let Some(l) = s.last_mut() {
+        *l = n as isize;
+    }
+    Tensor::arange(0.0, n as f64, 1.0, DType::I64).try_reshape(&s)
+}
+
+/// Bools are summed as u8 and cast back.
+fn summable(t: &Tensor) -> Tensor {
+    if t.dtype() == DType::Bool {
+        t.cast(DType::U8)
+    } else {
+        t.clone()
+    }
+}
+
+fn gather(n: &Node) -> Result<Vec<Tensor>> {
+    let data = n.input(0)?;
+    let ds = data.shape();
+    let a = norm_axis("Gather", n.int("axis", 0), ds.len())?;
+    let is = n.input(1)?.shape();
+    let idx = wrap_indices(n.input(1)?, ds[a])?;
+    let hot = idx
+        .try_unsqueeze(-1)?
+        .try_eq(&arange_last(ds[a], is.len() + 1)?)?;
+    let mut hs = vec![1usize; a];
+    hs.extend(&is);
+    hs.push(ds[a]);
+    hs.extend(vec![1; ds.len() - a - 1]);
+    let hot = hot.try_reshape(&isz(&hs))?;
+    let mut dshape = ds[..a].to_vec();
+    dshape.extend(vec![1; is.len()]);
+    dshape.extend(&ds[a..]);
+    let d = summable(data).try_reshape(&isz(&dshape))?;
+    let picked = hot.try_where(&d, d.const_like(0.0))?;
+    one(picked
+        .try_sum(&[(a + is.len()) as isize], false)?
+        .cast(data.dtype()))
+}
+
+/// The permutation moving axis `a` last, and its inverse.
+fn axis_last(r: usize, a: usize) -> (Vec<usize>, Vec<usize>) {
+    let mut p: Vec<usize> = (0..r).filter(|&i| i != a).collect();
+    p.push(a);
+    let mut inv = vec![0; r];
+    for (k, &v) in p.iter().enumerate() {
+        inv[v] = k;
+    }
+    (p, inv)
+}
+
+fn gather_elements(n: &Node) -> Result<Vec<Tensor>> {
+    let data = n.input(0)?;
+    let ds = data.shape();
+    let r = ds.len();
+    let a = norm_axis("GatherElements", n.int("axis", 0), r)?;
+    let is = n.input(1)?.shape();
+    if is.len() != r || (0..r).any(|i| i != a && is[i] > ds[i]) {
+        return Err(bad(
+            "GatherElements",
+            format!("indices {is:?} for data {ds:?}"),
+        ));
+    }
+    let mut keep: Vec<(usize, usize)> = is.iter().map(|&d| (0, d)).collect();
+    keep[a] = (0, ds[a]);
+    let (p, inv) = axis_last(r, a);
+    let d = summable(data).try_shrink(&keep)?.try_permute(&p)?;
+    let idx = wrap_indices(n.input(1)?, ds[a])?.try_permute(&p)?;
+    let hot = idx.try_unsqueeze(-1)?.try_eq(&arange_last(ds[a], r + 1)?)?;
+    let du = d.try_unsqueeze(-2)?;
+    let picked = hot.try_where(&du, du.const_like(0.0))?;
+    let y = picked.try_sum(&[-1], false)?.try_permute(&inv)?;
+    one(y.cast(data.dtype()))
+}
+
+/// A reduction over given axes.
+type Reducer = fn(&Tensor, &[isize]) -> Result<Tensor>;
+
+fn scatter_elements(n: &Node) -> Result<Vec<Tensor>> {
+    let data = n.input(0)?;
+    let upd = n.input(2)?;
+    let ds = data.shape();
+    let r = ds.len();
+    let a = norm_axis(n.op(), n.int("axis", 0), r)?;
+    let us = upd.shape();
+    if us.len() != r || n.input(1)?.shape() != us || (0..r).any(|i| us[i] > ds[i]) {
+        return Err(bad(n.op(), format!("updates {us:?} for data {ds:?}")));
+    }
+    let (p, inv) = axis_last(r, a);
+    let idx = wrap_indices(n.input(1)?, ds[a])?.try_permute(&p)?;
+    let hot = idx.try_unsqueeze(-1)?.try_eq(&arange_last(ds[a], r + 1)?)?;
+    let u = summable(upd).try_permute(&p)?.try_unsqueeze(-1)?;
+    let mode = n.string("reduction", "none");
+    let (fill, combine): (f64, Reducer) = match mode.as_str() {
+        "mul" => (1.0, |t, a| t.try_prod(a, false)),
+        "max" => (f64::NEG_INFINITY, |t, a| t.try_max(a, false)),
+        "min" => (f64::INFINITY, |t, a| t.try_min(a, false)),
+        _ => (0.0, |t, a| t.try_sum(a, false)),
+    };
+    let fill = if u.dtype().is_float() {
+        fill
+    } else {
+        fill.clamp(u.dtype().min_value(), u.dtype().max_value())
+    };
+    let contrib = combine(&hot.try_where(&u, u.const_like(fill))?, &[-2])?;
+    let hit = hot.cast(DType::U8).try_max(&[-2], false)?.try_ne(0)?;
+    // Grow the update-shaped results to the data's shape on the non-indexed axes.
+    let mut grow: Vec<(usize, usize)> = p.iter().map(|&i| (0, ds[i] - us[i])).collect();
+    grow[r - 1] = (0, 0);
+    let contrib = contrib.try_pad(&grow)?.try_permute(&inv)?;
+    let hit = hit.try_pad(&grow)?.try_permute(&inv)?;
+    let d = summable(data);
+    let merged = match mode.as_str() {
+        "none" => contrib,
+        "add" => d.try_add(&contrib)?,
+        "mul" => d.try_mul(&contrib)?,
+        "max" => d.try_maximum(&contrib)?,
+        "min" => d.try_minimum(&contrib)?,
+        m => return Err(bad(n.op(), format!("reduction '{m}'"))),
+    };
+    one(hit.try_where(&merged, &d)?.cast(data.dtype()))
+}
+
+fn einsum(n: &Node) -> Result<Vec<Tensor>> {
+    let eq: String = n
+        .string("equation", "")
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .collect();
+    let (lhs, rhs) = match eq.split_once("->") {
+        Some((l, r)) => (l.to_string(), Some(r.to_string())),
+        None => (eq.clone(), None),
+    };
+    let terms: Vec<&str> = lhs.split(',').collect();
+    if terms.len() != n.inputs.len() || eq.contains('.') {
+        return Err(bad(
+            "Einsum",
+            format!("equation '{eq}' (ellipses are not supported)"),
+        ));
+    }
+    let mut letters: Vec<char> = Vec::new();
+    for c in terms.iter().flat_map(|t| t.chars()) {
+        if !letters.contains(&c) {
+            letters.push(c);
+        }
+    }
+    let out: Vec<char> = match rhs {
+        Some(r) => r.chars().collect(),
+        None => {
+            let mut v: Vec<char> = letters
+                .iter()
+                .copied()
+                .filter(|c| lhs.matches(*c).count() == 1)
+                .collect();
+            v.sort_unstable();
+            v
+        }
+    };
+    let mut order: Vec<char> = out.clone();
+    order.extend(letters.iter().filter(|c| !out.contains(c)));
+    let mut acc: Option<Tensor> = None;
+    for (k, t) in terms.iter().enumerate() {
+        let x = align(n.input(k)?, t, &order)?;
+        acc = Some(match acc {
+            None => x,
+            Some(a) => a.try_mul(&x)?,
+        });
+    }
+    let acc = acc.ok_or_else(|| bad("Einsum", "no operands"))?;
+    let red: Vec<isize> = (out.len()..order.len()).map(|i| i as isize).collect();
+    if red.is_empty() {
+        return one(acc);
+    }
+    one(acc.try_sum(&red, false)?)
+}
+
+/// Permutes and reshapes an operand labelled `term` to the axis order `order` (1 where absent).
+fn align(x: &Tensor, term: &str, order: &[char]) -> Result<Tensor> {
+    let chars: Vec<char> = term.chars().collect();
+    if chars.len() != x.ndim() {
+        return Err(bad(
+            "Einsum",
+            format!("term '{term}' for shape {:?}", x.shape()),
+        ));
+    }
+    let mut uniq = chars.clone();
+    uniq.dedup();
+    if (1..chars.len()).any(|i| chars[..i].contains(&chars[i])) {
+        return Err(bad(
+            "Einsum",
+            format!("repeated index in '{term}' (diagonals are not supported)"),
+        ));
+    }
+    let present: Vec<char> = order
+        .iter()
+        .copied()
+        .filter(|c| chars.contains(c))
+        .collect();
+    let perm: Vec<usize> = present
+        .iter()
+        .map(|c| chars.iter().position(|d| d == c).unwrap_or(0))
+        .collect();
+    let xp = x.try_permute(&perm)?;
+    let s = x.shape();
+    let shape: Vec<usize> = order
+        .iter()
+        .map(|c| chars.iter().position(|d| d == c).map_or(1, |i| s[i]))
+        .collect();
+    xp.try_reshape(&isz(&shape))
+}

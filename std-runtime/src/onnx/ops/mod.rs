@@ -1,0 +1,77 @@
+//! The operator table: ONNX op type → handler. Each family lives in its own file and exposes a
+//! `lookup`; a handler takes the evaluated [`Node`] and returns its outputs. Handlers compose
+//! picograd's Tensor API through its `try_` forms only. Ops the shared Tensor API does not have
+//! yet (conv, pooling, gather, cumsum, ...) are written here, one function per ONNX op, so each
+//! can be swapped for the shared op when it lands.
+
+use picograd_core::{Result, Tensor};
+
+use super::node::Node;
+
+mod activation;
+mod elementwise;
+mod host;
+mod index;
+mod loss;
+mod math;
+mod nn;
+mod quant;
+mod reduce;
+mod resize;
+mod shape;
+
+/// An operator implementation.
+pub type Handler = fn(&Node) -> Result<Vec<Tensor>>;
+
+/// The handler for default-domain op `op`, if picograd supports it.
+pub fn handler(op: &str) -> Option<Handler> {
+    elementwise::lookup(op)
+        .or_else(|| activation::lookup(op))
+        .or_else(|| shape::lookup(op))
+        .or_else(|| reduce::lookup(op))
+        .or_else(|| nn::lookup(op))
+        .or_else(|| index::lookup(op))
+        .or_else(|| quant::lookup(op))
+        .or_else(|| loss::lookup(op))
+        .or_else(|| host::lookup(op))
+}
+
+/// A family's table: op type → handler.
+type Lookup = fn(&str) -> Option<Handler>;
+
+/// The family (source file) of a supported op, for reports: `elementwise`, `nn`, ...
+pub fn family(op: &str) -> Option<&'static str> {
+    let table: [(&str, Lookup); 9] = [
+        ("loss", loss::lookup),
+        ("elementwise", elementwise::lookup),
+        ("activation", activation::lookup),
+        ("shape", shape::lookup),
+        ("reduce", reduce::lookup),
+        ("nn", nn::lookup),
+        ("index", index::lookup),
+        ("quant", quant::lookup),
+        ("host", host::lookup),
+    ];
+    table
+        .iter()
+        .find(|(_, f)| f(op).is_some())
+        .map(|(name, _)| *name)
+}
+
+/// One output.
+fn one(t: Tensor) -> Result<Vec<Tensor>> {
+    Ok(vec![t])
+}
+
+/// Normalizes a possibly negative `axis` against `rank`.
+fn norm_axis(op: &str, axis: i64, rank: usize) -> Result<usize> {
+    let r = rank as i64;
+    let a = if axis < 0 { axis + r } else { axis };
+    if a < 0 || a >= r.max(1) {
+        return Err(super::node::bad(
+            op,
+            format!("axis {axis} is out of range for rank {rank}"),
+        ));
+    }
+    Ok(a as usize)
+}

@@ -1,0 +1,552 @@
+//! Neural-network ops: Gemm, MatMul, Conv, ConvTranspose, the pools (Max, Average, Lp and their
+//! Global forms) and the normalizations (Batch, Instance, Layer, Group, RMS, Lp, MVN, LRN).
+//! Convolution and pooling gather one strided window view per kernel position (zero-copy
+//! slices), stack them, and reduce — so they stay lazy and exportable. Each op is one function,
+//! ready to be swapped for the shared Tensor op once it lands.
+
+use picograd_core::{Result, Tensor};
+
+use super::super::node::{bad, Node};
+use super::shape::{isz, pad_full};
+use super::{norm_axis, one, Handler};
+
+/// The handler for `op` if it is a neural-network op.
+pub fn lookup(op: &str) -> Option<Handler> {
+    Some(match op {
+        "MatMul" => |n| one(n.input(0)?.try_matmul(n.input(1)?)?),
+        "Gemm" => gemm,
+        "Conv" => conv,
+        "ConvTranspose" => conv_transpose,
+        "MaxPool" => |n| pool(n, Pool::Max),
+        "AveragePool" => |n| pool(n, Pool::Avg),
+        "LpPool" => |n| pool(n, Pool::Lp(n.int("p", 2) as f64)),
+        "GlobalAveragePool" => |n| global(n, Pool::Avg),
+        "GlobalMaxPool" => |n| global(n, Pool::Max),
+        "GlobalLpPool" => |n| global(n, Pool::Lp(n.int("p", 2) as f64)),
+        "BatchNormalization" => batch_norm,
+        "InstanceNormalization" => instance_norm,
+        "LayerNormalization" => layer_norm,
+        "GroupNormalization" => group_norm,
+        "RMSNormalization" => rms_norm,
+        "LpNormalization" => lp_norm,
+        "MeanVarianceNormalization" => mvn,
+        "LRN" => lrn,
+        _ => return None,
+    })
+}
+
+fn gemm(n: &Node) -> Result<Vec<Tensor>> {
+    let t = |x: &Tensor, on: bool| {
+        if on {
+            x.try_transpose(0, 1)
+        } else {
+            Ok(x.clone())
+        }
+    };
+    let a = t(n.input(0)?, n.int("transA", 0) != 0)?;
+    let b = t(n.input(1)?, n.int("transB", 0) != 0)?;
+    let mut y = a.try_matmul(&b)?;
+    let alpha = n.float("alpha", 1.0) as f64;
+    if alpha != 1.0 {
+        y = y.try_mul(alpha)?;
+    }
+    if let Some(c) = n.opt(2) {
+        y = y.try_add(c.try_mul(n.float("beta", 1.0) as f64)?)?;
+    }
+    one(y)
+}
+
+/// Window geometry for one spatial op.
+struct Window {
+    kernel: Vec<usize>,
+    strides: Vec<usize>,
+    dilations: Vec<usize>,
+    /// `(before, after)` padding per spatial axis.
+    pads: Vec<(i64, i64)>,
+}
+
+fn list(n: &Node, name: &str, k: usize, default: i64) -> Result<Vec<usize>> {
+    let v = n.ints(name).unwrap_or_else(|| vec![default; k]);
+    if v.len() != k || v.iter().any(|&x| !(1..=1 << 20).contains(&x)) {
+        return Err(bad(n.op(), format!("{name} {v:?} for {k} spatial axes")));
+    }
+    Ok(v.iter().map(|&x| x as usize).collect())
+}
+
+impl Window {
+    /// Reads kernel, strides, dilations and pads (explicit or `auto_pad`) for `spatial` dims.
+    fn read(n: &Node, kernel: Vec<usize>, spatial: &[usize]) -> Result<Window> {
+        let k = kernel.len();
+        let strides = list(n, "strides", k, 1)?;
+        let dilations = list(n, "dilations", k, 1)?;
+        let pads = match n.string("auto_pad", "NOTSET").as_str() {
+            "SAME_UPPER" | "SAME_LOWER" => {
+                let lower = n.string("auto_pad", "") == "SAME_LOWER";
+                (0..k)
+                    .map(|i| {
+                        let out = spatial[i].div_ceil(strides[i]);
+                        let need = (out - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1;
+                        let total = need.saturating_sub(spatial[i]) as i64;
+                        let small = total / 2;
+                        if lower {
+                            (total - small, small)
+                        } else {
+                            (small, total - small)
+                        }
+                    })
+                    .collect()
+            }
+            _ => {
+                let p = n.ints("pads").unwrap_or_else(|| vec![0; 2 * k]);
+                if p.len() != 2 * k {
+                    return Err(bad(n.op(), format!("pads {p:?} for {k} spatial axes")));
+                }
+                (0..k).map(|i| (p[i], p[i + k])).collect()
+            }
+        };
+        Ok(Window {
+            kernel,
+            strides,
+            dilations,
+            pads,
+        })
+    }
+
+    /// Output size of each axis of a padded input of `spatial` dims (`ceil` rounds up).
+    fn out_dims(&self, spatial: &[usize], ceil: bool) -> Result<Vec<usize>> {
+        (0..self.kernel.len())
+            .map(|i| {
+                let padded = spatial[i] as i64 + self.pads[i].0 + self.pads[i].1;
+                let span = ((self.kernel[i] - 1) * self.dilations[i] + 1) as i64;
+                let s = self.strides[i] as i64;
+                let room = padded - span;
+                if room < 0 {
+                    return Err(bad(
+                        "window",
+                        format!("kernel {:?} larger than input {spatial:?}", self.kernel),
+                    ));
+                }
+                let mut o = room / s + 1;
+                if ceil && room % s != 0 {
+                    o += 1;
+                    // The last window must start inside the input or its left padding.
+                    if (o - 1) * s >= spatial[i] as i64 + self.pads[i].0 {
+                        o -= 1;
+                    }
+                }
+                Ok(o as usize)
+            })
+            .collect()
+    }
+}
+
+/// Every window of a padded `[N, C, spatial...]` tensor: `[N, C, K, out...]` (K = kernel size).
+fn windows(x: &Tensor, w: &Window, out: &[usize]) -> Result<Tensor> {
+    let k = w.kernel.len();
+    let total: usize = w.kernel.iter().product();
+    let mut views = Vec::with_capacity(total);
+    let mut idx = vec![0usize; k];
+    for _ in 0..total {
+        let mut arg: Vec<(i64, i64, i64)> = vec![(0, i64::MAX, 1); 2];
+        for i in 0..k {
+            let start = (idx[i] * w.dilations[i]) as i64;
+            let end = start + ((out[i] - 1) * w.strides[i]) as i64 + 1;
+            arg.push((start, end, w.strides[i] as i64));
+        }
+        views.push(x.try_slice(&arg)?);
+        for i in (0..k).rev() {
+            idx[i] += 1;
+            if idx[i] < w.kernel[i] {
+                break;
+            }
+            idx[i] = 0;
+        }
+    }
+    let refs: Vec<&Tensor> = views.iter().collect();
+    Tensor::try_stack(&refs, 2)
+}
+
+/// Pads the spatial axes of `[N, C, ...]` by `pads` plus `extra` at the end, with `value`.
+fn pad_spatial(x: &Tensor, pads: &[(i64, i64)], extra: &[i64], value: f64) -> Result<Tensor> {
+    let mut full = vec![(0, 0); 2];
+    full.extend(pads.iter().zip(extra).map(|(&(b, e), &x)| (b, e + x)));
+    pad_full(x, &full, "constant", value)
+}
+
+fn conv(n: &Node) -> Result<Vec<Tensor>> {
+    let x = n.input(0)?;
+    let w = n.input(1)?;
+    let ws = w.shape();
+    let xs = x.shape();
+    if xs.len() < 3 || ws.len() != xs.len() {
+        return Err(bad("Conv", format!("input {xs:?} and weight {ws:?}")));
+    }
+    let win = Window::read(n, ws[2..].to_vec(), &xs[2..])?;
+    let y = conv_core(x, w, &win, n.int("group", 1).max(1) as usize)?;
+    one(add_bias(y, n.opt(2))?)
+}
+
+/// Adds a per-channel bias `[M]` to `[N, M, ...]`.
+fn add_bias(y: Tensor, b: Option<&Tensor>) -> Result<Tensor> {
+    match b {
+        Some(b) => y.try_add(&per_channel(b, y.ndim())?),
+        None => Ok(y),
+    }
+}
+
+/// `[C]` reshaped to `[1, C, 1, ...]` for a rank-`r` tensor.
+fn per_channel(t: &Tensor, r: usize) -> Result<Tensor> {
+    let mut s = vec![1isize; r.max(2)];
+    s[1] = -1;
+    t.try_reshape(&s)
+}
+
+/// Grouped convolution of `x` `[N, C, S...]` with `w` `[M, C/g, K...]`.
+fn conv_core(x: &Tensor, w: &Tensor, win: &Window, g: usize) -> Result<Tensor> {
+    let xs = x.shape();
+    let ws = w.shape();
+    let (nb, c, m) = (xs[0], xs[1], ws[0]);
+    if c % g != 0 || m % g != 0 || ws[1] * g != c {
+        return Err(bad(
+            "Conv",
+            format!("{g} groups for input {xs:?} and weight {ws:?}"),
+        ));
+    }
+    let zero = vec![0; win.kernel.len()];
+    let xp = pad_spatial(x, &win.pads, &zero, 0.0)?;
+    let out = win.out_dims(&xs[2..], false)?;
+    let kk: usize = win.kernel.iter().product();
+    let o: usize = out.iter().product();
+    let p = windows(&xp, win, &out)?.try_reshape(&isz(&[nb, g, (c / g) * kk, o]))?;
+    let wm = w.try_reshape(&isz(&[1, g, m / g, (c / g) * kk]))?;
+    let y = wm.try_matmul(&p)?;
+    let mut shape = vec![nb, m];
+    shape.extend(&out);
+    y.try_reshape(&isz(&shape))
+}
+
+fn conv_transpose(n: &Node) -> Result<Vec<Tensor>> {
+    let x = n.input(0)?;
+    let w = n.input(1)?;
+    let (xs, ws) = (x.shape(), w.shape());
+    if xs.len() < 3 || ws.len() != xs.len() {
+        return Err(bad(
+            "ConvTranspose",
+            format!("input {xs:?} and weight {ws:?}"),
+        ));
+    }
+    let k = xs.len() - 2;
+    let g = n.int("group", 1).max(1) as usize;
+    let kernel = ws[2..].to_vec();
+    let strides = list(n, "strides", k, 1)?;
+    let dil = list(n, "dilations", k, 1)?;
+    let opad = n.ints("output_padding").unwrap_or_else(|| vec![0; k]);
+    let pads = transpose_pads(n, &xs[2..], &kernel, &strides, &dil, &opad)?;
+    let up = zero_insert(x, &strides)?;
+    let mut full = vec![(0i64, 0i64); 2];
+    for i in 0..k {
+        let edge = ((kernel[i] - 1) * dil[i]) as i64;
+        full.push((
+            edge - pads[i].0,
+            edge - pads[i].1 + opad.get(i).copied().unwrap_or(0),
+        ));
+    }
+    let up = pad_full(&up, &full, "constant", 0.0)?;
+    let wt = flip_transpose_weight(w, g)?;
+    let win = Window {
+        kernel,
+        strides: vec![1; k],
+        dilations: dil,
+        pads: vec![(0, 0); k],
+    };
+    let y = conv_core(&up, &wt, &win, g)?;
+    one(add_bias(y, n.opt(2))?)
+}
+
+/// Explicit pads of a transposed convolution (from `pads`, `output_shape` or `auto_pad`).
+fn transpose_pads(
+    n: &Node,
+    spatial: &[usize],
+    kernel: &[usize],
+    strides: &[usize],
+    dil: &[usize],
+    opad: &[i64],
+) -> Result<Vec<(i64, i64)>> {
+    let k = spatial.len();
+    let auto = n.string("auto_pad", "NOTSET");
+    if let Some(p) = n
+        .ints("pads")
+        .filter(|_| auto == "NOTSET" || auto.is_empty())
+    {
+        if p.len() != 2 * k {
+            return Err(bad("ConvTranspose", format!("pads {p:?}")));
+        }
+        return Ok((0..k).map(|i| (p[i], p[i + k])).collect());
+    }
+    let target: Option<Vec<i64>> = n
+        .ints("output_shape")
+        .map(|s| s[s.len().saturating_sub(k)..].to_vec());
+    Ok((0..k)
+        .map(|i| {
+            let full = (strides[i] * (spatial[i] - 1)) as i64
+                + opad.get(i).copied().unwrap_or(0)
+                + ((kernel[i] - 1) * dil[i] + 1) as i64;
+            let want = match &target {
+                Some(t) => t[i],
+                None if auto.starts_with("SAME") => (spatial[i] * strides[i]) as i64,
+                None => full,
+            };
+            let total = full - want;
+            let half = total.div_euclid(2);
+            if auto == "SAME_UPPER" {
+                (half, total - half)
+            } else {
+                (total - half, half)
+            }
+        })
+        .collect())
+}
+
+/// Puts `stride − 1` zeros between neighbours along each spatial axis.
+fn zero_insert(x: &Tensor, strides: &[usize]) -> Result<Tensor> {
+    let mut y = x.clone();
+    for (i, &s) in strides.iter().enumerate() {
+        if s == 1 {
+            continue;
+        }
+        let a = i + 2;
+        let shape = y.shape();
+        let d = shape[a];
+        let mut sp: Vec<usize> = shape.clone();
+        sp.insert(a + 1, 1);
+        let mut pads = vec![(0usize, 0usize); sp.len()];
+        pads[a + 1] = (0, s - 1);
+        let z = y.try_reshape(&isz(&sp))?.try_pad(&pads)?;
+        let mut flat = shape.clone();
+        flat[a] = d * s;
+        let z = z.try_reshape(&isz(&flat))?;
+        let mut keep: Vec<(usize, usize)> = flat.iter().map(|&v| (0, v)).collect();
+        keep[a] = (0, (d - 1) * s + 1);
+        y = z.try_shrink(&keep)?;
+    }
+    Ok(y)
+}
+
+/// `[C, M/g, K...]` → `[M, C/g, K...]` with the kernel axes reversed.
+fn flip_transpose_weight(w: &Tensor, g: usize) -> Result<Tensor> {
+    let ws = w.shape();
+    let (c, mg) = (ws[0], ws[1]);
+    let ks = &ws[2..];
+    let mut s = vec![g, c / g, mg];
+    s.extend(ks);
+    let mut perm = vec![0, 2, 1];
+    perm.extend(3..3 + ks.len());
+    let t = w.try_reshape(&isz(&s))?.try_permute(&perm)?;
+    let mut out = vec![g * mg, c / g];
+    out.extend(ks);
+    let axes: Vec<isize> = (2..2 + ks.len() as isize).collect();
+    t.try_reshape(&isz(&out))?.try_flip(&axes)
+}
+
+#[derive(Clone, Copy)]
+enum Pool {
+    Max,
+    Avg,
+    Lp(f64),
+}
+
+fn pool(n: &Node, kind: Pool) -> Result<Vec<Tensor>> {
+    let x = n.input(0)?;
+    let xs = x.shape();
+    if n.proto.output.len() > 1 && !n.proto.output[1].is_empty() {
+        return Err(bad(n.op(), "the Indices output is not supported"));
+    }
+    let k = xs.len().saturating_sub(2);
+    let kernel = list(n, "kernel_shape", k, 0)?;
+    let win = Window::read(n, kernel, &xs[2..])?;
+    let ceil = n.int("ceil_mode", 0) != 0;
+    let out = win.out_dims(&xs[2..], ceil)?;
+    let extra: Vec<i64> = (0..k)
+        .map(|i| {
+            let need = (out[i] - 1) * win.strides[i] + (win.kernel[i] - 1) * win.dilations[i] + 1;
+            (need as i64 - (xs[2 + i] as i64 + win.pads[i].0 + win.pads[i].1)).max(0)
+        })
+        .collect();
+    let fill = match kind {
+        Pool::Max => f64::NEG_INFINITY,
+        _ => 0.0,
+    };
+    let fill = if x.dtype().is_float() {
+        fill
+    } else {
+        x.dtype().min_value()
+    };
+    let p = windows(&pad_spatial(x, &win.pads, &extra, fill)?, &win, &out)?;
+    let y = match kind {
+        Pool::Max => p.try_max(&[2], false)?,
+        Pool::Lp(e) => p.abs().try_pow(e)?.try_sum(&[2], false)?.try_pow(1.0 / e)?,
+        Pool::Avg => {
+            let include = n.int("count_include_pad", 0) != 0;
+            let ones = x.const_like(1.0);
+            let counted = pad_spatial(
+                &ones,
+                &win.pads,
+                &vec![0; k],
+                if include { 1.0 } else { 0.0 },
+            )?;
+            let counted = pad_spatial(&counted, &vec![(0, 0); k], &extra, 0.0)?;
+            let cnt = windows(&counted, &win, &out)?.try_sum(&[2], false)?;
+            p.try_sum(&[2], false)?.try_div(&cnt)?
+        }
+    };
+    one(y)
+}
+
+fn global(n: &Node, kind: Pool) -> Result<Vec<Tensor>> {
+    let x = n.input(0)?;
+    let axes: Vec<isize> = (2..x.ndim() as isize).collect();
+    one(match kind {
+        Pool::Max => x.try_max(&axes, true)?,
+        Pool::Avg => x.try_mean(&axes, true)?,
+        Pool::Lp(e) => x.abs().try_pow(e)?.try_sum(&axes, true)?.try_pow(1.0 / e)?,
+    })
+}
+
+/// `(x − mean) / √(var + eps)` over `axes` (biased variance).
+fn normalize(x: &Tensor, axes: &[isize], eps: f64) -> Result<Tensor> {
+    let mean = x.try_mean(axes, true)?;
+    let d = x.try_sub(&mean)?;
+    let var = d.try_mul(&d)?.try_mean(axes, true)?;
+    d.try_div(var.try_add(eps)?.sqrt())
+}
+
+fn batch_norm(n: &Node) -> Result<Vec<Tensor>> {
+    let x = n.input(0)?;
+    if n.int("training_mode", 0) != 0 {
+        return Err(bad("BatchNormalization", "training mode is not supported"));
+    }
+    let r = x.ndim();
+    let [scale, b, mean, var] = [1, 2, 3, 4].map(|i| n.input(i).and_then(|t| per_channel(t, r)));
+    let eps = n.float("epsilon", 1e-5) as f64;
+    let inv = var?.try_add(eps)?.sqrt();
+    let y = x
+        .try_sub(&mean?)?
+        .try_div(&inv)?
+        .try_mul(&scale?)?
+        .try_add(&b?)?;
+    one(y)
+}
+
+fn instance_norm(n: &Node) -> Result<Vec<Tensor>> {
+    let x = n.input(0)?;
+    let r = x.ndim();
+    let axes: Vec<isize> = (2..r as isize).collect();
+    let y = normalize(x, &axes, n.float("epsilon", 1e-5) as f64)?;
+    let y = y.try_mul(&per_channel(n.input(1)?, r)?)?;
+    one(y.try_add(&per_channel(n.input(2)?, r)?)?)
+}
+
+fn layer_norm(n: &Node) -> Result<Vec<Tensor>> {
+    let x = n.input(0)?;
+    let r = x.ndim();
+    let a = norm_axis("LayerNormalization", n.int("axis", -1), r)?;
+    let axes: Vec<isize> = (a as isize..r as isize).collect();
+    let eps = n.float("epsilon", 1e-5) as f64;
+    let xf = x.float();
+    let mean = xf.try_mean(&axes, true)?;
+    let d = xf.try_sub(&mean)?;
+    let inv = d.try_mul(&d)?.try_mean(&axes, true)?.try_add(eps)?.rsqrt();
+    let mut y = d.try_mul(&inv)?.try_mul(n.input(1)?)?;
+    if let Some(b) = n.opt(2) {
+        y = y.try_add(b)?;
+    }
+    Ok(vec![y.cast(x.dtype()), mean, inv])
+}
+
+fn group_norm(n: &Node) -> Result<Vec<Tensor>> {
+    let x = n.input(0)?;
+    let xs = x.shape();
+    let g = n.int("num_groups", 1).max(1) as usize;
+    let (nb, c) = (xs[0], xs[1]);
+    if c % g != 0 {
+        return Err(bad(
+            "GroupNormalization",
+            format!("{g} groups for {c} channels"),
+        ));
+    }
+    let grouped = x.try_reshape(&[nb as isize, g as isize, -1])?;
+    let y = normalize(&grouped, &[2], n.float("epsilon", 1e-5) as f64)?;
+    let y = y.try_reshape(&isz(&xs))?;
+    let per = |t: &Tensor| -> Result<Tensor> {
+        let t = if t.numel() == g && g != c {
+            t.try_reshape(&[g as isize, 1])?
+                .try_expand(&[g, c / g])?
+                .try_reshape(&[c as isize])?
+        } else {
+            t.clone()
+        };
+        per_channel(&t, xs.len())
+    };
+    one(y.try_mul(&per(n.input(1)?)?)?.try_add(&per(n.input(2)?)?)?)
+}
+
+fn rms_norm(n: &Node) -> Result<Vec<Tensor>> {
+    let x = n.input(0)?;
+    let r = x.ndim();
+    let a = norm_axis("RMSNormalization", n.int("axis", -1), r)?;
+    let axes: Vec<isize> = (a as isize..r as isize).collect();
+    let xf = x.float();
+    let ms = xf.try_mul(&xf)?.try_mean(&axes, true)?;
+    let y = xf.try_mul(ms.try_add(n.float("epsilon", 1e-5) as f64)?.rsqrt())?;
+    one(y.try_mul(n.input(1)?)?.cast(x.dtype()))
+}
+
+fn lp_norm(n: &Node) -> Result<Vec<Tensor>> {
+    let x = n.input(0)?;
+    let a = norm_axis("LpNormalization", n.int("axis", -1), x.ndim())? as isize;
+    let norm = if n.int("p", 2) == 1 {
+        x.abs().try_sum(&[a], true)?
+    } else {
+        x.try_mul(x)?.try_sum(&[a], true)?.sqrt()
+    };
+    let zero = norm.try_eq(0.0)?;
+    one(zero.try_where(x.const_like(0.0), x.try_div(&norm)?)?)
+}
+
+fn mvn(n: &Node) -> Result<Vec<Tensor>> {
+    let x = n.input(0)?;
+    let axes: Vec<isize> = n
+        .ints("axes")
+        .unwrap_or_else(|| vec![0, 2, 3])
+        .iter()
+        .map(|&a| norm_axis("MeanVarianceNormalization", a, x.ndim()).map(|v| v as isize))
+        .collect::<Result<_>>()?;
+    one(normalize(x, &axes, 1e-9)?)
+}
+
+fn lrn(n: &Node) -> Result<Vec<Tensor>> {
+    let x = n.input(0)?;
+    let size = n.int("size", 1).max(1) as usize;
+    let (alpha, beta, bias) = (
+        n.float("alpha", 1e-4) as f64,
+        n.float("beta", 0.75) as f64,
+        n.float("bias", 1.0) as f64,
+    );
+    let c = x.shape()[1];
+    let sq = x.try_mul(x)?;
+    let lo = (size - 1) / 2;
+    let mut pads = vec![(0i64, 0i64); x.ndim()];
+    pads[1] = (lo as i64, (size - 1 - lo) as i64);
+    let padded = pad_full(&sq, &pads, "constant", 0.0)?;
+    let mut sum = sq.const_like(0.0);
+    for k in 0..size {
+        let mut arg: Vec<(usize, usize)> = padded.shape().iter().map(|&d| (0, d)).collect();
+        arg[1] = (k, k + c);
+        sum = sum.try_add(padded.try_shrink(&arg)?)?;
+    }
+    let den = sum
+        .try_mul(alpha / size as f64)?
+        .try_add(bias)?
+        .try_pow(beta)?;
+    one(x.try_div(&den)?)
+}

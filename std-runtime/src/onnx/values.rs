@@ -1,0 +1,215 @@
+//! Tensor values crossing the ONNX boundary: `TensorProto` → [`Tensor`] (checked: dims, element
+//! count and data length must agree, with a hard cap on elements so a hostile file cannot ask
+//! for a huge allocation), the ONNX ↔ picograd dtype map, and reading small tensors (shapes,
+//! axes, pads) back to host integers.
+
+use picograd_core::{DType, Error, Result, Tensor};
+
+use super::proto::TensorProto;
+
+/// The most elements one tensor may have (1 Gi): larger shapes are refused before allocating.
+pub const MAX_ELEMENTS: u64 = 1 << 30;
+
+/// The picograd dtype of ONNX `TensorProto.DataType` code `code`, if picograd has one.
+pub fn dtype_of(code: i32) -> Option<DType> {
+    Some(match code {
+        1 => DType::F32,
+        2 => DType::U8,
+        3 => DType::I8,
+        4 => DType::U16,
+        5 => DType::I16,
+        6 => DType::I32,
+        7 => DType::I64,
+        9 => DType::Bool,
+        10 => DType::F16,
+        11 => DType::F64,
+        12 => DType::U32,
+        13 => DType::U64,
+        16 => DType::BF16,
+        _ => return None,
+    })
+}
+
+/// The ONNX name of a `DataType` code, for messages.
+pub fn onnx_type_name(code: i32) -> &'static str {
+    const NAMES: [&str; 27] = [
+        "UNDEFINED",
+        "FLOAT",
+        "UINT8",
+        "INT8",
+        "UINT16",
+        "INT16",
+        "INT32",
+        "INT64",
+        "STRING",
+        "BOOL",
+        "FLOAT16",
+        "DOUBLE",
+        "UINT32",
+        "UINT64",
+        "COMPLEX64",
+        "COMPLEX128",
+        "BFLOAT16",
+        "FLOAT8E4M3FN",
+        "FLOAT8E4M3FNUZ",
+        "FLOAT8E5M2",
+        "FLOAT8E5M2FNUZ",
+        "UINT4",
+        "INT4",
+        "FLOAT4E2M1",
+        "FLOAT8E8M0",
+        "UINT2",
+        "INT2",
+    ];
+    usize::try_from(code)
+        .ok()
+        .and_then(|i| NAMES.get(i).copied())
+        .unwrap_or("unknown")
+}
+
+/// The ONNX `DataType` code of a picograd dtype.
+pub fn onnx_code(d: DType) -> i32 {
+    (1..=16).find(|&c| dtype_of(c) == Some(d)).unwrap_or(0)
+}
+
+/// The element count of `dims`, checked: no negative dims, no overflow, at most [`MAX_ELEMENTS`].
+pub fn checked_numel(what: &str, dims: &[i64]) -> Result<usize> {
+    let mut n: u64 = 1;
+    for &d in dims {
+        let d = u64::try_from(d)
+            .map_err(|_| Error::shape("onnx", format!("{what}: negative dimension in {dims:?}")))?;
+        n = n
+            .checked_mul(d)
+            .filter(|&n| n <= MAX_ELEMENTS)
+            .ok_or_else(|| {
+                Error::overflow(format!(
+                    "{what}: shape {dims:?} has more than {MAX_ELEMENTS} elements"
+                ))
+            })?;
+    }
+    Ok(n as usize)
+}
+
+/// Converts a `TensorProto` (raw or typed data) to a tensor; `what` names it in errors.
+pub fn tensor_from_proto(t: &TensorProto, what: &str) -> Result<Tensor> {
+    if t.data_location == 1 {
+        return Err(Error::Unsupported(format!(
+            "{what}: tensor data stored in an external file"
+        )));
+    }
+    let dtype = dtype_of(t.data_type).ok_or_else(|| {
+        Error::Unsupported(format!(
+            "{what}: element type {} ({})",
+            onnx_type_name(t.data_type),
+            t.data_type
+        ))
+    })?;
+    let n = checked_numel(what, &t.dims)?;
+    let shape: Vec<usize> = t.dims.iter().map(|&d| d as usize).collect();
+    let bytes = if t.raw_data.is_empty() && n > 0 {
+        typed_bytes(t, dtype, n, what)?
+    } else {
+        t.raw_data.clone()
+    };
+    if bytes.len() != n * dtype.itemsize() {
+        return Err(Error::Format {
+            file: what.to_string(),
+            offset: 0,
+            detail: format!(
+                "shape {:?} of {dtype} needs {} bytes of data, found {}",
+                t.dims,
+                n * dtype.itemsize(),
+                bytes.len()
+            ),
+        });
+    }
+    tensor_from_le_bytes(&bytes, &shape, dtype)
+}
+
+/// The little-endian bytes of a tensor stored in the typed fields (`float_data`, ...).
+fn typed_bytes(t: &TensorProto, dtype: DType, n: usize, what: &str) -> Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(n.min(1 << 20) * dtype.itemsize());
+    let count = match dtype {
+        DType::F32 => put_all(&mut out, &t.float_data, |v, o| o.extend(v.to_le_bytes())),
+        DType::F64 => put_all(&mut out, &t.double_data, |v, o| o.extend(v.to_le_bytes())),
+        DType::I64 => put_all(&mut out, &t.int64_data, |v, o| o.extend(v.to_le_bytes())),
+        DType::U32 | DType::U64 => put_all(&mut out, &t.uint64_data, |v, o| {
+            o.extend(&v.to_le_bytes()[..dtype.itemsize()])
+        }),
+        // Small ints, bools, f16 and bf16 travel in int32_data (the 16-bit floats as raw bits).
+        _ => put_all(&mut out, &t.int32_data, |v, o| {
+            o.extend(&v.to_le_bytes()[..dtype.itemsize()])
+        }),
+    };
+    if count != n {
+        return Err(Error::Format {
+            file: what.to_string(),
+            offset: 0,
+            detail: format!("shape {:?} needs {n} values, found {count}", t.dims),
+        });
+    }
+    Ok(out)
+}
+
+fn put_all<T: Copy>(out: &mut Vec<u8>, vals: &[T], put: impl Fn(T, &mut Vec<u8>)) -> usize {
+    vals.iter().for_each(|&v| put(v, out));
+    vals.len()
+}
+
+/// A tensor of `dtype` and `shape` from little-endian bytes.
+pub fn tensor_from_le_bytes(bytes: &[u8], shape: &[usize], dtype: DType) -> Result<Tensor> {
+    macro_rules! typed {
+        ($t:ty, $n:expr) => {{
+            let v: Vec<$t> = bytes
+                .chunks_exact($n)
+                .map(|c| <$t>::from_le_bytes(c.try_into().unwrap_or([0; $n])))
+                .collect();
+            Tensor::try_from_slice(&v, shape)
+        }};
+    }
+    match dtype {
+        DType::Bool => {
+            let v: Vec<bool> = bytes.iter().map(|&b| b != 0).collect();
+            Tensor::try_from_slice(&v, shape)
+        }
+        DType::I8 => typed!(i8, 1),
+        DType::U8 => typed!(u8, 1),
+        DType::I16 => typed!(i16, 2),
+        DType::U16 => typed!(u16, 2),
+        DType::I32 => typed!(i32, 4),
+        DType::U32 => typed!(u32, 4),
+        DType::I64 => typed!(i64, 8),
+        DType::U64 => typed!(u64, 8),
+        DType::F16 => typed!(half::f16, 2),
+        DType::BF16 => typed!(half::bf16, 2),
+        DType::F32 => typed!(f32, 4),
+        DType::F64 => typed!(f64, 8),
+    }
+}
+
+/// The values of a (small) tensor as i64 (floats truncate), computing it if needed.
+pub fn to_i64s(t: &Tensor) -> Result<Vec<i64>> {
+    let bytes = t.to_bytes()?;
+    let d = t.dtype();
+    let n = d.itemsize();
+    Ok(bytes
+        .chunks_exact(n)
+        .map(|c| {
+            let mut b = [0u8; 8];
+            b[..n].copy_from_slice(c);
+            match d {
+                DType::I8 => c[0] as i8 as i64,
+                DType::I16 => i16::from_le_bytes([c[0], c[1]]) as i64,
+                DType::I32 => i32::from_le_bytes([c[0], c[1], c[2], c[3]]) as i64,
+                DType::I64 | DType::U64 => i64::from_le_bytes(b),
+                DType::Bool | DType::U8 | DType::U16 | DType::U32 => u64::from_le_bytes(b) as i64,
+                _ => picograd_core::tensor::bytes_to_f64(c, d)[0] as i64,
+            }
+        })
+        .collect())
+}
+
+/// The values of a (small) tensor as f64, computing it if needed.
+pub fn to_f64s(t: &Tensor) -> Result<Vec<f64>> {
+    t.to_f64_vec()
+}
