@@ -1,127 +1,174 @@
-//! picograd's main example: the compiler at work, end to end.
+//! picograd's main job, end to end:
 //!
-//! 1. the symbolic index algebra simplifying an index expression with bounds;
-//! 2. a ShapeTracker turning movement ops into index arithmetic without copying;
-//! 3. a small classifier's forward pass on real handwritten digits, fused into a few kernels,
-//!    compiled to C and run — and checked against the interpreter.
+//! 1. the compiler at work: symbolic index algebra and a ShapeTracker;
+//! 2. train a digits classifier (MLP 64-128-10, Adam, JIT-captured steps) on the desktop;
+//! 3. export it to standalone C (static memory plan, weights in flash, no malloc, no libm);
+//! 4. build it for a Cortex-M4, run it under QEMU on all 360 test images, and check that the
+//!    device agrees with the desktop — with the device's flash, RAM and instruction figures.
 //!
-//! Run: `cargo run --release --example demo` (add `PICOGRAD_DEBUG=4` to see every kernel's C).
+//! Run: `./scripts/demo.sh` (or `cargo run --release --example demo` when the toolchains are
+//! installed). `PICOGRAD_DEBUG=4` shows every kernel's C as it is compiled.
 
 #[path = "common/digits.rs"]
 mod digits;
+// The demo uses the MLP half of the shared training module.
+#[allow(dead_code)]
+#[path = "common/train.rs"]
+mod train;
 
-use picograd::codegen::c::{render_kernel, CRenderOpts};
-use picograd::realize::{count_work, lower};
-use picograd::schedule::schedule;
+use std::path::Path;
+
+use picograd::export::{export, ExportNames, ExportOptions};
+use picograd::jit::Capture;
+use picograd::nn::optim::AdamConfig;
+use picograd::nn::Module;
+use picograd::runtime::target::{build_and_run, BuildOptions, RunReport, Target, Values};
 use picograd::shape::{sints, ShapeTracker};
 use picograd::symbolic::Node;
-use picograd::{DType, Tensor};
+use picograd::Tensor;
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+type Res<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+fn main() -> Res<()> {
     picograd::init();
-    symbolic();
-    shapetracker()?;
-    forward()?;
-    Ok(())
-}
-
-fn symbolic() {
-    println!("== 1. Symbolic index algebra (bounds drive simplification)");
-    let a = Node::var("a", 0, 10);
-    let b = Node::var("b", 0, 19);
-    let e = (&a * 40 + &b).floordiv(20);
-    println!(
-        "   (a*40+b)//20 with a in [0,10], b in [0,19]  ->  {e}   bounds [{}, {}]",
-        e.vmin(),
-        e.vmax()
-    );
-    let x = Node::var("x", 0, 999);
-    let m = (&x + &(&b * 10)).modulo(10);
-    println!("   (x + b*10) % 10                              ->  {m}");
-    println!(
-        "   x % 1000 with x in [0,999]                  ->  {}",
-        x.modulo(1000)
-    );
-}
-
-fn shapetracker() -> picograd::Result<()> {
-    println!("\n== 2. ShapeTracker: movement ops are index arithmetic, never copies");
-    let st = ShapeTracker::from_shape(&sints(&[3, 4]));
-    let t = st.permute(&[1, 0])?;
-    println!("   3x4, transposed:         {t}");
-    let f = t.reshape(&sints(&[12]))?;
-    println!(
-        "   ... then flattened:      {} views (one view cannot say it)",
-        f.views().len()
-    );
-    let (idx, _) = f.expr_idxs(&[Node::var("i", 0, 11)]);
-    println!("   buffer index of position i: {idx}");
-    let p = st.pad(&[(1, 1), (0, 0)])?;
-    let (idx, valid) = p.expr_idxs(&[Node::var("r", 0, 4), Node::var("c", 0, 3)]);
-    println!("   padded rows: index {idx}, valid when {valid}");
-    Ok(())
-}
-
-fn forward() -> Result<(), Box<dyn std::error::Error>> {
-    println!("\n== 3. A digits classifier's forward pass, fused and compiled");
+    compiler_at_work()?;
     let data = digits::load()?;
-    let (_, test) = digits::split(&data);
-    let batch = test.slice(0, 8);
-    // Weights are random here: training arrives with autograd; the point is the compiler.
-    let w1 = Tensor::randn(&[64, 32], 1).mul(0.25);
-    let b1 = Tensor::zeros(&[32], DType::F32);
-    let w2 = Tensor::randn(&[32, 10], 2).mul(0.25);
-    let x = Tensor::try_from_slice(&batch.images, &[8, 64])?;
-    // Weights live in buffers (as trained weights would).
-    Tensor::realize_all(&[&w1, &b1, &w2])?;
-    let logits = x.matmul(&w1).add(&b1).relu().matmul(&w2);
-    let shifted = logits.sub(logits.max(&[-1], true));
-    let e = shifted.exp();
-    let probs = e.div(e.sum(&[-1], true));
+    let (train_set, test_set) = digits::split(&data);
 
-    let items = schedule(&[probs.lazy().contiguous()])?;
-    let work = count_work(&items)?;
-    println!("   device: {}", probs.device().name());
     println!(
-        "   relu(x @ W1 + b1) @ W2, then softmax: {} kernels, {} flops, {} bytes",
-        work.kernels, work.flops, work.bytes
+        "\n== 2. Train a digits classifier on the desktop ({})",
+        picograd::context::default_device().name()
     );
-    println!("   the C of the first kernel (x @ W1 + b1, then relu, in one loop nest):\n");
-    let first = items
-        .iter()
-        .find(|i| !i.inputs.is_empty())
-        .ok_or("no kernel")?;
-    for line in render_kernel(
-        &lower(first)?,
-        &CRenderOpts {
-            entry_wrapper: false,
-            ..CRenderOpts::default()
-        },
-    )
-    .lines()
-    {
-        println!("      {line}");
-    }
-    let got = probs.to_vec::<f32>()?;
+    let mlp = train::Mlp::new(&train_set, 1)?;
+    let plan = train::Plan {
+        epochs: 15,
+        adam: AdamConfig::adam(0.01),
+    };
+    let speed = train::train(&mlp, &train_set, &plan)?;
+    let host_logits = forward(&mlp, &test_set)?;
+    let host_acc = accuracy(&host_logits, &test_set.labels);
     println!(
-        "   class probabilities of the first image: {:.3?}",
-        &got[..10]
+        "   desktop: {:.2}% of the 360 test images right ({speed:.0} training steps/s)",
+        host_acc * 100.0
     );
 
-    // The same graph on the interpreter must agree.
-    let interp = picograd::context::interp();
-    let on = |t: &Tensor| t.to_device(&interp);
-    let l2 = on(&x).matmul(&on(&w1)).add(on(&b1)).relu().matmul(&on(&w2));
-    let e2 = l2.sub(l2.max(&[-1], true)).exp();
-    let p2 = e2.div(e2.sum(&[-1], true)).to_vec::<f32>()?;
-    let diff = got
+    println!("\n== 3. Export to C and run on an emulated Cortex-M4 (QEMU mps2-an386)");
+    let target = Target::by_name("cortex-m4")?;
+    let all = export_and_run(
+        &mlp,
+        &test_set.images,
+        test_set.len(),
+        "out/digits_mlp_360",
+        &target,
+    )?;
+    let dev_logits = all
+        .output("logits")
+        .and_then(Values::to_f32)
+        .ok_or("no logits from the device")?;
+    let dev_acc = accuracy(&dev_logits, &test_set.labels);
+    let agree = argmaxes(&dev_logits)
         .iter()
-        .zip(&p2)
+        .zip(argmaxes(&host_logits))
+        .filter(|(a, b)| **a == *b)
+        .count();
+    let max_diff = dev_logits
+        .iter()
+        .zip(&host_logits)
         .map(|(a, b)| (a - b).abs())
         .fold(0.0f32, f32::max);
     println!(
-        "   {} vs INTERP: max |difference| = {diff:.2e}",
-        probs.device().name()
+        "   device:  {:.2}% right; predictions agree with the desktop on {agree}/360 images",
+        dev_acc * 100.0
     );
+    println!("            largest logit difference device vs desktop: {max_diff:.2e}");
+
+    let one = export_and_run(&mlp, &test_set.images[..64], 1, "out/digits_mlp", &target)?;
+    println!("   one inference on the Cortex-M4 (bundle in out/digits_mlp/):");
+    println!(
+        "     instructions  {}",
+        one.instructions.map_or("-".into(), |n| n.to_string())
+    );
+    println!(
+        "     flash         {} bytes of model code and weights",
+        one.model_text + one.model_data
+    );
+    println!(
+        "     RAM           {} bytes of arena + static, {} bytes of stack",
+        one.model_data + one.model_bss,
+        one.stack_bytes.unwrap_or(0)
+    );
+    if agree != test_set.len() {
+        return Err(format!(
+            "the device disagrees with the desktop on {} images",
+            test_set.len() - agree
+        )
+        .into());
+    }
     Ok(())
+}
+
+fn compiler_at_work() -> Res<()> {
+    println!("== 1. The compiler at work");
+    let (a, b) = (Node::var("a", 0, 10), Node::var("b", 0, 19));
+    let e = (&a * 40 + &b).floordiv(20);
+    println!(
+        "   symbolic: (a*40+b)//20 with a in [0,10], b in [0,19]  ->  {e}, bounds [{}, {}]",
+        e.vmin(),
+        e.vmax()
+    );
+    let st = ShapeTracker::from_shape(&sints(&[3, 4]))
+        .permute(&[1, 0])?
+        .reshape(&sints(&[12]))?;
+    let (idx, _) = st.expr_idxs(&[Node::var("i", 0, 11)]);
+    println!("   ShapeTracker: a 3x4 transposed then flattened reads buffer index {idx} ({} views, no copy)", st.views().len());
+    Ok(())
+}
+
+/// The model's logits for every image of `d`, on the desktop.
+fn forward(model: &dyn Module, d: &digits::Digits) -> Res<Vec<f32>> {
+    let x = Tensor::try_from_slice(&d.images, &[d.len(), 64])?;
+    Ok(picograd::no_grad(|| model.try_forward(&x))?.to_vec::<f32>()?)
+}
+
+/// Captures the model on `n` images, exports it to `dir`, and runs it on the target.
+fn export_and_run(
+    model: &dyn Module,
+    images: &[f32],
+    n: usize,
+    dir: &str,
+    target: &Target,
+) -> Res<RunReport> {
+    let x = Tensor::try_from_slice(images, &[n, 64])?;
+    x.realize()?;
+    let logits = picograd::no_grad(|| model.try_forward(&x))?;
+    let (capture, _) = Capture::record(&[&x], &[&logits])?;
+    let bundle = export(
+        &capture,
+        &ExportNames::new(&["image"], &["logits"]),
+        &ExportOptions::default(),
+    )?;
+    picograd::runtime::export::write_bundle(&bundle, Path::new(dir))?;
+    let report = build_and_run(
+        target,
+        Path::new(dir),
+        &[("image", Values::f32(images))],
+        &BuildOptions::default(),
+    )?;
+    Ok(report)
+}
+
+fn argmaxes(logits: &[f32]) -> Vec<usize> {
+    logits
+        .chunks(10)
+        .map(|r| (0..10).fold(0, |b, i| if r[i] > r[b] { i } else { b }))
+        .collect()
+}
+
+fn accuracy(logits: &[f32], labels: &[u8]) -> f64 {
+    let hits = argmaxes(logits)
+        .iter()
+        .zip(labels)
+        .filter(|(p, &y)| **p == usize::from(y))
+        .count();
+    hits as f64 / labels.len() as f64
 }
