@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use picograd_core::codegen::c::{render_kernel, CRenderOpts};
+use picograd_core::codegen::opt::OptConfig;
 use picograd_core::codegen::uops::LinearKernel;
 use picograd_core::device::{Allocator, BufId, Device, Program};
 use picograd_core::{Error, Result};
@@ -115,6 +116,8 @@ pub struct Clang {
     compiler: &'static Compiler,
     alloc: Arc<HostAllocator>,
     opts: CRenderOpts,
+    /// The kernel optimizer's settings (`None` with `PICOGRAD_NOOPT=1`).
+    opt: Option<OptConfig>,
 }
 
 impl Clang {
@@ -124,7 +127,14 @@ impl Clang {
             compiler: Compiler::shared()?,
             alloc: Arc::new(HostAllocator::default()),
             opts: CRenderOpts::default(),
+            opt: crate::tuning::host_opt_config(),
         })
+    }
+
+    /// The same device with other optimizer settings (`None`: kernels unoptimized).
+    pub fn with_opt_config(mut self, opt: Option<OptConfig>) -> Clang {
+        self.opt = opt;
+        self
     }
 
     /// The compiler in use.
@@ -182,6 +192,10 @@ impl Device for Clang {
 
     fn allocator(&self) -> &dyn Allocator {
         &*self.alloc
+    }
+
+    fn opt_config(&self) -> Option<OptConfig> {
+        self.opt
     }
 
     fn compile(&self, k: &LinearKernel) -> Result<Arc<dyn Program>> {

@@ -8,6 +8,7 @@ pub mod compiler;
 pub use compiler::{CompiledLib, Compiler, EntryFn, Stats};
 pub mod clang;
 pub mod install;
+pub mod tuning;
 
 pub use clang::Clang;
 pub use install::{clang, install, no_grad};

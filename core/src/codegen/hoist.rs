@@ -131,8 +131,8 @@ fn emit(uops: Vec<UOp>, anchor: &[Option<usize>]) -> Vec<UOp> {
         cse: HashMap::new(),
         scopes: vec![Vec::new()],
     };
-    for i in 0..uops.len() {
-        if anchor[i].is_some() {
+    for (i, a) in anchor.iter().enumerate() {
+        if a.is_some() {
             continue;
         }
         if let Some(moved) = before.get(&i) {

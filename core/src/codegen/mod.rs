@@ -5,4 +5,5 @@ pub mod c;
 pub mod hoist;
 pub mod kernel;
 pub mod linearizer;
+pub mod opt;
 pub mod uops;
