@@ -3,6 +3,8 @@
 # built for two microcontroller targets. Installs what it needs first (scripts/install-deps.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Compiled kernels are cached here unless the caller chose a place (the default needs $HOME).
+export PICOGRAD_CACHE="${PICOGRAD_CACHE:-$PWD/target/picograd-cache}"
 
 bash scripts/install-deps.sh
 

@@ -423,3 +423,59 @@ fn clang_really_compiles() {
     );
     assert!(picograd::realize::counters().compiled > before);
 }
+
+#[test]
+fn bool_ops_agree() {
+    // Bools compute on 0/1 and convert back: + is or, * is and, - is xor, neg is not.
+    let (a, b) = ([true, true, false, false], [true, false, true, false]);
+    let want: [(AluOp, [bool; 4]); 4] = [
+        (AluOp::Add, [true, true, true, false]),
+        (AluOp::Mul, [true, false, false, false]),
+        (AluOp::Sub, [false, true, true, false]),
+        (AluOp::Max, [true, true, true, false]),
+    ];
+    for dev in [picograd::context::interp(), clang()] {
+        let ta = Tensor::try_from_slice_on(&a, &[4], &dev).unwrap();
+        let tb = Tensor::try_from_slice_on(&b, &[4], &dev).unwrap();
+        for (op, w) in want {
+            assert_eq!(
+                ta.try_alu(op, &[&tb]).unwrap().to_vec::<bool>().unwrap(),
+                w,
+                "{op} on {}",
+                dev.name()
+            );
+        }
+        assert_eq!(
+            ta.try_alu(AluOp::Neg, &[])
+                .unwrap()
+                .to_vec::<bool>()
+                .unwrap(),
+            [false, false, true, true],
+            "neg on {}",
+            dev.name()
+        );
+    }
+}
+
+#[test]
+fn tensors_move_between_devices_with_gradients() {
+    let interp = picograd::context::interp();
+    let clang = clang();
+    let x = Tensor::try_from_slice_on(&[1.0f32, -2.0, 3.0], &[3], &interp)
+        .unwrap()
+        .requires_grad_(true);
+    let y = x.to_device(&clang);
+    assert_eq!(y.device().name(), "CLANG");
+    let z = y.mul(&y).to_device(&interp).sum_all();
+    assert_eq!(z.item::<f32>().unwrap(), 14.0);
+    let g = z.gradient(&[&x]).unwrap();
+    assert_eq!(g[0].device().name(), "INTERP");
+    assert_eq!(g[0].to_vec::<f32>().unwrap(), vec![2.0, -4.0, 6.0]);
+    // Mixing devices in one op is an error naming both.
+    let e = x
+        .try_alu(AluOp::Add, &[&y])
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(e.contains("INTERP") && e.contains("CLANG"), "{e}");
+}

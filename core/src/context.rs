@@ -67,6 +67,11 @@ pub fn log(level: u8, line: &str) {
     }
 }
 
+/// Makes `device` the default for tensors created from now on (overrides the runtime's choice).
+pub fn set_default_device(device: Arc<dyn Device>) {
+    *DEFAULT_DEVICE.lock() = Some(device);
+}
+
 /// The default device: the runtime's choice, else the interpreter. Made once and shared.
 pub fn default_device() -> Arc<dyn Device> {
     let mut slot = DEFAULT_DEVICE.lock();

@@ -182,6 +182,16 @@ impl Capture {
         self.outputs.iter().map(|o| o.0).collect()
     }
 
+    /// Input shapes, in argument order.
+    pub fn input_shapes(&self) -> Vec<&[Sint]> {
+        self.inputs.iter().map(|i| i.1.as_slice()).collect()
+    }
+
+    /// Output shapes, in result order.
+    pub fn output_shapes(&self) -> Vec<&[Sint]> {
+        self.outputs.iter().map(|o| o.1.as_slice()).collect()
+    }
+
     /// Slots that are read and never written (weights), excluding inputs.
     pub fn weight_slots(&self) -> Vec<usize> {
         let written: Vec<usize> = self.steps.iter().map(|s| s.slots[0]).collect();

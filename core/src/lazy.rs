@@ -311,6 +311,17 @@ impl LazyBuffer {
                 ));
             }
         }
+        if let Some(o) = srcs
+            .iter()
+            .find(|s| !Arc::ptr_eq(s.device(), self.device()))
+        {
+            return Err(Error::Device(alloc::format!(
+                "{}: operands on different devices ({} and {}); move one with to_device",
+                op.name(),
+                self.device().name(),
+                o.device().name()
+            )));
+        }
         let dtype = alu_dtype(op, &srcs);
         if let Some(v) = fold_consts(op, &srcs, dtype) {
             return Ok(LazyBuffer::constant(self.device(), v, self.shape()));

@@ -1,9 +1,11 @@
 //! picograd's std runtime: everything that needs an operating system — the Clang device (compile
-//! generated C, cache it on disk, load it), and the glue that installs it as the default device.
+//! generated C, cache it on disk, load it), and the glue that installs it as the default device,
+//! and device targets (build an exported bundle for a microcontroller, run it under QEMU, measure it).
 #![deny(missing_docs)]
 
 pub mod cache;
 pub mod compiler;
+pub mod export;
 
 pub use compiler::{CompiledLib, Compiler, EntryFn, Stats};
 pub mod clang;
@@ -12,3 +14,4 @@ pub mod tuning;
 
 pub use clang::Clang;
 pub use install::{clang, install, no_grad};
+pub mod target;

@@ -22,6 +22,7 @@
 //! gcc): values nothing depends on are not rendered, and unused parameters are voided.
 
 mod helpers;
+mod math;
 
 use alloc::format;
 use alloc::string::{String, ToString};
@@ -41,6 +42,11 @@ pub struct CRenderOpts {
     pub libm: bool,
     /// Also emit `void NAME_entry(void **bufs, const int32_t *vars)`, which casts and calls NAME.
     pub entry_wrapper: bool,
+    /// With `libm` off: define the f32 math functions in the prelude with picograd's own code
+    /// (see `c/math.rs`) instead of declaring them for the target to supply.
+    pub freestanding_math: bool,
+    /// Declare the kernels `static` (for one translation unit that calls them itself).
+    pub static_kernels: bool,
 }
 
 impl Default for CRenderOpts {
@@ -48,6 +54,8 @@ impl Default for CRenderOpts {
         CRenderOpts {
             libm: true,
             entry_wrapper: true,
+            freestanding_math: false,
+            static_kernels: false,
         }
     }
 }
@@ -60,10 +68,21 @@ pub fn render_kernel(k: &LinearKernel, opts: &CRenderOpts) -> String {
 /// One C99 translation unit: the helpers the kernels need, once, then each kernel in order.
 /// Kernel names must be distinct C identifiers.
 pub fn render_program(kernels: &[&LinearKernel], opts: &CRenderOpts) -> String {
+    let plain: Vec<(&LinearKernel, bool)> = kernels.iter().map(|k| (*k, false)).collect();
+    render_program_aliased(&plain, opts)
+}
+
+/// [`render_program`], where a kernel flagged `true` may be called with its output aliasing an
+/// input (an in-place update): its parameters are rendered without `restrict`.
+pub fn render_program_aliased(kernels: &[(&LinearKernel, bool)], opts: &CRenderOpts) -> String {
     let mut needs = Needs::default();
     let bodies: Vec<String> = kernels
         .iter()
-        .map(|k| Writer::new(k, opts, &mut needs).render())
+        .map(|(k, aliased)| {
+            let mut w = Writer::new(k, opts, &mut needs);
+            w.restrict = !aliased;
+            w.render()
+        })
         .collect();
     let mut out = needs.prelude();
     for b in bodies {
@@ -71,6 +90,15 @@ pub fn render_program(kernels: &[&LinearKernel], opts: &CRenderOpts) -> String {
         out.push_str(&b);
     }
     out
+}
+
+/// The C definitions of picograd's freestanding f32 math (`pg_exp2f`, `pg_log2f`, `pg_sinf`,
+/// `pg_sqrtf`, `pg_fmodf`) with the bit helpers they use, as one translation unit's prelude:
+/// for tests, and for targets that want the functions outside a rendered program.
+pub fn freestanding_math_c() -> String {
+    let mut needs = Needs::default();
+    needs.add(Helper::FreestandingF32);
+    needs.prelude()
 }
 
 /// Renders one kernel, recording the helpers it calls.
@@ -86,6 +114,8 @@ struct Writer<'a> {
     depth: usize,
     loops: usize,
     accs: usize,
+    /// Render buffer parameters `restrict`.
+    restrict: bool,
 }
 
 impl<'a> Writer<'a> {
@@ -101,11 +131,17 @@ impl<'a> Writer<'a> {
             depth: 1,
             loops: 0,
             accs: 0,
+            restrict: true,
         }
     }
 
     fn render(mut self) -> String {
-        self.out = format!("void {}({}) {{\n", self.k.name, self.params());
+        let storage = if self.opts.static_kernels {
+            "static "
+        } else {
+            ""
+        };
+        self.out = format!("{storage}void {}({}) {{\n", self.k.name, self.params());
         self.void_unused_params();
         for i in 0..self.k.uops.len() {
             if self.live[i] {
@@ -127,7 +163,8 @@ impl<'a> Writer<'a> {
             .enumerate()
             .map(|(i, b)| {
                 let c = if b.writable { "" } else { "const " };
-                format!("{c}{} *restrict data{i}", b.dtype.c_storage())
+                let r = if self.restrict { "restrict " } else { "" };
+                format!("{c}{} *{r}data{i}", b.dtype.c_storage())
             })
             .collect();
         ps.extend(self.k.vars.iter().map(|(n, _, _)| format!("int32_t {n}")));
@@ -383,7 +420,11 @@ impl<'a> Writer<'a> {
             (n, _) => n,
         };
         let fdt = if dt == DType::F64 { dt } else { DType::F32 };
-        self.needs.add(Helper::ExternMath(full, fdt));
+        if self.opts.freestanding_math && fdt == DType::F32 {
+            self.needs.add(Helper::FreestandingF32);
+        } else {
+            self.needs.add(Helper::ExternMath(full, fdt));
+        }
         format!("pg_{full}({args})")
     }
 

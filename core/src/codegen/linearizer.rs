@@ -86,6 +86,28 @@ impl Lin {
     }
 
     fn alu(&mut self, op: AluOp, dtype: DType, src: Vec<u32>) -> u32 {
+        // Constant operands fold (exact ops only; see `eval_alu`).
+        let consts: Option<Vec<Scalar>> = src
+            .iter()
+            .map(|&s| match self.uops[s as usize].kind {
+                UOpKind::Const(v) => Some(v),
+                _ => None,
+            })
+            .collect();
+        if let Some(v) = consts.and_then(|c| crate::ops::eval_alu(op, &c, dtype)) {
+            return self.konst(v);
+        }
+        // x + 0 = x and x * 1 = x for ints (for floats, -0.0 + 0.0 is +0.0, so only x * 1).
+        if let [a, b] = src[..] {
+            let is = |u: u32, v: i64| matches!(self.uops[u as usize].kind, UOpKind::Const(c) if c == Scalar::from_i64(v, dtype));
+            match op {
+                AluOp::Add if dtype.is_int() && is(b, 0) => return a,
+                AluOp::Add if dtype.is_int() && is(a, 0) => return b,
+                AluOp::Mul if is(b, 1) && self.uops[a as usize].dtype == dtype => return a,
+                AluOp::Mul if is(a, 1) && self.uops[b as usize].dtype == dtype => return b,
+                _ => {}
+            }
+        }
         self.push(UOpKind::Alu(op), dtype, src)
     }
 

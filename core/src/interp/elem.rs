@@ -252,7 +252,7 @@ impl Conv for bool {
 }
 
 /// Bools compute as C does on 0/1 values converted back to bool: `+` and max are or, `*` and `/`
-/// are and, `-` is xor, `%` is 0, negation is the identity.
+/// are and, `-` is xor, `%` is 0, and negation is logical not (as the C renderer and tinygrad).
 impl Arith for bool {
     fn add(self, o: Self) -> Self {
         self | o
@@ -273,7 +273,7 @@ impl Arith for bool {
         self | o
     }
     fn neg(self) -> Self {
-        self
+        !self
     }
     fn lt(self, o: Self) -> bool {
         !self & o

@@ -5,21 +5,46 @@
 //! with a message naming the op and the shapes, and each has a `try_` twin returning `Result`;
 //! methods that compute (`realize`, `to_vec`, `item`) return `Result`.
 
+mod activation;
+mod argminmax;
 mod compare;
+mod conv;
 mod create;
+mod cumulative;
 mod element;
 mod elementwise;
+mod gather;
 mod grad;
+mod interpolate;
 mod join;
+mod linalg;
+mod logic;
+mod loss;
+mod masked;
 mod matmul;
 mod movement;
+mod multinomial;
+mod nn_func;
 mod ops_traits;
+mod pool;
+mod props;
 mod random;
 mod reduce;
+mod scatter;
 mod slice;
+mod softmax;
+mod sort;
+mod stats;
+mod triangle;
 mod unary;
 
+pub use conv::ConvOpts;
 pub use elementwise::Operand;
+pub use interpolate::InterpolateMode;
+pub use linalg::SVD_SWEEPS;
+pub use loss::Reduction;
+pub use pool::{Padding, PoolOpts};
+pub use scatter::ScatterReduce;
 
 use alloc::string::String;
 use alloc::sync::Arc;

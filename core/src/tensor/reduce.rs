@@ -73,7 +73,7 @@ impl Tensor {
     }
 
     /// An order-reversing map that is its own inverse: `-x` for floats, `!x` for ints and bools.
-    fn order_flip(&self) -> Tensor {
+    pub(crate) fn order_flip(&self) -> Tensor {
         let d = self.dtype();
         if d.is_float() {
             return self.neg();

@@ -38,6 +38,8 @@ pub(crate) enum Helper {
     FloatToInt(DType, DType),
     /// An external math function `pg_<name>` the target supplies when libm is off.
     ExternMath(&'static str, DType),
+    /// picograd's own f32 `pg_exp2f`, `pg_log2f`, `pg_sinf`, `pg_sqrtf`, `pg_fmodf` (no libm).
+    FreestandingF32,
 }
 
 /// The set of helpers a program needs, plus whether it needs `<math.h>`.
@@ -51,7 +53,11 @@ impl Needs {
     /// Records that the C calls `h` (and so everything `h` calls).
     pub(crate) fn add(&mut self, h: Helper) {
         match h {
-            Helper::F16ToF32 | Helper::F32ToF16 | Helper::Bf16ToF32 | Helper::F32ToBf16 => {
+            Helper::F16ToF32
+            | Helper::F32ToF16
+            | Helper::Bf16ToF32
+            | Helper::F32ToBf16
+            | Helper::FreestandingF32 => {
                 self.helpers.insert(Helper::Bits32);
             }
             _ => {}
@@ -121,6 +127,7 @@ fn helper_text(h: Helper) -> String {
             };
             format!("/* supplied by the target (built without libm) */\n{t} pg_{name}({args});\n")
         }
+        Helper::FreestandingF32 => String::from(super::math::FREESTANDING_F32),
     }
 }
 

@@ -1,0 +1,588 @@
+//! Writes the exported files from a capture and its memory plan: `PREFIX.h`, `PREFIX.c`, the
+//! weights (`PREFIX_weights.c` or `weights.bin`) and `PREFIX.json`.
+//!
+//! Invariants: every C symbol starts with the prefix; kernels are `static` and renamed
+//! `PREFIX_kN_NAME` (N = position in the run, so two kernels never share a name); every buffer
+//! is a typed, 16-byte aligned array or a pointer into one; the model files include only
+//! `<stdint.h>` (and `<math.h>` when freestanding math is off).
+
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use super::plan::{BufferPlan, Home, MemoryPlan, Role};
+use super::weights::{blob, initializer, BLOB_HEADER};
+use super::{json, Bundle, ExportNames, ExportOptions, Weights};
+use crate::codegen::c::{render_program_aliased, CRenderOpts};
+use crate::codegen::uops::LinearKernel;
+use crate::error::Result;
+use crate::jit::Capture;
+use crate::lazy::fmt_shape;
+
+/// Everything the writers share.
+struct Ctx<'a> {
+    capture: &'a Capture,
+    names: &'a ExportNames,
+    opts: &'a ExportOptions,
+    plan: &'a MemoryPlan,
+    /// `model`, `MODEL`.
+    p: &'a str,
+    up: String,
+    /// The renamed kernel of each running step (`None` for a copy).
+    kernels: Vec<Option<LinearKernel>>,
+    /// Weight slots, in slot order, with their bytes.
+    weights: Vec<(usize, Vec<u8>)>,
+}
+
+pub(crate) fn emit(
+    capture: &Capture,
+    names: &ExportNames,
+    opts: &ExportOptions,
+    plan: MemoryPlan,
+) -> Result<Bundle> {
+    let ctx = Ctx::new(capture, names, opts, &plan)?;
+    let p = &opts.prefix;
+    let (weights_file, blob_offsets) = ctx.weights_file();
+    let mut files = Vec::new();
+    files.push((format!("{p}.h"), ctx.header().into_bytes()));
+    files.push((format!("{p}.c"), ctx.source(&blob_offsets).into_bytes()));
+    files.push(weights_file);
+    let names_list: Vec<String> = files.iter().map(|f| f.0.clone()).collect();
+    let manifest = ctx.manifest(&blob_offsets, &names_list);
+    files.push((format!("{p}.json"), manifest.clone().into_bytes()));
+    let weight_bytes = ctx.weights.iter().map(|w| w.1.len()).sum();
+    Ok(Bundle {
+        files,
+        manifest_json: manifest,
+        arena_bytes: plan.arena_bytes,
+        lower_bound_bytes: plan.lower_bound_bytes,
+        plan,
+        weight_bytes,
+    })
+}
+
+/// `float` → `f32`, `int32_t` → `i32`, `uint8_t` → `u8`, `double` → `f64`.
+fn ctype_tag(ctype: &str) -> String {
+    match ctype {
+        "float" => String::from("f32"),
+        "double" => String::from("f64"),
+        c => c
+            .trim_end_matches("_t")
+            .replacen("uint", "u", 1)
+            .replacen("int", "i", 1),
+    }
+}
+
+impl<'a> Ctx<'a> {
+    fn new(
+        capture: &'a Capture,
+        names: &'a ExportNames,
+        opts: &'a ExportOptions,
+        plan: &'a MemoryPlan,
+    ) -> Result<Self> {
+        let p = opts.prefix.as_str();
+        let kernels = plan
+            .steps
+            .iter()
+            .enumerate()
+            .map(|(n, s)| {
+                capture.steps()[s.step].kernel.clone().map(|mut k| {
+                    k.name = format!("{p}_k{n}_{}", k.name);
+                    k
+                })
+            })
+            .collect();
+        let mut weights = Vec::new();
+        for b in plan.buffers.iter().filter(|b| b.role == Role::Weight) {
+            weights.push((b.slot, capture.slots()[b.slot].to_bytes()?));
+        }
+        Ok(Ctx {
+            capture,
+            names,
+            opts,
+            plan,
+            p,
+            up: p.to_ascii_uppercase(),
+            kernels,
+            weights,
+        })
+    }
+
+    fn buf(&self, slot: usize) -> &BufferPlan {
+        &self.plan.buffers[slot]
+    }
+
+    fn arena_symbol(&self, arena: usize) -> String {
+        format!(
+            "{}_arena_{}",
+            self.p,
+            ctype_tag(self.plan.arenas[arena].ctype)
+        )
+    }
+
+    /// The C expression for a slot's first element.
+    fn expr(&self, slot: usize) -> String {
+        let b = self.buf(slot);
+        match (b.home, b.role) {
+            (Home::Caller, Role::Input(i)) => self.names.inputs[i].clone(),
+            (Home::Caller, Role::Output(o)) => self.names.outputs[o].clone(),
+            (Home::Arena { arena, offset }, _) => format!(
+                "({} + {})",
+                self.arena_symbol(arena),
+                offset / b.dtype.itemsize()
+            ),
+            _ => format!("{}_w{slot}", self.p),
+        }
+    }
+
+    /// `(name, slot, is_output)` for every input then every output.
+    fn io(&self) -> Vec<(&'a str, usize, bool)> {
+        let ins = self.capture.input_slots().into_iter();
+        let outs = self.capture.output_slots().into_iter();
+        let names = self.names;
+        ins.zip(names.inputs.iter())
+            .map(|(s, n)| (n.as_str(), s, false))
+            .chain(
+                outs.zip(names.outputs.iter())
+                    .map(|(s, n)| (n.as_str(), s, true)),
+            )
+            .collect()
+    }
+
+    // ---- model.h ----
+
+    fn header(&self) -> String {
+        let (p, up) = (self.p, &self.up);
+        let mut h =
+            format!("/**\n * @file {p}.h\n * The C API of a model exported by picograd.\n *\n");
+        h.push_str(&self.header_usage());
+        h.push_str(&format!(
+            " */\n#ifndef {up}_H\n#define {up}_H\n\n#include <stdint.h>\n\n#ifdef __cplusplus\nextern \"C\" {{\n#endif\n\n"
+        ));
+        h.push_str(&self.size_macros());
+        h.push_str(&self.prototypes());
+        h.push_str("\n#ifdef __cplusplus\n}\n#endif\n\n");
+        h.push_str(&format!("#endif /* {up}_H */\n"));
+        h
+    }
+
+    fn header_usage(&self) -> String {
+        let mut u = String::new();
+        if self.opts.weights == Weights::Blob {
+            u.push_str(&format!(
+                " * Call {p}_load_weights() once with the contents of weights.bin before the\n \
+                 * first {p}_run(); it returns 0 on success, -1 for a wrong length, -2 for a bad\n \
+                 * header, -3 for a checksum mismatch.\n",
+                p = self.p
+            ));
+        }
+        if self.opts.io_in_arena {
+            u.push_str(&format!(
+                " * Inputs and outputs live in the model's static arena: write each input through\n \
+                 * {p}_input_NAME(), call {p}_run(), read each output through {p}_output_NAME().\n \
+                 * An output stays valid until the next {p}_run().\n",
+                p = self.p
+            ));
+        } else {
+            u.push_str(&format!(
+                " * {p}_run() reads each input array and writes each output array (caller memory,\n \
+                 * NAME_SIZE elements each, element type as in the prototype; f16/bf16 are\n \
+                 * uint16_t bit patterns). Arrays must not overlap.\n",
+                p = self.p
+            ));
+        }
+        u.push_str(
+            " * The model uses static memory only (not reentrant), no heap and no I/O; the\n \
+             * same inputs always give the same outputs.\n",
+        );
+        u
+    }
+
+    fn size_macros(&self) -> String {
+        let mut m = String::new();
+        for (name, slot, is_out) in self.io() {
+            let b = self.buf(slot);
+            let kind = if is_out { "OUTPUT" } else { "INPUT" };
+            let shapes = if is_out {
+                self.capture.output_shapes()
+            } else {
+                self.capture.input_shapes()
+            };
+            let n = self.io_index(slot, is_out);
+            m.push_str(&format!(
+                "/** {} `{name}`: {}, shape {}. */\n#define {}_{kind}_{}_SIZE {}\n",
+                if is_out { "Output" } else { "Input" },
+                b.dtype,
+                fmt_shape(shapes[n]),
+                self.up,
+                name.to_ascii_uppercase(),
+                b.elements
+            ));
+        }
+        m.push_str(&format!(
+            "/** Bytes of static RAM the arena takes (lower bound {}). */\n#define {}_ARENA_BYTES {}\n",
+            self.plan.lower_bound_bytes, self.up, self.plan.arena_bytes
+        ));
+        let wb: usize = self.weights.iter().map(|w| w.1.len()).sum();
+        m.push_str(&format!(
+            "/** Bytes of weights. */\n#define {}_WEIGHTS_BYTES {wb}\n",
+            self.up
+        ));
+        if self.opts.weights == Weights::Blob {
+            let len = blob(&self.weight_payloads()).0.len();
+            m.push_str(&format!(
+                "/** Length of weights.bin. */\n#define {}_WEIGHTS_BLOB_BYTES {len}u\n",
+                self.up
+            ));
+        }
+        m
+    }
+
+    fn io_index(&self, slot: usize, is_out: bool) -> usize {
+        match self.buf(slot).role {
+            Role::Input(i) if !is_out => i,
+            Role::Output(o) if is_out => o,
+            _ => 0,
+        }
+    }
+
+    fn prototypes(&self) -> String {
+        let p = self.p;
+        let mut s = String::from("\n");
+        if self.opts.weights == Weights::Blob {
+            s.push_str(&format!(
+                "/** Copies weights.bin into the model; 0 on success. */\nint {p}_load_weights(const uint8_t *blob, uint32_t len);\n"
+            ));
+        }
+        if self.opts.io_in_arena {
+            for (name, slot, is_out) in self.io() {
+                let (c, kind) = if is_out {
+                    ("const ", "output")
+                } else {
+                    ("", "input")
+                };
+                let t = self.buf(slot).dtype.c_storage();
+                s.push_str(&format!(
+                    "/** Where {kind} `{name}` lives. */\n{c}{t} *{p}_{kind}_{name}(void);\n"
+                ));
+            }
+        }
+        s.push_str(&format!(
+            "/** Runs the model. */\n{};\n",
+            self.run_signature()
+        ));
+        s
+    }
+
+    fn run_signature(&self) -> String {
+        if self.opts.io_in_arena {
+            return format!("void {}_run(void)", self.p);
+        }
+        let params: Vec<String> = self
+            .io()
+            .into_iter()
+            .map(|(name, slot, is_out)| {
+                let c = if is_out { "" } else { "const " };
+                format!("{c}{} *{name}", self.buf(slot).dtype.c_storage())
+            })
+            .collect();
+        let params = if params.is_empty() {
+            String::from("void")
+        } else {
+            params.join(", ")
+        };
+        format!("void {}_run({params})", self.p)
+    }
+
+    // ---- model.c ----
+
+    fn source(&self, blob_offsets: &[usize]) -> String {
+        let p = self.p;
+        let mut c = format!(
+            "/* {p}.c: generated by picograd (kernels, memory plan, {p}_run). Do not edit. */\n#include \"{p}.h\"\n"
+        );
+        c.push_str(&self.kernels_c());
+        c.push_str(&self.storage_c());
+        if self.opts.weights == Weights::Blob {
+            c.push_str(&self.loader_c(blob_offsets));
+        }
+        c.push_str(&self.run_c());
+        c
+    }
+
+    fn kernels_c(&self) -> String {
+        let opts = CRenderOpts {
+            libm: !self.opts.freestanding_math,
+            entry_wrapper: false,
+            freestanding_math: self.opts.freestanding_math,
+            static_kernels: true,
+        };
+        let ks: Vec<(&LinearKernel, bool)> = self
+            .kernels
+            .iter()
+            .zip(&self.plan.steps)
+            .filter_map(|(k, s)| k.as_ref().map(|k| (k, s.in_place.is_some())))
+            .collect();
+        render_program_aliased(&ks, &opts)
+    }
+
+    /// Weight declarations and the arenas.
+    fn storage_c(&self) -> String {
+        let mut c = String::from("\n");
+        for (slot, _) in &self.weights {
+            let b = self.buf(*slot);
+            let (t, n) = (b.dtype.c_storage(), b.elements.max(1));
+            let sym = self.expr(*slot);
+            c.push_str(&match self.opts.weights {
+                Weights::ConstArrays => format!("extern const {t} {sym}[{n}];\n"),
+                Weights::Blob => {
+                    format!("static {t} {sym}[{n}] __attribute__((aligned(16)));\n")
+                }
+            });
+        }
+        for (a, arena) in self.plan.arenas.iter().enumerate() {
+            let n = arena.bytes / crate_itemsize(arena.ctype);
+            c.push_str(&format!(
+                "/* {} bytes; lower bound {} */\nstatic {} {}[{n}] __attribute__((aligned(16)));\n",
+                arena.bytes,
+                arena.lower_bound_bytes,
+                arena.ctype,
+                self.arena_symbol(a)
+            ));
+        }
+        if self.opts.io_in_arena {
+            c.push_str(&self.accessors_c());
+        }
+        c
+    }
+
+    fn accessors_c(&self) -> String {
+        let mut c = String::new();
+        for (name, slot, is_out) in self.io() {
+            let (k, kind) = if is_out {
+                ("const ", "output")
+            } else {
+                ("", "input")
+            };
+            let t = self.buf(slot).dtype.c_storage();
+            c.push_str(&format!(
+                "\n{k}{t} *{p}_{kind}_{name}(void) {{\n  return {};\n}}\n",
+                self.expr(slot),
+                p = self.p
+            ));
+        }
+        c
+    }
+
+    fn loader_c(&self, offsets: &[usize]) -> String {
+        let (p, up) = (self.p, &self.up);
+        let mut c = format!("{LOADER_HELPERS}\nint {p}_load_weights(const uint8_t *blob, uint32_t len) {{\n  uint32_t h = 2166136261u, i;\n  if (blob == 0 || len != {up}_WEIGHTS_BLOB_BYTES) return -1;\n  if (blob[0] != 'P' || blob[1] != 'G' || blob[2] != 'W' || blob[3] != '1') return -2;\n");
+        c.push_str(&format!(
+            "  if (pg_read_u32(blob + 4) != {}u || pg_read_u32(blob + 8) != len - {BLOB_HEADER}u) return -2;\n",
+            self.weights.len()
+        ));
+        c.push_str(&format!("  for (i = {BLOB_HEADER}u; i < len; i++) {{\n    h ^= blob[i];\n    h *= 16777619u;\n  }}\n  if (h != pg_read_u32(blob + 12)) return -3;\n"));
+        for ((slot, _), off) in self.weights.iter().zip(offsets) {
+            let b = self.buf(*slot);
+            c.push_str(&format!(
+                "  pg_load_le((uint8_t *){}, blob + {}u, {}u, {}u);\n",
+                self.expr(*slot),
+                BLOB_HEADER + off,
+                b.elements,
+                b.dtype.itemsize()
+            ));
+        }
+        c.push_str("  return 0;\n}\n");
+        c
+    }
+
+    fn run_c(&self) -> String {
+        let mut c = format!("\n{} {{\n", self.run_signature());
+        for (name, slot, _) in self.io() {
+            if self.buf(slot).home == Home::Caller && !self.touched(slot) {
+                c.push_str(&format!("  (void){name};\n"));
+            }
+        }
+        for (n, s) in self.plan.steps.iter().enumerate() {
+            let slots = &self.capture.steps()[s.step].slots;
+            let args: Vec<String> = slots.iter().map(|&x| self.expr(x)).collect();
+            c.push_str(&match &self.kernels[n] {
+                Some(k) => format!("  {}({});\n", k.name, args.join(", ")),
+                None => format!(
+                    "  {{\n    uint32_t i;\n    for (i = 0u; i < {}u; i++) {}[i] = {}[i];\n  }}\n",
+                    self.buf(slots[0]).elements,
+                    args[0],
+                    args[1]
+                ),
+            });
+        }
+        c.push_str("}\n");
+        c
+    }
+
+    fn touched(&self, slot: usize) -> bool {
+        let steps = self.capture.steps();
+        self.plan
+            .steps
+            .iter()
+            .any(|s| steps[s.step].slots.contains(&slot))
+    }
+
+    // ---- weights and manifest ----
+
+    fn weight_payloads(&self) -> Vec<Vec<u8>> {
+        self.weights.iter().map(|w| w.1.clone()).collect()
+    }
+
+    /// The weights file, and each weight's blob payload offset (empty for const arrays).
+    fn weights_file(&self) -> ((String, Vec<u8>), Vec<usize>) {
+        if self.opts.weights == Weights::Blob {
+            let (bytes, offsets) = blob(&self.weight_payloads());
+            return ((String::from("weights.bin"), bytes), offsets);
+        }
+        let p = self.p;
+        let mut c = format!(
+            "/* {p}_weights.c: generated by picograd. Weights as const arrays (they stay in flash). */\n#include <stdint.h>\n"
+        );
+        if self.weights.is_empty() {
+            c.push_str(&format!("typedef int {p}_no_weights;\n"));
+        }
+        for (slot, bytes) in &self.weights {
+            let b = self.buf(*slot);
+            let (t, n, sym) = (b.dtype.c_storage(), b.elements.max(1), self.expr(*slot));
+            let body = if bytes.is_empty() {
+                String::from("  0")
+            } else {
+                initializer(b.dtype, bytes)
+            };
+            c.push_str(&format!(
+                "\nextern const {t} {sym}[{n}];\nconst {t} {sym}[{n}] __attribute__((aligned(16))) = {{\n{body}\n}};\n"
+            ));
+        }
+        ((format!("{p}_weights.c"), c.into_bytes()), Vec::new())
+    }
+
+    fn manifest(&self, blob_offsets: &[usize], files: &[String]) -> String {
+        let o = self.opts;
+        let mode = match o.weights {
+            Weights::ConstArrays => "const_arrays",
+            Weights::Blob => "blob",
+        };
+        let file_list: Vec<String> = files.iter().map(|f| json::string(f)).collect();
+        let fields = [
+            ("format", json::string("picograd-export-1")),
+            ("prefix", json::string(self.p)),
+            ("io_in_arena", format!("{}", o.io_in_arena)),
+            ("weights", json::string(mode)),
+            ("freestanding_math", format!("{}", o.freestanding_math)),
+            ("arena_bytes", format!("{}", self.plan.arena_bytes)),
+            (
+                "lower_bound_bytes",
+                format!("{}", self.plan.lower_bound_bytes),
+            ),
+            ("files", format!("[{}]", file_list.join(", "))),
+            ("arenas", json::array(&self.arenas_json(), 2)),
+            ("buffers", json::array(&self.buffers_json(blob_offsets), 2)),
+            ("kernels", json::array(&self.kernels_json(), 2)),
+            ("folded_steps", format!("{:?}", self.plan.folded)),
+        ];
+        let body: Vec<String> = fields
+            .iter()
+            .map(|(k, v)| format!("  {}: {v}", json::string(k)))
+            .collect();
+        format!("{{\n{}\n}}\n", body.join(",\n"))
+    }
+
+    fn arenas_json(&self) -> Vec<String> {
+        let arenas = self.plan.arenas.iter().enumerate();
+        arenas
+            .map(|(a, ar)| {
+                json::object(&[
+                    ("symbol", json::string(&self.arena_symbol(a))),
+                    ("ctype", json::string(ar.ctype)),
+                    ("bytes", format!("{}", ar.bytes)),
+                    ("lower_bound_bytes", format!("{}", ar.lower_bound_bytes)),
+                ])
+            })
+            .collect()
+    }
+
+    fn buffers_json(&self, blob_offsets: &[usize]) -> Vec<String> {
+        let used = self.plan.buffers.iter().filter(|b| b.role != Role::Unused);
+        used.map(|b| {
+            let (role, name) = match b.role {
+                Role::Input(i) => ("input", json::string(&self.names.inputs[i])),
+                Role::Output(o) => ("output", json::string(&self.names.outputs[o])),
+                Role::Weight => ("weight", String::from("null")),
+                _ => ("intermediate", String::from("null")),
+            };
+            let (arena, offset) = match b.home {
+                Home::Arena { arena, offset } => (Some(arena), Some(offset)),
+                _ => (None, None),
+            };
+            let w = self.weights.iter().position(|w| w.0 == b.slot);
+            json::object(&[
+                ("slot", format!("{}", b.slot)),
+                ("role", json::string(role)),
+                ("name", name),
+                ("dtype", json::string(b.dtype.name())),
+                ("elements", format!("{}", b.elements)),
+                ("bytes", format!("{}", b.bytes)),
+                ("symbol", json::string(&self.expr(b.slot))),
+                ("arena", json::opt_num(arena)),
+                ("offset", json::opt_num(offset)),
+                (
+                    "blob_offset",
+                    json::opt_num(w.and_then(|w| blob_offsets.get(w).map(|o| o + BLOB_HEADER))),
+                ),
+            ])
+        })
+        .collect()
+    }
+
+    fn kernels_json(&self) -> Vec<String> {
+        let steps = self.plan.steps.iter().enumerate();
+        steps
+            .map(|(n, s)| {
+                let st = &self.capture.steps()[s.step];
+                let (name, src) = match (&self.kernels[n], &st.kernel) {
+                    (Some(k), Some(orig)) => (k.name.clone(), orig.name.clone()),
+                    _ => (String::from("copy"), String::from("copy")),
+                };
+                json::object(&[
+                    ("step", format!("{}", s.step)),
+                    ("name", json::string(&name)),
+                    ("source_name", json::string(&src)),
+                    ("buffers", format!("{:?}", st.slots)),
+                    ("in_place_of", json::opt_num(s.in_place)),
+                ])
+            })
+            .collect()
+    }
+}
+
+/// Size of a C storage type.
+fn crate_itemsize(ctype: &str) -> usize {
+    match ctype {
+        "double" | "int64_t" | "uint64_t" => 8,
+        "float" | "int32_t" | "uint32_t" => 4,
+        "int16_t" | "uint16_t" => 2,
+        _ => 1,
+    }
+}
+
+const LOADER_HELPERS: &str = "
+static __attribute__((unused)) uint32_t pg_read_u32(const uint8_t *p) {
+  return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+
+/* Copies n little-endian elements of size bytes into dst, in the target's byte order. */
+static __attribute__((unused)) void pg_load_le(uint8_t *dst, const uint8_t *src, uint32_t n, uint32_t size) {
+  const uint16_t probe = 1u;
+  const int big = *(const uint8_t *)&probe == 0u;
+  uint32_t i, b;
+  for (i = 0u; i < n; i++) {
+    for (b = 0u; b < size; b++) dst[i * size + b] = src[i * size + (big ? size - 1u - b : b)];
+  }
+}
+";

@@ -1,0 +1,211 @@
+//! Ahead-of-time export: a [`Capture`] becomes standalone C99 — `model.h` (the documented API),
+//! `model.c` (kernels, the static memory plan, `model_run`), the weights (`model_weights.c` as
+//! `const` arrays, or `weights.bin` plus a loader) and a JSON manifest. The core produces bytes;
+//! the std runtime writes them to disk (`picograd_runtime::export::write_bundle`).
+//!
+//! ```
+//! use picograd_core::export::{export, ExportNames, ExportOptions};
+//! use picograd_core::{context::interp, jit::Capture, ops::AluOp, Tensor};
+//! let dev = interp();
+//! let x = Tensor::try_from_slice_on(&[1.0f32, 2.0], &[2], &dev).unwrap();
+//! let w = Tensor::try_from_slice_on(&[0.5f32, 4.0], &[2], &dev).unwrap();
+//! let y = x.try_alu(AluOp::Mul, &[&w]).unwrap();
+//! let (cap, _) = Capture::record(&[&x], &[&y]).unwrap();
+//! let b = export(&cap, &ExportNames::new(&["x"], &["y"]), &ExportOptions::default()).unwrap();
+//! let names: Vec<&str> = b.files.iter().map(|f| f.0.as_str()).collect();
+//! assert_eq!(names, ["model.h", "model.c", "model_weights.c", "model.json"]);
+//! ```
+//!
+//! Invariants: the same capture and options give byte-identical files; the generated C has no
+//! `malloc`, no stdio, no libm in freestanding mode, weights are `const` (flash) or typed RAM
+//! arrays filled by the loader, every buffer is a typed, 16-byte aligned array (never bytes
+//! cast to `float *`), and every kernel is `static` with a unique name.
+
+mod emit;
+mod json;
+pub mod place;
+pub mod plan;
+mod weights;
+
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use crate::error::{Error, Result};
+use crate::jit::Capture;
+
+pub use plan::MemoryPlan;
+
+/// Names of the exported model's inputs and outputs (C identifiers), in capture order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ExportNames {
+    /// One per captured input.
+    pub inputs: Vec<String>,
+    /// One per captured output.
+    pub outputs: Vec<String>,
+}
+
+impl ExportNames {
+    /// Names from string slices.
+    pub fn new(inputs: &[&str], outputs: &[&str]) -> ExportNames {
+        ExportNames {
+            inputs: inputs.iter().map(|s| String::from(*s)).collect(),
+            outputs: outputs.iter().map(|s| String::from(*s)).collect(),
+        }
+    }
+}
+
+/// How the weights are shipped.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Weights {
+    /// `model_weights.c`: each weight a `const` array (it stays in flash).
+    #[default]
+    ConstArrays,
+    /// `weights.bin` and `int model_load_weights(const uint8_t *blob, uint32_t len)`, which
+    /// copies it into RAM arrays (for targets that load weights at run time).
+    Blob,
+}
+
+/// Export options (a target description supplies these).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExportOptions {
+    /// Prefix of every file name and C symbol (`model` → `model.h`, `model_run`).
+    pub prefix: String,
+    /// Inputs and outputs live in the arena (reached through `model_input_NAME()` /
+    /// `model_output_NAME()`; `model_run(void)`), instead of caller memory passed to
+    /// `model_run`.
+    pub io_in_arena: bool,
+    /// How weights are shipped.
+    pub weights: Weights,
+    /// Render exp2/log2/sin/sqrt/fmod (f32) with picograd's own code: no libm needed.
+    pub freestanding_math: bool,
+}
+
+impl Default for ExportOptions {
+    fn default() -> Self {
+        ExportOptions {
+            prefix: String::from("model"),
+            io_in_arena: false,
+            weights: Weights::ConstArrays,
+            freestanding_math: true,
+        }
+    }
+}
+
+/// The exported files, in memory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Bundle {
+    /// `(file name, contents)`: `PREFIX.h`, `PREFIX.c`, `PREFIX_weights.c` or `weights.bin`,
+    /// `PREFIX.json`.
+    pub files: Vec<(String, Vec<u8>)>,
+    /// The manifest (also one of the files).
+    pub manifest_json: String,
+    /// The memory plan.
+    pub plan: MemoryPlan,
+    /// Total arena bytes (static RAM for intermediates, and I/O when it lives there).
+    pub arena_bytes: usize,
+    /// The lower bound: the largest total of simultaneously live arena bytes.
+    pub lower_bound_bytes: usize,
+    /// Bytes of weights.
+    pub weight_bytes: usize,
+}
+
+impl Bundle {
+    /// The contents of file `name`, if the bundle has it.
+    pub fn file(&self, name: &str) -> Option<&[u8]> {
+        self.files
+            .iter()
+            .find(|f| f.0 == name)
+            .map(|f| f.1.as_slice())
+    }
+}
+
+/// Exports a capture as C files.
+pub fn export(capture: &Capture, names: &ExportNames, opts: &ExportOptions) -> Result<Bundle> {
+    check_names(capture, names, opts)?;
+    let plan = plan::plan(capture, opts.io_in_arena)?;
+    emit::emit(capture, names, opts, plan)
+}
+
+fn bad_name(what: String) -> Error {
+    Error::Unsupported(alloc::format!("export: {what}"))
+}
+
+/// Is `s` a C identifier that is no C99 keyword?
+fn is_c_identifier(s: &str) -> bool {
+    const KEYWORDS: &[&str] = &[
+        "auto",
+        "break",
+        "case",
+        "char",
+        "const",
+        "continue",
+        "default",
+        "do",
+        "double",
+        "else",
+        "enum",
+        "extern",
+        "float",
+        "for",
+        "goto",
+        "if",
+        "inline",
+        "int",
+        "long",
+        "register",
+        "restrict",
+        "return",
+        "short",
+        "signed",
+        "sizeof",
+        "static",
+        "struct",
+        "switch",
+        "typedef",
+        "union",
+        "unsigned",
+        "void",
+        "volatile",
+        "while",
+        "_Bool",
+        "_Complex",
+        "_Imaginary",
+    ];
+    let mut chars = s.chars();
+    let first_ok = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
+    first_ok && chars.all(|c| c.is_ascii_alphanumeric() || c == '_') && !KEYWORDS.contains(&s)
+}
+
+fn check_names(capture: &Capture, names: &ExportNames, opts: &ExportOptions) -> Result<()> {
+    let (ni, no) = (capture.input_slots().len(), capture.output_slots().len());
+    if names.inputs.len() != ni || names.outputs.len() != no {
+        return Err(bad_name(alloc::format!(
+            "the capture has {ni} inputs and {no} outputs but {} and {} names were given",
+            names.inputs.len(),
+            names.outputs.len()
+        )));
+    }
+    if !is_c_identifier(&opts.prefix) {
+        return Err(bad_name(alloc::format!(
+            "prefix {:?} is not a C identifier",
+            opts.prefix
+        )));
+    }
+    let all: Vec<&String> = names.inputs.iter().chain(&names.outputs).collect();
+    for (i, n) in all.iter().enumerate() {
+        if !is_c_identifier(n) || n.starts_with(opts.prefix.as_str()) {
+            return Err(bad_name(alloc::format!(
+                "name {n:?} is not a C identifier, is a keyword, or starts with the prefix {:?}",
+                opts.prefix
+            )));
+        }
+        if all[..i].iter().any(|m| m.eq_ignore_ascii_case(n)) {
+            return Err(bad_name(alloc::format!(
+                "name {n:?} is used twice (names must differ in more than case)"
+            )));
+        }
+    }
+    Ok(())
+}

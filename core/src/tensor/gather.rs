@@ -1,0 +1,90 @@
+//! Index-driven reads: `gather` (pick elements along an axis by an index tensor) and `one_hot`.
+//! Both compare indices against an `arange` of positions; `gather` then selects and sums over
+//! the positions, so its gradient reaches exactly the gathered elements. Indices are not checked
+//! against the data (out-of-range indices select nothing and give 0); a gathered `-0.0` comes
+//! out as `+0.0`.
+
+use alloc::format;
+use alloc::vec::Vec;
+
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+
+use super::{must, Tensor};
+
+/// `index[.., k] == k'` for `k'` in `0..n`: the index tensor with a trailing one-hot axis.
+pub(crate) fn index_hits(index: &Tensor, n: usize) -> Result<Tensor> {
+    let positions = Tensor::arange(0.0, n as f64, 1.0, index.dtype());
+    index.try_unsqueeze(-1)?.try_eq(&positions)
+}
+
+/// Errors unless `index` has an integer dtype.
+pub(crate) fn check_int_index(op: &'static str, index: &Tensor) -> Result<()> {
+    if index.dtype().is_int() {
+        return Ok(());
+    }
+    Err(Error::dtype(
+        op,
+        format!("index must be an integer tensor, got {}", index.dtype()),
+    ))
+}
+
+impl Tensor {
+    /// Checks gather's shapes; returns the resolved axis.
+    fn check_gather(&self, axis: isize, index: &Tensor) -> Result<usize> {
+        check_int_index("gather", index)?;
+        let ax = self.resolve_axes("gather", &[axis])?[0];
+        let (s, i) = (self.shape(), index.shape());
+        let fits = s.len() == i.len() && (0..s.len()).all(|d| d == ax || i[d] <= s[d]);
+        if !fits {
+            return Err(Error::shape(
+                "gather",
+                format!("index {i:?} does not fit input {s:?} outside axis {axis}"),
+            ));
+        }
+        Ok(ax)
+    }
+
+    /// `out[p] = self[p with its axis coordinate replaced by index[p]]`; the result has
+    /// `index`'s shape (which must not exceed `self`'s outside `axis`).
+    ///
+    /// ```
+    /// use picograd_core::Tensor;
+    /// let t = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[2, 2]);
+    /// let i = Tensor::from_slice(&[0i32, 0, 1, 0], &[2, 2]);
+    /// assert_eq!(t.gather(1, &i).to_vec::<f32>().unwrap(), vec![1.0, 1.0, 4.0, 3.0]);
+    /// ```
+    pub fn try_gather(&self, axis: isize, index: &Tensor) -> Result<Tensor> {
+        let ax = self.check_gather(axis, index)?;
+        let n = self.shape()[ax];
+        let ranges: Vec<(usize, usize)> = (index.shape().iter().enumerate())
+            .map(|(d, &len)| if d == ax { (0, n) } else { (0, len) })
+            .collect();
+        // x[.., 1 at ax, .., n]: the candidates of each output position along a trailing axis.
+        let x = self.try_shrink(&ranges)?.try_unsqueeze(-1)?;
+        let x = x.try_transpose(ax as isize, -1)?;
+        let picked = index_hits(index, n)?.try_where(&x, 0.0)?;
+        Ok(picked.try_sum(&[-1], false)?.cast(self.dtype()))
+    }
+    /// [`Tensor::try_gather`], panicking on a bad axis, dtype or shape.
+    pub fn gather(&self, axis: isize, index: &Tensor) -> Tensor {
+        must(self.try_gather(axis, index))
+    }
+
+    /// A trailing axis of `num_classes` with a 1 at each value's position (i32 result); values
+    /// outside `0..num_classes` give all zeros. `self` must hold integers.
+    ///
+    /// ```
+    /// use picograd_core::Tensor;
+    /// let t = Tensor::from_slice(&[0i32, 2], &[2]);
+    /// assert_eq!(t.one_hot(3).to_vec::<i32>().unwrap(), vec![1, 0, 0, 0, 0, 1]);
+    /// ```
+    pub fn try_one_hot(&self, num_classes: usize) -> Result<Tensor> {
+        check_int_index("one_hot", self)?;
+        Ok(index_hits(self, num_classes)?.cast(DType::I32))
+    }
+    /// [`Tensor::try_one_hot`], panicking on a non-integer tensor.
+    pub fn one_hot(&self, num_classes: usize) -> Tensor {
+        must(self.try_one_hot(num_classes))
+    }
+}

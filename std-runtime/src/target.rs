@@ -1,0 +1,332 @@
+//! Device targets: reading a target description (`targets/<name>/target.txt`) and building an
+//! exported model bundle for it, running it (natively or under QEMU) and reporting its outputs and
+//! costs (executed instructions, flash, RAM, stack).
+//!
+//! A description is data: `key = value` lines, `#` comments, and `{key}` inside a value replaced
+//! by that key's (already expanded) value; `{elf}` in `run` stands for the built program. The keys
+//! are listed in [`REQUIRED_KEYS`]; others are kept and readable with [`Target::get`].
+//!
+//! The descriptions are found in `$PICOGRAD_TARGETS` when set, else in the repository's
+//! `targets/` folder next to this crate.
+
+mod build;
+mod bundle;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use picograd_core::{Error, Result};
+
+pub use build::{build_and_run, BuildOptions, CompilerKind, OptLevel, RunReport};
+pub use bundle::{Bundle, Param, Values};
+
+/// Keys every target description must have.
+pub const REQUIRED_KEYS: &[&str] = &[
+    "name",
+    "description",
+    "arch",
+    "cpu",
+    "fpu",
+    "float_abi",
+    "vector_width",
+    "flash_origin",
+    "flash_size",
+    "ram_origin",
+    "ram_size",
+    "cc",
+    "size",
+    "cflags",
+    "ldflags",
+    "clang_cflags",
+    "clang_link",
+    "counter",
+    "stack_probe",
+    "run",
+];
+
+/// A memory region of a target: where it starts and how many bytes it has (0 on the host).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Memory {
+    /// First address.
+    pub origin: u64,
+    /// Size in bytes.
+    pub size: u64,
+}
+
+/// How the harness counts executed instructions on a target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Counter {
+    /// No counter: [`RunReport::instructions`] is `None`.
+    None,
+    /// Cortex-M SysTick at 25 MHz under `-icount shift=0`: ticks × 40 ≈ instructions.
+    Systick,
+    /// RISC-V `minstret`: exact under `-icount shift=0`.
+    Minstret,
+}
+
+/// How the harness finds the stack's high-water mark.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StackProbe {
+    /// Paint from the linker's end of `.bss` (picolibc's `__end`) up to the stack pointer.
+    Linker,
+    /// Pre-touch and paint a fixed window below the stack pointer (hosted programs).
+    Window,
+}
+
+/// A parsed target description.
+#[derive(Clone, Debug)]
+pub struct Target {
+    /// The target's name (its folder under `targets/`).
+    pub name: String,
+    /// The description file it was read from.
+    pub file: PathBuf,
+    /// The `targets/` folder holding it (and `common/harness.c`).
+    pub root: PathBuf,
+    /// SIMD width in f32 lanes the code generator may assume.
+    pub vector_width: u32,
+    /// Flash (code and constants).
+    pub flash: Memory,
+    /// RAM (data, bss, stack).
+    pub ram: Memory,
+    /// The instruction counter the harness uses.
+    pub counter: Counter,
+    /// How the harness measures the stack.
+    pub stack_probe: StackProbe,
+    keys: BTreeMap<String, String>,
+}
+
+impl Target {
+    /// The folder holding the target descriptions: `$PICOGRAD_TARGETS`, else the repository's
+    /// `targets/`.
+    pub fn root_dir() -> PathBuf {
+        match std::env::var_os("PICOGRAD_TARGETS") {
+            Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+            _ => Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("..")
+                .join("targets"),
+        }
+    }
+
+    /// The names of the targets that have a description, sorted.
+    pub fn names() -> Result<Vec<String>> {
+        let root = Self::root_dir();
+        let entries = fs::read_dir(&root).map_err(|e| io_error(&root, e))?;
+        let mut names = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| io_error(&root, e))?;
+            if entry.path().join("target.txt").is_file() {
+                names.push(entry.file_name().to_string_lossy().into_owned());
+            }
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    /// Reads the description of the target called `name`.
+    pub fn by_name(name: &str) -> Result<Target> {
+        let root = Self::root_dir();
+        let file = root.join(name).join("target.txt");
+        if !file.is_file() {
+            let known = Self::names().unwrap_or_default().join(", ");
+            return Err(Error::Unsupported(format!(
+                "no target `{name}` (looked for {}; known targets: {known})",
+                file.display()
+            )));
+        }
+        Self::from_file(&file)
+    }
+
+    /// Reads a description file; its folder's parent is taken as the `targets/` root.
+    pub fn from_file(file: &Path) -> Result<Target> {
+        let text = fs::read_to_string(file).map_err(|e| io_error(file, e))?;
+        let root = file
+            .parent()
+            .and_then(Path::parent)
+            .unwrap_or(Path::new("."))
+            .to_path_buf();
+        Self::parse(&text, file, &root)
+    }
+
+    /// Parses a description's text; `file` names it in errors, `root` is the `targets/` folder.
+    pub fn parse(text: &str, file: &Path, root: &Path) -> Result<Target> {
+        let raw = parse_lines(text, file)?;
+        let fmt_err = |detail: String| Error::Format {
+            file: file.display().to_string(),
+            offset: 0,
+            detail,
+        };
+        for key in REQUIRED_KEYS {
+            if !raw.contains_key(*key) {
+                return Err(fmt_err(format!("missing key `{key}`")));
+            }
+        }
+        let mut keys = BTreeMap::new();
+        for k in raw.keys() {
+            keys.insert(k.clone(), expand(&raw, k, 0).map_err(fmt_err)?);
+        }
+        let num =
+            |k: &str| parse_u64(&keys[k]).ok_or_else(|| fmt_err(format!("`{k}` is not a number")));
+        let counter = match keys["counter"].as_str() {
+            "none" => Counter::None,
+            "systick" => Counter::Systick,
+            "minstret" => Counter::Minstret,
+            other => return Err(fmt_err(format!("unknown counter `{other}`"))),
+        };
+        let stack_probe = match keys["stack_probe"].as_str() {
+            "linker" => StackProbe::Linker,
+            "window" => StackProbe::Window,
+            other => return Err(fmt_err(format!("unknown stack_probe `{other}`"))),
+        };
+        Ok(Target {
+            name: keys["name"].clone(),
+            file: file.to_path_buf(),
+            root: root.to_path_buf(),
+            vector_width: u32::try_from(num("vector_width")?)
+                .map_err(|_| fmt_err("`vector_width` is too large".into()))?,
+            flash: Memory {
+                origin: num("flash_origin")?,
+                size: num("flash_size")?,
+            },
+            ram: Memory {
+                origin: num("ram_origin")?,
+                size: num("ram_size")?,
+            },
+            counter,
+            stack_probe,
+            keys,
+        })
+    }
+
+    /// A key's expanded value (any key of the file, including ones picograd does not interpret).
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.keys.get(key).map(String::as_str)
+    }
+
+    /// A key's expanded value split into command-line words.
+    pub fn words(&self, key: &str) -> Vec<String> {
+        self.get(key)
+            .unwrap_or("")
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// True when programs for this target run natively (no emulator).
+    pub fn is_host(&self) -> bool {
+        self.words("run").first().map(String::as_str) == Some("{elf}")
+    }
+
+    /// The shared harness source every build compiles.
+    pub fn harness_source(&self) -> PathBuf {
+        self.root.join("common").join("harness.c")
+    }
+}
+
+fn io_error(path: &Path, e: std::io::Error) -> Error {
+    Error::Io {
+        path: path.display().to_string(),
+        detail: e.to_string(),
+    }
+}
+
+/// `key = value` lines into a map; reports the byte offset of a malformed line.
+fn parse_lines(text: &str, file: &Path) -> Result<BTreeMap<String, String>> {
+    let mut map = BTreeMap::new();
+    let mut offset = 0u64;
+    for line in text.split_inclusive('\n') {
+        let body = line.trim();
+        if !body.is_empty() && !body.starts_with('#') {
+            let Some((k, v)) = body.split_once('=') else {
+                return Err(Error::Format {
+                    file: file.display().to_string(),
+                    offset,
+                    detail: format!("expected `key = value`, found `{body}`"),
+                });
+            };
+            map.insert(k.trim().to_owned(), v.trim().to_owned());
+        }
+        offset += line.len() as u64;
+    }
+    Ok(map)
+}
+
+/// Replaces `{key}` in `key`'s value by the (expanded) values of other keys; unknown names (such
+/// as `{elf}`) are left for later.
+fn expand(
+    raw: &BTreeMap<String, String>,
+    key: &str,
+    depth: u32,
+) -> std::result::Result<String, String> {
+    if depth > 8 {
+        return Err(format!("`{key}`: placeholders nest too deep (a cycle?)"));
+    }
+    let value = &raw[key];
+    let mut out = String::with_capacity(value.len());
+    let mut rest = value.as_str();
+    while let Some(start) = rest.find('{') {
+        out.push_str(&rest[..start]);
+        let Some(len) = rest[start..].find('}') else {
+            return Err(format!("`{key}`: unclosed `{{`"));
+        };
+        let name = &rest[start + 1..start + len];
+        if raw.contains_key(name) && name != key {
+            out.push_str(&expand(raw, name, depth + 1)?);
+        } else {
+            out.push_str(&rest[start..=start + len]);
+        }
+        rest = &rest[start + len + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// A decimal or `0x` hexadecimal number.
+fn parse_u64(s: &str) -> Option<u64> {
+    match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => s.parse().ok(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_description_parses() {
+        let names = Target::names().unwrap();
+        for want in [
+            "cortex-m3",
+            "cortex-m4",
+            "host",
+            "riscv32imac",
+            "riscv32imafc",
+        ] {
+            assert!(
+                names.iter().any(|n| n == want),
+                "{want} missing from {names:?}"
+            );
+        }
+        for n in &names {
+            let t = Target::by_name(n).unwrap();
+            assert_eq!(&t.name, n);
+            assert!(!t.get("run").unwrap().contains("{cpu}"));
+        }
+        let m4 = Target::by_name("cortex-m4").unwrap();
+        assert_eq!(m4.ram.origin, 0x2000_0000);
+        assert_eq!(m4.counter, Counter::Systick);
+        assert!(m4.get("cflags").unwrap().contains("-mfpu=fpv4-sp-d16"));
+        assert!(Target::by_name("host").unwrap().is_host());
+    }
+
+    #[test]
+    fn malformed_descriptions_are_errors() {
+        let p = Path::new("t.txt");
+        let e = Target::parse("name = x\nnot a pair\n", p, p).unwrap_err();
+        assert!(matches!(e, Error::Format { offset: 9, .. }), "{e}");
+        let e = Target::parse("name = x\n", p, p).unwrap_err();
+        assert!(e.to_string().contains("missing key"), "{e}");
+        assert!(Target::by_name("no-such-target").is_err());
+    }
+}

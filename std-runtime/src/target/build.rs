@@ -1,0 +1,483 @@
+//! Building a bundle for a target and running it: compile the harness and every `.c` of the
+//! bundle with the target's compiler, link, run (natively, or under the target's QEMU command
+//! with a timeout), and parse what the harness printed into a [`RunReport`].
+//!
+//! Invariant: every failure names the target and the command, and carries the tool's output; a
+//! program that outlives the timeout is killed. C is always compiled with `-std=c99 -Wall -Wextra
+//! -Werror -ffp-contract=off`, so float results do not depend on FMA contraction.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use picograd_core::{Error, Result};
+
+use super::bundle::{Bundle, Values};
+use super::{Counter, StackProbe, Target};
+
+/// Flags every build uses, whatever the target and compiler.
+const ALWAYS: &[&str] = &[
+    "-std=c99",
+    "-Wall",
+    "-Wextra",
+    "-Werror",
+    "-ffp-contract=off",
+];
+
+/// Which C compiler builds the bundle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CompilerKind {
+    /// The target's `cc` (gcc or the cross gcc).
+    Gcc,
+    /// clang with the target's `clang_cflags`, linked by its `clang_link` command.
+    Clang,
+}
+
+/// Optimisation level.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OptLevel {
+    /// `-O2`: speed.
+    O2,
+    /// `-Os`: size.
+    Os,
+}
+
+/// How to build and run a bundle.
+#[derive(Clone, Debug)]
+pub struct BuildOptions {
+    /// The C compiler.
+    pub compiler: CompilerKind,
+    /// The optimisation level.
+    pub opt: OptLevel,
+    /// More flags for every compile.
+    pub extra_flags: Vec<String>,
+    /// Build with AddressSanitizer + UndefinedBehaviorSanitizer (host only; the stack probe is
+    /// off then).
+    pub sanitize: bool,
+    /// How long the program may run before it is killed.
+    pub timeout: Duration,
+    /// Build here and keep the files; by default a fresh temporary folder, removed on success.
+    pub build_dir: Option<PathBuf>,
+}
+
+impl Default for BuildOptions {
+    fn default() -> Self {
+        BuildOptions {
+            compiler: CompilerKind::Gcc,
+            opt: OptLevel::O2,
+            extra_flags: Vec::new(),
+            sanitize: false,
+            timeout: Duration::from_secs(30),
+            build_dir: None,
+        }
+    }
+}
+
+/// What one build and run of a bundle gave.
+#[derive(Clone, Debug)]
+pub struct RunReport {
+    /// Each output of `model_run`, by name, in order.
+    pub outputs: Vec<(String, Values)>,
+    /// Instructions executed by `model_run` (exact on RISC-V, ≈ SysTick ticks × 40 on
+    /// Cortex-M), `None` where the target has no counter.
+    pub instructions: Option<u64>,
+    /// Whole program: code and constants (`size`'s text).
+    pub text: u64,
+    /// Whole program: initialised data (in flash and RAM).
+    pub data: u64,
+    /// Whole program: zero-initialised RAM, without the linker's reserved `.stack` section.
+    pub bss: u64,
+    /// The bundle's objects alone: text, data and bss.
+    pub model_text: u64,
+    /// See `model_text`.
+    pub model_data: u64,
+    /// See `model_text`.
+    pub model_bss: u64,
+    /// Stack high-water mark during `model_run`, when measured.
+    pub stack_bytes: Option<u64>,
+    /// Everything the program printed.
+    pub stdout: String,
+}
+
+impl RunReport {
+    /// The output called `name`.
+    pub fn output(&self, name: &str) -> Option<&Values> {
+        self.outputs.iter().find(|(n, _)| n == name).map(|(_, v)| v)
+    }
+
+    /// Flash the program needs: text + data.
+    pub fn flash(&self) -> u64 {
+        self.text + self.data
+    }
+
+    /// Static RAM the program needs: data + bss (the stack comes on top: `stack_bytes`).
+    pub fn ram(&self) -> u64 {
+        self.data + self.bss
+    }
+}
+
+/// Builds the bundle in `bundle_dir` for `target`, runs it once on `inputs` (by name, as in
+/// `model.h`), and reports outputs and costs.
+pub fn build_and_run(
+    target: &Target,
+    bundle_dir: &Path,
+    inputs: &[(&str, Values)],
+    opts: &BuildOptions,
+) -> Result<RunReport> {
+    if opts.sanitize && !target.is_host() {
+        return Err(Error::Unsupported(format!(
+            "target {}: sanitizers run on the host target only",
+            target.name
+        )));
+    }
+    let bundle = Bundle::read(bundle_dir)?;
+    let dir = match &opts.build_dir {
+        Some(d) => d.clone(),
+        None => fresh_dir(&target.name),
+    };
+    std::fs::create_dir_all(&dir).map_err(|e| io_err(&dir, e))?;
+    let header = dir.join("inputs.h");
+    std::fs::write(&header, bundle.inputs_header(inputs)?).map_err(|e| io_err(&header, e))?;
+    let b = Build {
+        target,
+        opts,
+        dir: &dir,
+    };
+    let report = b.run(&bundle, bundle_dir)?;
+    if opts.build_dir.is_none() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    Ok(report)
+}
+
+fn fresh_dir(name: &str) -> PathBuf {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    std::env::temp_dir().join(format!("picograd-target-{name}-{}-{n}", std::process::id()))
+}
+
+fn io_err(path: &Path, e: std::io::Error) -> Error {
+    Error::Io {
+        path: path.display().to_string(),
+        detail: e.to_string(),
+    }
+}
+
+struct Build<'a> {
+    target: &'a Target,
+    opts: &'a BuildOptions,
+    dir: &'a Path,
+}
+
+impl Build<'_> {
+    fn run(&self, bundle: &Bundle, bundle_dir: &Path) -> Result<RunReport> {
+        let mut sources = vec![self.target.harness_source()];
+        sources.extend(bundle_sources(bundle_dir)?);
+        let mut objects = Vec::new();
+        for (i, src) in sources.iter().enumerate() {
+            let obj = self.dir.join(format!("{i}.o"));
+            self.compile(src, &obj, bundle_dir)?;
+            objects.push(obj);
+        }
+        let elf = self.dir.join("prog.elf");
+        self.link(&objects, &elf)?;
+        let (text, data, bss) = self.sizes(std::slice::from_ref(&elf), true)?;
+        let (model_text, model_data, model_bss) = self.sizes(&objects[1..], false)?;
+        let stdout = self.execute(&elf)?;
+        let mut report = parse_stdout(&stdout, bundle).map_err(|d| {
+            Error::Device(format!(
+                "target {}: {d}\nprogram output:\n{stdout}",
+                self.target.name
+            ))
+        })?;
+        if self.target.counter == Counter::None {
+            report.instructions = None;
+        }
+        report.text = text;
+        report.data = data;
+        report.bss = bss;
+        report.model_text = model_text;
+        report.model_data = model_data;
+        report.model_bss = model_bss;
+        Ok(report)
+    }
+
+    fn compile(&self, src: &Path, obj: &Path, bundle_dir: &Path) -> Result<()> {
+        let t = self.target;
+        let mut cmd: Vec<String> = match self.opts.compiler {
+            CompilerKind::Gcc => [
+                vec![t.get("cc").unwrap_or("cc").to_owned()],
+                t.words("cflags"),
+            ]
+            .concat(),
+            CompilerKind::Clang => [vec!["clang".to_owned()], t.words("clang_cflags")].concat(),
+        };
+        cmd.extend(ALWAYS.iter().map(|s| s.to_string()));
+        cmd.push(match self.opts.opt {
+            OptLevel::O2 => "-O2".into(),
+            OptLevel::Os => "-Os".into(),
+        });
+        cmd.extend(self.defines());
+        cmd.extend(self.sanitize_flags());
+        cmd.extend(self.opts.extra_flags.iter().cloned());
+        cmd.push(format!("-I{}", self.dir.display()));
+        cmd.push(format!("-I{}", bundle_dir.display()));
+        cmd.extend([
+            "-c".into(),
+            src.display().to_string(),
+            "-o".into(),
+            obj.display().to_string(),
+        ]);
+        self.tool(&cmd, "compile").map(drop)
+    }
+
+    fn link(&self, objects: &[PathBuf], elf: &Path) -> Result<()> {
+        let t = self.target;
+        let mut cmd = match self.opts.compiler {
+            CompilerKind::Gcc => [
+                vec![t.get("cc").unwrap_or("cc").to_owned()],
+                t.words("cflags"),
+            ]
+            .concat(),
+            CompilerKind::Clang => t.words("clang_link"),
+        };
+        cmd.extend(self.sanitize_flags());
+        cmd.extend(objects.iter().map(|o| o.display().to_string()));
+        cmd.extend(t.words("ldflags"));
+        cmd.extend(["-o".into(), elf.display().to_string()]);
+        self.tool(&cmd, "link").map(drop)
+    }
+
+    fn defines(&self) -> Vec<String> {
+        let mut d = Vec::new();
+        match self.target.counter {
+            Counter::None => {}
+            Counter::Systick => d.push("-DPICOGRAD_COUNTER_SYSTICK".to_owned()),
+            Counter::Minstret => d.push("-DPICOGRAD_COUNTER_MINSTRET".to_owned()),
+        }
+        if self.opts.sanitize {
+            d.push("-DPICOGRAD_STACK_NONE".to_owned());
+        } else if self.target.stack_probe == StackProbe::Linker {
+            d.push("-DPICOGRAD_STACK_LINKER".to_owned());
+        }
+        d
+    }
+
+    fn sanitize_flags(&self) -> Vec<String> {
+        if !self.opts.sanitize {
+            return Vec::new();
+        }
+        [
+            "-fsanitize=address,undefined",
+            "-fno-sanitize-recover=all",
+            "-g",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    }
+
+    /// text, data, bss summed over `files` (Berkeley format); for a linked program the
+    /// linker's reserved `.stack` section is taken out of bss.
+    fn sizes(&self, files: &[PathBuf], linked: bool) -> Result<(u64, u64, u64)> {
+        let size = self.target.get("size").unwrap_or("size").to_owned();
+        let mut cmd = vec![size.clone()];
+        cmd.extend(files.iter().map(|f| f.display().to_string()));
+        let out = self.tool(&cmd, "size")?;
+        let (mut text, mut data, mut bss) = (0, 0, 0);
+        for line in out.lines().skip(1) {
+            let w: Vec<u64> = line
+                .split_whitespace()
+                .take(3)
+                .filter_map(|x| x.parse().ok())
+                .collect();
+            if let [t, d, b] = w[..] {
+                text += t;
+                data += d;
+                bss += b;
+            }
+        }
+        if linked {
+            let mut cmd = vec![size, "-A".to_owned()];
+            cmd.extend(files.iter().map(|f| f.display().to_string()));
+            let sysv = self.tool(&cmd, "size")?;
+            for line in sysv.lines() {
+                let mut w = line.split_whitespace();
+                if w.next() == Some(".stack") {
+                    bss -= w
+                        .next()
+                        .and_then(|s| s.parse::<u64>().ok())
+                        .unwrap_or(0)
+                        .min(bss);
+                }
+            }
+        }
+        Ok((text, data, bss))
+    }
+
+    /// Runs a build tool; its stdout on success, else an error carrying its output.
+    fn tool(&self, cmd: &[String], what: &str) -> Result<String> {
+        let out = Command::new(&cmd[0])
+            .args(&cmd[1..])
+            .output()
+            .map_err(|e| {
+                Error::Compile(format!(
+                    "target {}: cannot {what}: `{}` did not start: {e}",
+                    self.target.name,
+                    cmd.join(" ")
+                ))
+            })?;
+        if !out.status.success() {
+            return Err(Error::Compile(format!(
+                "target {}: {what} failed ({}): `{}`\n{}{}",
+                self.target.name,
+                out.status,
+                cmd.join(" "),
+                String::from_utf8_lossy(&out.stderr),
+                String::from_utf8_lossy(&out.stdout)
+            )));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// Runs the program (directly, or by the target's `run` command) under the timeout.
+    fn execute(&self, elf: &Path) -> Result<String> {
+        let elf_s = elf.display().to_string();
+        let cmd: Vec<String> = self
+            .target
+            .words("run")
+            .into_iter()
+            .map(|w| w.replace("{elf}", &elf_s))
+            .collect();
+        let shown = cmd.join(" ");
+        let fail = |detail: String| {
+            Error::Device(format!("target {}: `{shown}` {detail}", self.target.name))
+        };
+        let mut child = Command::new(&cmd[0])
+            .args(&cmd[1..])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| fail(format!("did not start: {e}")))?;
+        let out = drain(child.stdout.take());
+        let err = drain(child.stderr.take());
+        let deadline = Instant::now() + self.opts.timeout;
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(s)) => break s,
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(2))
+                }
+                Ok(None) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    let (o, e) = (join(out), join(err));
+                    return Err(fail(format!(
+                        "timed out after {:?} and was killed\nstdout:\n{o}\nstderr:\n{e}",
+                        self.opts.timeout
+                    )));
+                }
+                Err(e) => return Err(fail(format!("could not be waited for: {e}"))),
+            }
+        };
+        let (o, e) = (join(out), join(err));
+        if !status.success() {
+            return Err(fail(format!(
+                "failed ({status})\nstdout:\n{o}\nstderr:\n{e}"
+            )));
+        }
+        Ok(o)
+    }
+}
+
+type Reader = Option<std::thread::JoinHandle<String>>;
+
+/// Reads a pipe to its end on a thread (so a chatty program never blocks on a full pipe).
+fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> Reader {
+    pipe.map(|mut p| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = p.read_to_end(&mut buf);
+            String::from_utf8_lossy(&buf).into_owned()
+        })
+    })
+}
+
+fn join(r: Reader) -> String {
+    r.and_then(|h| h.join().ok()).unwrap_or_default()
+}
+
+/// Every `.c` file of the bundle, sorted by name.
+fn bundle_sources(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| io_err(dir, e))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "c"))
+        .collect();
+    v.sort();
+    if v.is_empty() {
+        return Err(Error::Io {
+            path: dir.display().to_string(),
+            detail: "bundle has no .c files".into(),
+        });
+    }
+    Ok(v)
+}
+
+/// The harness's lines into outputs, instruction count and stack figure.
+fn parse_stdout(stdout: &str, bundle: &Bundle) -> std::result::Result<RunReport, String> {
+    let mut report = RunReport {
+        outputs: Vec::new(),
+        instructions: None,
+        text: 0,
+        data: 0,
+        bss: 0,
+        model_text: 0,
+        model_data: 0,
+        model_bss: 0,
+        stack_bytes: None,
+        stdout: stdout.to_owned(),
+    };
+    for line in stdout.lines() {
+        if let Some(n) = line.strip_prefix("instructions: ") {
+            report.instructions = Some(n.trim().parse().map_err(|_| format!("bad line `{line}`"))?);
+        } else if let Some(n) = line.strip_prefix("stack: ") {
+            let n = n.trim().trim_end_matches(" bytes");
+            report.stack_bytes = Some(n.parse().map_err(|_| format!("bad line `{line}`"))?);
+        } else if let Some(rest) = line.strip_prefix("output ") {
+            let mut words = rest.split_whitespace();
+            let name = words.next().unwrap_or("");
+            let p = bundle
+                .outputs()
+                .find(|p| p.name == name)
+                .ok_or_else(|| format!("unknown output `{name}`"))?;
+            let bits = words
+                .map(|w| u64::from_str_radix(w, 16))
+                .collect::<std::result::Result<Vec<u64>, _>>()
+                .map_err(|_| format!("bad output line for `{name}`"))?;
+            if bits.len() != p.size {
+                return Err(format!(
+                    "output `{name}`: {} values, want {}",
+                    bits.len(),
+                    p.size
+                ));
+            }
+            report.outputs.push((
+                name.to_owned(),
+                Values {
+                    dtype: p.dtype,
+                    bits,
+                },
+            ));
+        }
+    }
+    for p in bundle.outputs() {
+        if report.output(&p.name).is_none() {
+            return Err(format!("output `{}` was not printed", p.name));
+        }
+    }
+    Ok(report)
+}
