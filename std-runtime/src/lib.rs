@@ -10,6 +10,7 @@ pub mod export;
 pub use compiler::{CompiledLib, Compiler, EntryFn, Stats};
 pub mod clang;
 pub mod install;
+pub mod pool;
 pub mod tuning;
 
 pub use clang::Clang;

@@ -6,4 +6,5 @@ pub mod hoist;
 pub mod kernel;
 pub mod linearizer;
 pub mod opt;
+pub mod split;
 pub mod uops;
