@@ -11,6 +11,7 @@ pub use compiler::{CompiledLib, Compiler, EntryFn, Stats};
 pub mod clang;
 pub mod install;
 pub mod pool;
+pub mod safetensors;
 pub mod tuning;
 
 pub use clang::Clang;

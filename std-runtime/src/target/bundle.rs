@@ -117,10 +117,11 @@ impl Bundle {
             offset: offset as u64,
             detail,
         };
+        // The prototype, not a mention of `model_run()` in a comment: `void model_run(`.
         let start = text
-            .find("model_run(")
-            .ok_or_else(|| err(0, "no `model_run(` prototype".into()))?;
-        let open = start + "model_run(".len();
+            .find("void model_run(")
+            .ok_or_else(|| err(0, "no `void model_run(` prototype".into()))?;
+        let open = start + "void model_run(".len();
         let close = text[open..]
             .find(')')
             .map(|i| open + i)
@@ -243,15 +244,12 @@ fn parse_param(decl: &str, header: &str) -> std::result::Result<Param, String> {
         .join(" ");
     let dtype =
         dtype_of(&ctype).ok_or_else(|| format!("parameter `{ident}`: unknown C type `{ctype}`"))?;
-    let (input, name) = match (ident.strip_prefix("in_"), ident.strip_prefix("out_")) {
-        (Some(n), _) => (true, n),
-        (_, Some(n)) => (false, n),
-        _ => {
-            return Err(format!(
-                "parameter `{ident}` starts with neither `in_` nor `out_`"
-            ))
-        }
-    };
+    // Inputs are `const` pointers, outputs are not (the exporter's convention); an `in_`/`out_`
+    // prefix, as hand-written bundles use, is dropped from the name.
+    let input = rest.contains(&"const");
+    let name = ident
+        .strip_prefix(if input { "in_" } else { "out_" })
+        .unwrap_or(ident);
     let mut p = Param {
         name: name.to_owned(),
         input,

@@ -1,0 +1,82 @@
+//! `nn`: layers, losses, optimizers and state dicts, all composed from the [`Tensor`] API so their
+//! gradients come from autograd.
+//!
+//! Every layer implements [`Module`]: `try_forward`/`forward` and `parameters()`, which names
+//! each trainable tensor (`"weight"`, `"bias"`; nested models prefix them, `"0.weight"`).
+//! Layers that behave differently while training (BatchNorm, Dropout) carry an explicit
+//! `training` flag set by `train()`/`eval()`: the core keeps no global mode. Initialization is
+//! tinygrad's (kaiming-uniform for Linear and Conv weights) from a caller-given seed, so the same
+//! seed always builds the same model.
+
+mod conv;
+mod dropout;
+mod embedding;
+mod linear;
+pub mod losses;
+mod norm;
+pub mod optim;
+pub mod state;
+
+pub use conv::{conv2d_composed, max_pool2x2, Conv1d, Conv2d, ConvTranspose2d};
+pub use dropout::Dropout;
+pub use embedding::Embedding;
+pub use linear::Linear;
+pub use norm::{BatchNorm, GroupNorm, LayerNorm};
+pub use optim::{cosine_lr, Adam, Optimizer, StepLR, SGD};
+pub use state::state_dict;
+
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use crate::error::Result;
+use crate::tensor::Tensor;
+
+/// A layer or model: a forward pass and its named parameters.
+pub trait Module {
+    /// The forward pass; errors name the op and the shapes that did not fit.
+    fn try_forward(&self, x: &Tensor) -> Result<Tensor>;
+
+    /// [`Module::try_forward`], panicking on misuse (as the Tensor building methods do).
+    fn forward(&self, x: &Tensor) -> Tensor {
+        match self.try_forward(x) {
+            Ok(t) => t,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// The trainable tensors, by name.
+    fn parameters(&self) -> Vec<(String, Tensor)>;
+}
+
+/// `params` with every name prefixed by `prefix.` (for nesting models).
+pub fn prefixed(prefix: &str, params: Vec<(String, Tensor)>) -> Vec<(String, Tensor)> {
+    params
+        .into_iter()
+        .map(|(n, t)| (format!("{prefix}.{n}"), t))
+        .collect()
+}
+
+/// `t`'s values in a buffer of its own (a fresh upload). In-place updates need this: identical
+/// lazy expressions are hash-consed, so `zeros(..).contiguous()` made twice is *one* buffer.
+pub(crate) fn own_buffer(t: &Tensor) -> Result<Tensor> {
+    let bytes = t.to_bytes()?;
+    state::tensor_from_le_bytes(&bytes, &t.shape(), t.dtype(), &t.device())
+}
+
+/// A trainable tensor in its own realized buffer, so updates write in place.
+///
+/// Panics only when the device cannot compute or allocate a tensor at all.
+pub(crate) fn param(t: Tensor) -> Tensor {
+    match own_buffer(&t) {
+        Ok(p) => p.requires_grad_(true),
+        Err(e) => panic!("nn: cannot allocate a parameter: {e}"),
+    }
+}
+
+/// Kaiming-uniform values (tinygrad's default for Linear and Conv weights, `a = √5`):
+/// `U(-1/√fan_in, 1/√fan_in)`.
+pub(crate) fn kaiming_uniform(shape: &[usize], fan_in: usize, seed: u64) -> Tensor {
+    let bound = 1.0 / libm::sqrt(fan_in.max(1) as f64);
+    Tensor::uniform(shape, -bound, bound, seed)
+}

@@ -1,0 +1,206 @@
+//! Exported models on every device target: each model is captured on the desktop, exported to C
+//! (freestanding math, weights as `const` arrays), built for host, Cortex-M4, Cortex-M3, RV32IMAC
+//! and RV32IMAFC with gcc and clang at -O2 and -Os, run natively or under QEMU, and compared with
+//! the desktop run: ≤ 1e-5 relative (1e-6 absolute floor) per float output, the same argmax, and
+//! exact integers. The host build also runs under ASan/UBSan.
+
+use std::path::PathBuf;
+
+use picograd::export::{export, ExportNames, ExportOptions};
+use picograd::jit::Capture;
+use picograd::runtime::target::{
+    build_and_run, BuildOptions, CompilerKind, OptLevel, Target, Values,
+};
+use picograd::tensor::{ConvOpts, PoolOpts};
+use picograd::{DType, Tensor};
+
+/// A model: its input (shape and values) and how it computes its output.
+struct Model {
+    name: &'static str,
+    shape: Vec<usize>,
+    dtype: DType,
+    forward: Box<dyn Fn(&Tensor) -> Tensor>,
+}
+
+fn realized(t: Tensor) -> Tensor {
+    t.realize().unwrap();
+    t
+}
+
+fn weights(shape: &[usize], seed: u64, scale: f64) -> Tensor {
+    realized(Tensor::randn(shape, seed).mul(scale))
+}
+
+fn models() -> Vec<Model> {
+    let (w1, b1, w2) = (
+        weights(&[16, 32], 1, 0.3),
+        weights(&[32], 2, 0.1),
+        weights(&[32, 10], 3, 0.3),
+    );
+    let (cw, cb, lw) = (
+        weights(&[4, 1, 3, 3], 4, 0.4),
+        weights(&[4], 5, 0.1),
+        weights(&[64, 10], 6, 0.2),
+    );
+    let iw = realized(Tensor::from_slice(&[3i32, -2, 5, 7, -1, 4, 2, -6], &[8]));
+    vec![
+        Model {
+            name: "chain",
+            shape: vec![64],
+            dtype: DType::F32,
+            forward: Box::new(|x| x.mul(2.0).add(1.0).relu().mul(x.sigmoid())),
+        },
+        Model {
+            name: "mlp",
+            shape: vec![2, 16],
+            dtype: DType::F32,
+            forward: Box::new(move |x| x.matmul(&w1).add(&b1).relu().matmul(&w2)),
+        },
+        Model {
+            name: "cnn",
+            shape: vec![1, 1, 8, 8],
+            dtype: DType::F32,
+            forward: Box::new(move |x| {
+                let c = x
+                    .conv2d(&cw, Some(&cb), &ConvOpts::default().padding(1))
+                    .relu();
+                c.max_pool2d(&PoolOpts::new(&[2, 2]))
+                    .flatten(1, -1)
+                    .matmul(&lw)
+            }),
+        },
+        Model {
+            name: "softmax",
+            shape: vec![3, 10],
+            dtype: DType::F32,
+            forward: Box::new(|x| x.softmax(-1)),
+        },
+        Model {
+            name: "int",
+            shape: vec![8],
+            dtype: DType::I32,
+            forward: Box::new(move |x| x.mul(&iw).add(7).maximum(0)),
+        },
+    ]
+}
+
+fn input(m: &Model) -> Values {
+    let n: usize = m.shape.iter().product();
+    let v: Vec<f32> = (0..n)
+        .map(|i| ((i * 29 % 17) as f32 - 8.0) * 0.25)
+        .collect();
+    match m.dtype {
+        DType::I32 => Values::i32(&v.iter().map(|&f| (f * 4.0) as i32).collect::<Vec<_>>()),
+        _ => Values::f32(&v),
+    }
+}
+
+fn tensor_of(v: &Values, shape: &[usize]) -> Tensor {
+    match v.dtype {
+        DType::I32 => Tensor::from_slice(
+            &v.to_i64()
+                .unwrap()
+                .iter()
+                .map(|&x| x as i32)
+                .collect::<Vec<_>>(),
+            shape,
+        ),
+        _ => Tensor::from_slice(&v.to_f32().unwrap(), shape),
+    }
+}
+
+/// Exports the model to a fresh directory; returns it with the desktop's output.
+fn export_model(m: &Model, x: &Values) -> (PathBuf, Vec<f64>) {
+    let xt = tensor_of(x, &m.shape);
+    xt.realize().unwrap();
+    let y = (m.forward)(&xt);
+    let (cap, outs) = Capture::record(&[&xt], &[&y]).unwrap();
+    let bundle = export(
+        &cap,
+        &ExportNames::new(&["x"], &["y"]),
+        &ExportOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        bundle.arena_bytes, bundle.lower_bound_bytes,
+        "{}: arena above the liveness bound",
+        m.name
+    );
+    let dir =
+        std::env::temp_dir().join(format!("picograd-device-{}-{}", m.name, std::process::id()));
+    picograd::runtime::export::write_bundle(&bundle, &dir).unwrap();
+    (dir, outs[0].to_f64_vec().unwrap())
+}
+
+fn compare(m: &Model, what: &str, got: &Values, want: &[f64]) {
+    let got: Vec<f64> = match got.dtype {
+        DType::I32 => got.to_i64().unwrap().iter().map(|&v| v as f64).collect(),
+        _ => got
+            .to_f32()
+            .unwrap()
+            .iter()
+            .map(|&v| f64::from(v))
+            .collect(),
+    };
+    assert_eq!(got.len(), want.len(), "{} {what}: output length", m.name);
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        let ok = if m.dtype == DType::I32 {
+            g == w
+        } else {
+            (g - w).abs() <= 1e-6 + 1e-5 * w.abs()
+        };
+        assert!(ok, "{} {what}: output {i} is {g}, desktop says {w}", m.name);
+    }
+    let argmax = |v: &[f64]| (0..v.len()).fold(0, |b, i| if v[i] > v[b] { i } else { b });
+    assert_eq!(
+        argmax(&got),
+        argmax(want),
+        "{} {what}: argmax differs",
+        m.name
+    );
+}
+
+#[test]
+fn exported_models_agree_on_every_target() {
+    picograd::init();
+    for m in models() {
+        let x = input(&m);
+        let (dir, want) = export_model(&m, &x);
+        for name in [
+            "host",
+            "cortex-m4",
+            "cortex-m3",
+            "riscv32imac",
+            "riscv32imafc",
+        ] {
+            let target = Target::by_name(name).unwrap();
+            for compiler in [CompilerKind::Gcc, CompilerKind::Clang] {
+                for opt in [OptLevel::O2, OptLevel::Os] {
+                    let opts = BuildOptions {
+                        compiler,
+                        opt,
+                        ..BuildOptions::default()
+                    };
+                    let what = format!("{name} {compiler:?} {opt:?}");
+                    let r = build_and_run(&target, &dir, &[("x", x.clone())], &opts)
+                        .unwrap_or_else(|e| panic!("{} {what}: {e}", m.name));
+                    compare(&m, &what, r.output("y").expect("output y"), &want);
+                }
+            }
+        }
+        let host = Target::by_name("host").unwrap();
+        let opts = BuildOptions {
+            sanitize: true,
+            ..BuildOptions::default()
+        };
+        let r = build_and_run(&host, &dir, &[("x", x.clone())], &opts)
+            .unwrap_or_else(|e| panic!("{} sanitized: {e}", m.name));
+        compare(
+            &m,
+            "host asan+ubsan",
+            r.output("y").expect("output y"),
+            &want,
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
