@@ -9,6 +9,7 @@
 //! (`PICOGRAD_THREADS=1`; a fresh kernel cache).
 
 #[path = "common/digits.rs"]
+#[allow(dead_code)]
 mod digits;
 
 use std::collections::HashMap;
@@ -138,7 +139,7 @@ impl Mlp {
         let mut layers = Vec::new();
         for (i, (fi, fo)) in [(784, 512), (512, 512), (512, 10)].into_iter().enumerate() {
             let w = Tensor::rand(&[fi, fo], 10 + i as u64).sub(0.5).mul(0.1);
-            let b = Tensor::zeros(&[fo]);
+            let b = Tensor::zeros(&[fo], picograd::DType::F32);
             w.realize()?;
             b.realize()?;
             layers.push((w, b));
