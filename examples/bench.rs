@@ -36,11 +36,12 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
     eprintln!("picograd bench: {threads} threads; timing (best of several runs)...");
     let peers = run_peers(threads);
     let cold_peer = run_python(&["1", "cold"]);
-    let mut rows = Vec::new();
-    rows.push(matmul_row(1, child_time("--matmul")?, &run_python(&["1"])));
-    rows.push(matmul_row(threads, best(3, matmul_once)?, &peers));
-    rows.push(conv_row(threads, &peers)?);
-    rows.push(elementwise_row(&peers)?);
+    let mut rows = vec![
+        matmul_row(1, child_time("--matmul")?, &run_python(&["1"])),
+        matmul_row(threads, best(3, matmul_once)?, &peers),
+        conv_row(threads, &peers)?,
+        elementwise_row(&peers)?,
+    ];
     rows.extend(mlp_rows(&peers)?);
     rows.push(train_row(&peers)?);
     rows.push(cold_row(child_time("--cold")?, &cold_peer));
