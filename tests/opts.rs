@@ -181,3 +181,162 @@ fn bad_opts_are_errors() {
         .to_string();
     assert!(e.contains("no such axis"), "{e}");
 }
+
+// ---- the heuristic optimizer, hoisting and thread splitting ----
+
+use picograd::codegen::opt::{hand_coded, OptConfig};
+use picograd::codegen::uops::{LinearKernel, UOpKind};
+use picograd::{ConvOpts, Padding};
+
+/// Kernels of awkward sizes: primes, 1, and sizes that are not multiples of a vector width.
+fn awkward_items() -> Vec<ScheduleItem> {
+    let mut items = Vec::new();
+    for (m, k, n) in [
+        (1, 5, 7),
+        (13, 17, 19),
+        (16, 3, 33),
+        (24, 7, 48),
+        (1, 64, 1),
+    ] {
+        let a = Tensor::from_slice(&data(m * k), &[m, k]);
+        let b = Tensor::from_slice(&data(k * n), &[k, n]);
+        items.push(single_item(&a.matmul(&b)));
+        let bt = Tensor::from_slice(&data(k * n), &[n, k]);
+        items.push(single_item(&a.matmul(&bt.transpose(0, 1)).relu()));
+    }
+    for n in [1, 7, 37, 64, 100, 131] {
+        let x = Tensor::from_slice(&data(n), &[n]);
+        items.push(single_item(&(x.mul(2.0).add(1.0).relu().mul(x.sigmoid()))));
+    }
+    let x = Tensor::from_slice(&data(2 * 3 * 7 * 9), &[2, 3, 7, 9]);
+    let w = Tensor::from_slice(&data(5 * 3 * 3 * 3), &[5, 3, 3, 3]);
+    let opts = ConvOpts {
+        padding: Padding::All(1),
+        ..ConvOpts::default()
+    };
+    let y = x.conv2d(&w, None, &opts).relu();
+    items.extend(schedule(&[y.lazy().contiguous()]).unwrap());
+    items
+}
+
+fn realize_inputs(items: &[ScheduleItem]) {
+    for it in items {
+        for i in &it.inputs {
+            assert!(
+                i.realized().is_some(),
+                "inputs of test kernels are realized"
+            );
+        }
+    }
+}
+
+#[test]
+fn heuristic_opts_keep_results_on_awkward_sizes() {
+    let items = awkward_items();
+    realize_inputs(&items);
+    for dev in devices() {
+        for item in &items {
+            let base = run(item, &[], &dev);
+            for width in [4, 8, 16] {
+                let mut k = Kernel::new(&item.ast).unwrap();
+                let opts = hand_coded(&mut k, &OptConfig::for_vec_width(width));
+                assert_eq!(
+                    run(item, &opts, &dev),
+                    base,
+                    "{opts:?} ({}) on {}",
+                    k.describe(),
+                    dev.name()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn heuristic_tiles_matmuls_and_vectorizes_elementwise() {
+    let a = Tensor::from_slice(&data(64 * 32), &[64, 32]);
+    let b = Tensor::from_slice(&data(32 * 48), &[32, 48]);
+    let mut k = Kernel::new(&single_item(&a.matmul(&b)).ast).unwrap();
+    let opts = hand_coded(&mut k, &OptConfig::for_vec_width(8));
+    assert_eq!(
+        k.rank() - k.first_upcast,
+        2,
+        "a 2-D register tile: {}",
+        k.describe()
+    );
+    assert!(opts.len() >= 2, "{opts:?}");
+    let x = Tensor::from_slice(&data(4096), &[4096]);
+    let mut k = Kernel::new(&single_item(&x.relu()).ast).unwrap();
+    let opts = hand_coded(&mut k, &OptConfig::for_vec_width(8));
+    assert_eq!(opts, vec![Opt::Upcast { axis: 0, amount: 8 }]);
+}
+
+/// The loop nesting depth at each UOp, and for each UOp the depth where its value is defined.
+fn depths(lk: &LinearKernel) -> Vec<usize> {
+    let mut d = 0;
+    lk.uops
+        .iter()
+        .map(|u| match u.kind {
+            UOpKind::Loop => {
+                d += 1;
+                d - 1
+            }
+            UOpKind::EndLoop => {
+                d -= 1;
+                d + 1
+            }
+            _ => d,
+        })
+        .collect()
+}
+
+#[test]
+fn hoisting_leaves_no_invariant_arithmetic_in_loops() {
+    for item in awkward_items() {
+        let mut k = Kernel::new(&item.ast).unwrap();
+        hand_coded(&mut k, &OptConfig::for_vec_width(8));
+        let lk = linearize(&k, bufparams(&item), k.name()).unwrap();
+        let depth = depths(&lk);
+        // A loop's counter lives one level deeper than the Loop UOp itself.
+        let defined_at = |s: u32| {
+            let u = &lk.uops[s as usize];
+            depth[s as usize] + usize::from(u.kind == UOpKind::Loop)
+        };
+        for (i, u) in lk.uops.iter().enumerate() {
+            if matches!(u.kind, UOpKind::Alu(_)) && u.dtype.is_int() && depth[i] > 0 {
+                let need = u.src.iter().map(|&s| defined_at(s)).max().unwrap_or(0);
+                assert_eq!(need, depth[i], "uop {i} could move out of its loop:\n{lk}");
+            }
+        }
+    }
+}
+
+#[test]
+fn threaded_kernels_equal_single_threaded_ones() {
+    picograd::init();
+    let Ok(clang) = picograd::runtime::Clang::new() else {
+        panic!("no C compiler: threaded tests cannot run");
+    };
+    let one: Arc<dyn Device> =
+        Arc::new(picograd::runtime::Clang::new().unwrap().with_threads(1, 0));
+    let three: Arc<dyn Device> = Arc::new(clang.with_threads(3, 0));
+    let items = awkward_items();
+    realize_inputs(&items);
+    for item in &items {
+        let mut k = Kernel::new(&item.ast).unwrap();
+        let opts = hand_coded(&mut k, &OptConfig::for_vec_width(8));
+        let base = run(item, &opts, &one);
+        assert_eq!(
+            run(item, &opts, &three),
+            base,
+            "{} split over 3",
+            k.describe()
+        );
+    }
+    // The split kernel really takes the core arguments.
+    let x = Tensor::from_slice(&data(37), &[37]);
+    let k = Kernel::new(&single_item(&x.relu()).ast).unwrap();
+    let lk = linearize(&k, bufparams(&single_item(&x.relu())), k.name()).unwrap();
+    let src = picograd::codegen::c::render_kernel_split(&lk, &Default::default());
+    assert!(src.contains("int32_t core_id, int32_t core_count"), "{src}");
+}

@@ -7,6 +7,7 @@
 
 use alloc::sync::Arc;
 
+use crate::codegen::opt::OptConfig;
 use crate::codegen::uops::LinearKernel;
 use crate::dtype::DType;
 use crate::error::Result;
@@ -42,6 +43,11 @@ pub trait Device: Send + Sync {
     fn allocator(&self) -> &dyn Allocator;
     /// Turns a lowered kernel into something that runs.
     fn compile(&self, k: &LinearKernel) -> Result<Arc<dyn Program>>;
+    /// How the kernel optimizer shapes kernels for this device; `None` (the default) lowers
+    /// kernels unoptimized.
+    fn opt_config(&self) -> Option<OptConfig> {
+        None
+    }
 }
 
 /// An allocation on a device, freed when dropped.

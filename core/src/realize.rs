@@ -16,6 +16,7 @@ use spin::Mutex;
 use crate::ast::Ast;
 use crate::codegen::kernel::Kernel;
 use crate::codegen::linearizer::linearize;
+use crate::codegen::opt::{hand_coded, OptConfig};
 use crate::codegen::uops::{BufParam, LinearKernel};
 use crate::context::{debug, log};
 use crate::device::{Buffer, Device, Program};
@@ -61,7 +62,8 @@ pub fn counters() -> Counters {
 }
 
 type ProgramCache = HashMap<(usize, LinearKernel), Arc<dyn Program>>;
-static LOWER_CACHE: Mutex<Option<HashMap<Ast, LinearKernel>>> = Mutex::new(None);
+type LowerKey = (Ast, Option<OptConfig>);
+static LOWER_CACHE: Mutex<Option<HashMap<LowerKey, LinearKernel>>> = Mutex::new(None);
 static PROGRAM_CACHE: Mutex<Option<ProgramCache>> = Mutex::new(None);
 
 /// The work a schedule would do, without running it: (kernels, reduce ops, flops, bytes).
@@ -81,16 +83,23 @@ fn max_size(shape: &[Sint]) -> usize {
     shape.iter().map(|d| d.vmax().max(0) as usize).product()
 }
 
-/// Lowers an item's AST to UOps (cached by AST).
+/// Lowers an item's AST to UOps, optimized as its device asks (cached by AST and options).
 pub fn lower(item: &ScheduleItem) -> Result<LinearKernel> {
+    let key = (item.ast.clone(), item.out.device().opt_config());
     if let Some(k) = LOWER_CACHE
         .lock()
         .get_or_insert_with(HashMap::new)
-        .get(&item.ast)
+        .get(&key)
     {
         return Ok(k.clone());
     }
-    let kernel = Kernel::new(&item.ast)?;
+    let mut kernel = Kernel::new(&item.ast)?;
+    if let Some(cfg) = &key.1 {
+        let opts = hand_coded(&mut kernel, cfg);
+        if debug() >= 3 && !opts.is_empty() {
+            log(3, &format!("opts {opts:?} -> {}", kernel.describe()));
+        }
+    }
     let mut bufs = alloc::vec![BufParam {
         dtype: item.out.dtype(),
         size: max_size(item.out.shape()),
@@ -111,7 +120,7 @@ pub fn lower(item: &ScheduleItem) -> Result<LinearKernel> {
     LOWER_CACHE
         .lock()
         .get_or_insert_with(HashMap::new)
-        .insert(item.ast.clone(), lk.clone());
+        .insert(key, lk.clone());
     Ok(lk)
 }
 

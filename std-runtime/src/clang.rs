@@ -9,12 +9,15 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use picograd_core::codegen::c::{render_kernel, CRenderOpts};
+use picograd_core::codegen::c::{render_kernel, render_kernel_split, CRenderOpts};
+use picograd_core::codegen::opt::OptConfig;
+use picograd_core::codegen::split::outer_split;
 use picograd_core::codegen::uops::LinearKernel;
 use picograd_core::device::{Allocator, BufId, Device, Program};
 use picograd_core::{Error, Result};
 
 use crate::compiler::{CompiledLib, Compiler, EntryFn};
+use crate::pool::Pool;
 
 const ALIGN: usize = 64;
 
@@ -115,7 +118,16 @@ pub struct Clang {
     compiler: &'static Compiler,
     alloc: Arc<HostAllocator>,
     opts: CRenderOpts,
+    /// The kernel optimizer's settings (`None` with `PICOGRAD_NOOPT=1`).
+    opt: Option<OptConfig>,
+    /// Cores a large kernel is split across (`PICOGRAD_THREADS`).
+    threads: usize,
+    /// Kernels with less work than this (flops + bytes / 4) run on one core.
+    min_split_work: u64,
 }
+
+/// Below about a million operations, waking workers costs more than it saves.
+const MIN_SPLIT_WORK: u64 = 1 << 20;
 
 impl Clang {
     /// A Clang device using the process's shared compiler. Errors when no C compiler is found.
@@ -124,7 +136,35 @@ impl Clang {
             compiler: Compiler::shared()?,
             alloc: Arc::new(HostAllocator::default()),
             opts: CRenderOpts::default(),
+            opt: crate::tuning::host_opt_config(),
+            threads: crate::tuning::thread_count(),
+            min_split_work: MIN_SPLIT_WORK,
         })
+    }
+
+    /// The same device splitting kernels with at least `min_work` work (flops + bytes / 4)
+    /// across `threads` cores (1: never split).
+    pub fn with_threads(mut self, threads: usize, min_work: u64) -> Clang {
+        self.threads = threads.max(1);
+        self.min_split_work = min_work;
+        self
+    }
+
+    /// How many cores `k` runs on: split kernels need a splittable loop and enough work.
+    fn cores_for(&self, k: &LinearKernel) -> usize {
+        let work = k.cost.flops.saturating_add(k.cost.bytes / 4);
+        let splittable = outer_split(k).is_some();
+        if self.threads > 1 && splittable && work >= self.min_split_work {
+            self.threads
+        } else {
+            1
+        }
+    }
+
+    /// The same device with other optimizer settings (`None`: kernels unoptimized).
+    pub fn with_opt_config(mut self, opt: Option<OptConfig>) -> Clang {
+        self.opt = opt;
+        self
     }
 
     /// The compiler in use.
@@ -140,6 +180,27 @@ struct ClangProgram {
     nbufs: usize,
     vars: Vec<(i64, i64)>,
     name: String,
+    /// Cores the kernel is split across; above 1 the entry takes `core_id, core_count` after
+    /// the variables.
+    cores: usize,
+}
+
+impl ClangProgram {
+    /// Runs every core's share, each with its `core_id, core_count` after the variables.
+    fn run_split(&self, ptrs: Vec<usize>, vals: Vec<i32>) {
+        let (entry, cores) = (self.entry, self.cores);
+        Pool::global().run(
+            cores,
+            Arc::new(move |id: usize| {
+                let ptrs: Vec<*mut core::ffi::c_void> = ptrs.iter().map(|&p| p as _).collect();
+                let mut vals = vals.clone();
+                vals.extend([id as i32, cores as i32]);
+                // SAFETY: as in `run`; the caller waits for every core, so the buffers outlive
+                // the call, and each core writes only its own share of the output.
+                unsafe { entry(ptrs.as_ptr(), vals.as_ptr()) };
+            }),
+        );
+    }
 }
 
 impl Program for ClangProgram {
@@ -168,6 +229,10 @@ impl Program for ClangProgram {
             }
             vals.push(*v as i32);
         }
+        if self.cores > 1 {
+            self.run_split(ptrs.iter().map(|&p| p as usize).collect(), vals);
+            return Ok(());
+        }
         // SAFETY: the entry has the generated signature; every pointer is a live, aligned
         // allocation sized for the kernel (the scheduler sized it), and values are in bounds.
         unsafe { (self.entry)(ptrs.as_ptr(), vals.as_ptr()) };
@@ -184,8 +249,17 @@ impl Device for Clang {
         &*self.alloc
     }
 
+    fn opt_config(&self) -> Option<OptConfig> {
+        self.opt
+    }
+
     fn compile(&self, k: &LinearKernel) -> Result<Arc<dyn Program>> {
-        let src = render_kernel(k, &self.opts);
+        let cores = self.cores_for(k);
+        let src = if cores > 1 {
+            render_kernel_split(k, &self.opts)
+        } else {
+            render_kernel(k, &self.opts)
+        };
         picograd_core::context::log(4, &src);
         let lib = self.compiler.compile(&src)?;
         let entry = lib.entry(&k.name)?;
@@ -196,6 +270,7 @@ impl Device for Clang {
             nbufs: k.bufs.len(),
             vars: k.vars.iter().map(|(_, lo, hi)| (*lo, *hi)).collect(),
             name: k.name.clone(),
+            cores,
         }))
     }
 }

@@ -12,7 +12,9 @@ pub mod clang;
 pub mod install;
 #[cfg(feature = "onnx")]
 pub mod onnx;
+pub mod pool;
 pub mod safetensors;
+pub mod tuning;
 
 pub use clang::Clang;
 pub use install::{clang, install, no_grad};

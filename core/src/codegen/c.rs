@@ -65,6 +65,21 @@ pub fn render_kernel(k: &LinearKernel, opts: &CRenderOpts) -> String {
     render_program(&[k], opts)
 }
 
+/// One C99 translation unit holding one kernel whose outermost global loop is divided among
+/// cores ([`split::outer_split`](super::split::outer_split)): the function takes `int32_t
+/// core_id, int32_t core_count` last, and the entry wrapper reads them after the variables.
+/// A kernel with no splittable loop renders as [`render_kernel`] does.
+pub fn render_kernel_split(k: &LinearKernel, opts: &CRenderOpts) -> String {
+    let mut needs = Needs::default();
+    let mut w = Writer::new(k, opts, &mut needs);
+    w.split = super::split::outer_split(k);
+    let body = w.render();
+    let mut out = needs.prelude();
+    out.push('\n');
+    out.push_str(&body);
+    out
+}
+
 /// One C99 translation unit: the helpers the kernels need, once, then each kernel in order.
 /// Kernel names must be distinct C identifiers.
 pub fn render_program(kernels: &[&LinearKernel], opts: &CRenderOpts) -> String {
@@ -116,6 +131,8 @@ struct Writer<'a> {
     accs: usize,
     /// Render buffer parameters `restrict`.
     restrict: bool,
+    /// The loop divided among cores (see `render_kernel_split`).
+    split: Option<usize>,
 }
 
 impl<'a> Writer<'a> {
@@ -132,6 +149,7 @@ impl<'a> Writer<'a> {
             loops: 0,
             accs: 0,
             restrict: true,
+            split: None,
         }
     }
 
@@ -168,6 +186,9 @@ impl<'a> Writer<'a> {
             })
             .collect();
         ps.extend(self.k.vars.iter().map(|(n, _, _)| format!("int32_t {n}")));
+        if self.split.is_some() {
+            ps.push(String::from("int32_t core_id, int32_t core_count"));
+        }
         if ps.is_empty() {
             return String::from("void");
         }
@@ -208,7 +229,8 @@ impl<'a> Writer<'a> {
                 format!("({c}{} *)bufs[{i}]", b.dtype.c_storage())
             })
             .collect();
-        args.extend((0..self.k.vars.len()).map(|i| format!("vars[{i}]")));
+        let nvars = self.k.vars.len() + if self.split.is_some() { 2 } else { 0 };
+        args.extend((0..nvars).map(|i| format!("vars[{i}]")));
         let name = &self.k.name;
         self.out.push_str(&format!(
             "\nvoid {name}_entry(void **bufs, const int32_t *vars) {{\n"
@@ -216,7 +238,7 @@ impl<'a> Writer<'a> {
         if self.k.bufs.is_empty() {
             self.out.push_str("  (void)bufs;\n");
         }
-        if self.k.vars.is_empty() {
+        if nvars == 0 {
             self.out.push_str("  (void)vars;\n");
         }
         self.out
@@ -286,7 +308,14 @@ impl<'a> Writer<'a> {
         let name = format!("ridx{}", self.loops);
         self.loops += 1;
         let t = self.k.uops[i].dtype.c_compute();
-        let (s, e) = (self.src(i, 0), self.src(i, 1));
+        let (mut s, mut e) = (self.src(i, 0).to_string(), self.src(i, 1).to_string());
+        if self.split == Some(i) {
+            // This core's share of [0, e): [e*id/count, e*(id+1)/count), in 64-bit.
+            let part = |id: &str| format!("({t})(((int64_t){e} * ({id})) / core_count)");
+            let (lo, hi) = (part("core_id"), part("core_id + 1"));
+            self.line(&format!("const {t} {name}_lo = {lo}, {name}_hi = {hi};"));
+            (s, e) = (format!("{name}_lo"), format!("{name}_hi"));
+        }
         let l = format!("for ({t} {name} = {s}; {name} < {e}; {name}++) {{");
         self.line(&l);
         self.names[i] = name;

@@ -437,7 +437,7 @@ pub fn linearize(k: &Kernel, bufs: Vec<BufParam>, name: String) -> Result<Linear
         .collect();
     Ok(LinearKernel {
         name,
-        uops: l.uops,
+        uops: super::hoist::hoist(l.uops),
         bufs,
         vars,
         cost: l.cost,

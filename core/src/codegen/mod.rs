@@ -2,6 +2,9 @@
 //! [`linearizer`], and then interpreted or rendered to C by [`c`].
 
 pub mod c;
+pub mod hoist;
 pub mod kernel;
 pub mod linearizer;
+pub mod opt;
+pub mod split;
 pub mod uops;

@@ -1,0 +1,48 @@
+//! Host tuning knobs read from the environment: the kernel optimizer's settings
+//! (`PICOGRAD_NOOPT=1` turns it off) and the thread count (`PICOGRAD_THREADS`, default the
+//! available parallelism).
+//!
+//! Invariant: read once per process; the values never change afterwards, so kernels lowered
+//! and compiled with them stay valid for the process's lifetime.
+
+use std::sync::OnceLock;
+
+use picograd_core::codegen::opt::OptConfig;
+
+fn env_flag(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| !v.is_empty() && v != "0")
+}
+
+/// f32 lanes in the host's widest SIMD register.
+pub fn host_vec_width() -> usize {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            return 16;
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            return 8;
+        }
+    }
+    4
+}
+
+/// The optimizer settings for host kernels, or `None` when `PICOGRAD_NOOPT` is set.
+pub fn host_opt_config() -> Option<OptConfig> {
+    static CFG: OnceLock<Option<OptConfig>> = OnceLock::new();
+    *CFG.get_or_init(|| {
+        (!env_flag("PICOGRAD_NOOPT")).then(|| OptConfig::for_vec_width(host_vec_width()))
+    })
+}
+
+/// Worker threads kernels may split across: `PICOGRAD_THREADS`, else the available parallelism.
+pub fn thread_count() -> usize {
+    static N: OnceLock<usize> = OnceLock::new();
+    *N.get_or_init(|| {
+        std::env::var("PICOGRAD_THREADS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+            .clamp(1, 256)
+    })
+}
