@@ -204,3 +204,66 @@ fn exported_models_agree_on_every_target() {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+#[path = "../examples/common/digits.rs"]
+mod digits;
+#[allow(dead_code)]
+#[path = "../examples/common/train.rs"]
+mod train;
+
+#[test]
+fn trained_digits_classifier_agrees_on_cortex_m4() {
+    use picograd::nn::Module;
+    picograd::init();
+    let data = digits::load().unwrap();
+    let (train_set, test_set) = digits::split(&data);
+    let mlp = train::Mlp::new(&train_set, 1).unwrap();
+    let plan = train::Plan {
+        epochs: 3,
+        adam: picograd::nn::optim::AdamConfig::adam(0.01),
+    };
+    train::train(&mlp, &train_set, &plan).unwrap();
+
+    let x = Tensor::from_slice(&test_set.images, &[test_set.len(), 64]);
+    x.realize().unwrap();
+    let logits = picograd::no_grad(|| mlp.forward(&x));
+    let (cap, outs) = Capture::record(&[&x], &[&logits]).unwrap();
+    let host = outs[0].to_vec::<f32>().unwrap();
+    let bundle = export(
+        &cap,
+        &ExportNames::new(&["image"], &["logits"]),
+        &ExportOptions::default(),
+    )
+    .unwrap();
+    let dir = std::env::temp_dir().join(format!("picograd-digits-{}", std::process::id()));
+    picograd::runtime::export::write_bundle(&bundle, &dir).unwrap();
+    let target = Target::by_name("cortex-m4").unwrap();
+    let r = build_and_run(
+        &target,
+        &dir,
+        &[("image", Values::f32(&test_set.images))],
+        &BuildOptions::default(),
+    )
+    .unwrap();
+    let device = r.output("logits").and_then(Values::to_f32).unwrap();
+    let argmax = |v: &[f32]| -> Vec<usize> {
+        v.chunks(10)
+            .map(|r| (0..10).fold(0, |b, i| if r[i] > r[b] { i } else { b }))
+            .collect()
+    };
+    let (h, d) = (argmax(&host), argmax(&device));
+    assert_eq!(h, d, "device and desktop predictions differ");
+    let right = h
+        .iter()
+        .zip(&test_set.labels)
+        .filter(|(p, &y)| **p == usize::from(y))
+        .count();
+    assert!(
+        right * 100 >= 85 * test_set.len(),
+        "only {right}/360 right after 3 epochs"
+    );
+    for (a, b) in host.iter().zip(&device) {
+        assert!((a - b).abs() <= 1e-6 + 1e-5 * b.abs(), "logit {a} vs {b}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

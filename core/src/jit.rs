@@ -29,6 +29,8 @@ use crate::tensor::Tensor;
 /// One recorded step: a kernel (or a copy when `program` is `None`) over buffer slots.
 #[derive(Clone)]
 pub struct CapturedStep {
+    /// The kernel's AST (`None` for a device copy), so export can lower it for another target.
+    pub ast: Option<crate::ast::Ast>,
     /// The lowered kernel (`None` for a device copy).
     pub kernel: Option<LinearKernel>,
     /// The program that ran it.
@@ -85,6 +87,7 @@ impl Capture {
             .into_iter()
             .map(|e| CapturedStep {
                 slots: e.bufs.iter().map(|b| slot_of(&mut slots, b)).collect(),
+                ast: e.ast,
                 kernel: e.kernel,
                 program: e.program,
             })
@@ -163,6 +166,38 @@ impl Capture {
             Tensor::from_lazy(LazyBuffer::from_shared_buffer(bufs[*slot].clone(), shape))
         });
         Ok(outs.collect())
+    }
+
+    /// The same capture with every kernel lowered again from its AST by `cfg` (`None`:
+    /// unoptimized) — how export shapes kernels for a device rather than for the desktop that
+    /// recorded them. Programs are kept (they compute the same values).
+    pub fn relowered(&self, cfg: Option<&crate::codegen::opt::OptConfig>) -> Result<Capture> {
+        let steps = self
+            .steps
+            .iter()
+            .map(|st| {
+                let kernel = match (&st.ast, &st.kernel) {
+                    (Some(ast), Some(k)) => {
+                        let mut lk = crate::realize::lower_ast(ast, k.bufs.clone(), cfg)?;
+                        lk.name.clone_from(&k.name);
+                        Some(lk)
+                    }
+                    _ => st.kernel.clone(),
+                };
+                Ok(CapturedStep {
+                    ast: st.ast.clone(),
+                    kernel,
+                    program: st.program.clone(),
+                    slots: st.slots.clone(),
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Capture {
+            steps,
+            slots: self.slots.clone(),
+            inputs: self.inputs.clone(),
+            outputs: self.outputs.clone(),
+        })
     }
 
     /// The recorded steps, in order.

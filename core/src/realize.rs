@@ -83,6 +83,19 @@ fn max_size(shape: &[Sint]) -> usize {
     shape.iter().map(|d| d.vmax().max(0) as usize).product()
 }
 
+/// Lowers a kernel AST to UOps over buffers `bufs` (output first), optimized by `cfg` when
+/// given. Export calls this to lower captured kernels for a device's own description.
+pub fn lower_ast(ast: &Ast, bufs: Vec<BufParam>, cfg: Option<&OptConfig>) -> Result<LinearKernel> {
+    let mut kernel = Kernel::new(ast)?;
+    if let Some(cfg) = cfg {
+        let opts = hand_coded(&mut kernel, cfg);
+        if debug() >= 3 && !opts.is_empty() {
+            log(3, &format!("opts {opts:?} -> {}", kernel.describe()));
+        }
+    }
+    linearize(&kernel, bufs, kernel.name())
+}
+
 /// Lowers an item's AST to UOps, optimized as its device asks (cached by AST and options).
 pub fn lower(item: &ScheduleItem) -> Result<LinearKernel> {
     let key = (item.ast.clone(), item.out.device().opt_config());
@@ -92,13 +105,6 @@ pub fn lower(item: &ScheduleItem) -> Result<LinearKernel> {
         .get(&key)
     {
         return Ok(k.clone());
-    }
-    let mut kernel = Kernel::new(&item.ast)?;
-    if let Some(cfg) = &key.1 {
-        let opts = hand_coded(&mut kernel, cfg);
-        if debug() >= 3 && !opts.is_empty() {
-            log(3, &format!("opts {opts:?} -> {}", kernel.describe()));
-        }
     }
     let mut bufs = alloc::vec![BufParam {
         dtype: item.out.dtype(),
@@ -112,7 +118,7 @@ pub fn lower(item: &ScheduleItem) -> Result<LinearKernel> {
             writable: false,
         });
     }
-    let lk = linearize(&kernel, bufs, kernel.name())?;
+    let lk = lower_ast(&item.ast, bufs, key.1.as_ref())?;
     COUNTERS.lock().lowered += 1;
     if debug() >= 3 {
         log(3, &format!("{}", lk));
@@ -241,6 +247,8 @@ pub fn run_schedule(items: &[ScheduleItem]) -> Result<()> {
 /// on, output first.
 #[derive(Clone)]
 pub struct ExecItem {
+    /// The kernel's AST (for a copy: `None`).
+    pub ast: Option<Ast>,
     /// The lowered kernel (for a copy: `None`).
     pub kernel: Option<LinearKernel>,
     /// The compiled program (for a copy: `None`).
@@ -275,7 +283,9 @@ fn run_recorded(items: &[ScheduleItem], mut rec: Option<&mut Vec<ExecItem>>) -> 
                         .ok_or_else(|| Error::Device("capture: input not realized".into()))?,
                 );
             }
+            let ast = (!it.is_copy).then(|| it.ast.clone());
             r.push(ExecItem {
+                ast,
                 kernel,
                 program,
                 bufs,

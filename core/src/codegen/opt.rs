@@ -26,6 +26,17 @@ pub struct OptConfig {
 }
 
 impl OptConfig {
+    /// For 32-bit microcontrollers (16–32 registers, no float SIMD): output tiles of up to 8
+    /// accumulators. The export default; `examples/device_bench.rs` measured it best of the
+    /// settings tried on Cortex-M4 and RV32IMAFC.
+    pub fn small_device() -> OptConfig {
+        OptConfig {
+            vec_width: 2,
+            max_accs: 8,
+            max_unrolled: 32,
+        }
+    }
+
     /// A configuration for a vector width, with register budgets that suit it.
     pub fn for_vec_width(vec_width: usize) -> OptConfig {
         let vec_width = vec_width.clamp(1, 16);

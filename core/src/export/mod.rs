@@ -78,6 +78,10 @@ pub struct ExportOptions {
     pub weights: Weights,
     /// Render exp2/log2/sin/sqrt/fmod (f32) with picograd's own code: no libm needed.
     pub freestanding_math: bool,
+    /// How kernels are shaped for the device (register tiles, unrolling); `None` lowers them
+    /// unoptimized. Kernels are always lowered again for export, never taken as the desktop
+    /// optimized them. Default: [`OptConfig::small_device`](crate::codegen::opt::OptConfig).
+    pub opt: Option<crate::codegen::opt::OptConfig>,
 }
 
 impl Default for ExportOptions {
@@ -87,6 +91,7 @@ impl Default for ExportOptions {
             io_in_arena: false,
             weights: Weights::ConstArrays,
             freestanding_math: true,
+            opt: Some(crate::codegen::opt::OptConfig::small_device()),
         }
     }
 }
@@ -121,6 +126,7 @@ impl Bundle {
 
 /// Exports a capture as C files.
 pub fn export(capture: &Capture, names: &ExportNames, opts: &ExportOptions) -> Result<Bundle> {
+    let capture = &capture.relowered(opts.opt.as_ref())?;
     check_names(capture, names, opts)?;
     let plan = plan::plan(capture, opts.io_in_arena)?;
     emit::emit(capture, names, opts, plan)
