@@ -19,9 +19,15 @@ cargo clippy --workspace --all-targets -- -D warnings
 step "no_std core for thumbv7em-none-eabihf and riscv32imac-unknown-none-elf"
 cargo build -p picograd-core --no-default-features --target thumbv7em-none-eabihf
 cargo build -p picograd-core --no-default-features --target riscv32imac-unknown-none-elf
+cargo build -p picograd-core --no-default-features --features defmt --target thumbv7em-none-eabihf
 
 step "cargo test --workspace"
-cargo test --workspace
+mkdir -p target
+cargo test --workspace 2>&1 | tee target/test.log
 
 step "ONNX backend node tests (pass rate must not drop below std-runtime/src/onnx/PASS_FLOOR)"
 bash scripts/onnx-conformance.sh
+
+# One closing line with the totals of every cargo test binary above.
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i ~ /^passed;?$/) p += $(i-1); if ($i ~ /^failed;?$/) f += $(i-1) } }
+     END { printf "\ntests: %d passed, %d failed\n", p, f }' target/test.log

@@ -9,6 +9,7 @@ use core::fmt;
 
 /// An element type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum DType {
     /// `bool`, stored as one byte (0 or 1).
     Bool,

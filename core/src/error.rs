@@ -7,6 +7,7 @@ use core::fmt;
 
 /// Everything that can go wrong in picograd.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Error {
     /// A shape did not fit the op: `op` names the operation, `detail` the shapes involved.
     Shape {

@@ -289,6 +289,13 @@ pub fn round_float(v: f64, dtype: DType) -> f64 {
     }
 }
 
+#[cfg(feature = "defmt")]
+impl defmt::Format for Scalar {
+    fn format(&self, f: defmt::Formatter<'_>) {
+        defmt::write!(f, "{}:{}", self.as_f64(), self.dtype)
+    }
+}
+
 impl fmt::Debug for Scalar {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{self}:{}", self.dtype)
