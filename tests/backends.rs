@@ -479,3 +479,26 @@ fn tensors_move_between_devices_with_gradients() {
         .unwrap_or_default();
     assert!(e.contains("INTERP") && e.contains("CLANG"), "{e}");
 }
+
+#[test]
+fn shards_on_two_backends_agree_with_one() {
+    let clang = clang();
+    let interp = picograd::context::interp();
+    let x = Tensor::try_from_slice_on(
+        &(0..24).map(|i| i as f32 * 0.25 - 3.0).collect::<Vec<_>>(),
+        &[6, 4],
+        &clang,
+    )
+    .unwrap();
+    let s = x.shard(&[clang.clone(), interp.clone()], 0);
+    let parts = s.shards().unwrap();
+    assert_eq!(
+        (parts[0].device().name(), parts[1].device().name()),
+        ("CLANG", "INTERP")
+    );
+    let y = s.mul(&s).sub(1.0).sum(&[1], false);
+    assert_eq!(
+        y.to_vec::<f32>().unwrap(),
+        x.mul(&x).sub(1.0).sum(&[1], false).to_vec::<f32>().unwrap()
+    );
+}

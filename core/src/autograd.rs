@@ -41,6 +41,8 @@ pub enum FnKind {
     Cast,
     /// A materialized copy.
     Contiguous,
+    /// The identity, whose gradient is materialized (a kernel boundary in the backward pass).
+    ContiguousBackward,
     /// A copy to another device.
     Copy,
 }
@@ -136,6 +138,7 @@ impl Function {
                 Ok(alloc::vec![back])
             }
             FnKind::Contiguous => Ok(alloc::vec![Some(g.clone())]),
+            FnKind::ContiguousBackward => Ok(alloc::vec![Some(g.contiguous())]),
             FnKind::Copy => Ok(alloc::vec![Some(g.copy_to(x[0].device()))]),
         }
     }

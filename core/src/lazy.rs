@@ -315,11 +315,15 @@ impl LazyBuffer {
             .iter()
             .find(|s| !Arc::ptr_eq(s.device(), self.device()))
         {
+            let (a, b) = (self.device().name(), o.device().name());
+            let which = if a == b {
+                alloc::format!("two distinct {a} devices")
+            } else {
+                alloc::format!("{a} and {b}")
+            };
             return Err(Error::Device(alloc::format!(
-                "{}: operands on different devices ({} and {}); move one with to_device",
-                op.name(),
-                self.device().name(),
-                o.device().name()
+                "{}: operands on different devices ({which}); move one with to_device",
+                op.name()
             )));
         }
         let dtype = alu_dtype(op, &srcs);

@@ -160,6 +160,23 @@ impl Tensor {
             .collect())
     }
 
+    /// The same tensor, with its gradient materialized into its own buffer in the backward pass
+    /// (a kernel boundary there, as tinygrad's `contiguous_backward`).
+    ///
+    /// ```
+    /// use picograd_core::Tensor;
+    /// let x = Tensor::from_slice(&[1.0f32, 2.0], &[2]).requires_grad_(true);
+    /// let g = x.contiguous_backward().mul(3.0).sum_all().gradient(&[&x]).unwrap();
+    /// assert_eq!(g[0].to_vec::<f32>().unwrap(), vec![3.0, 3.0]);
+    /// ```
+    pub fn contiguous_backward(&self) -> Tensor {
+        Tensor::derive(
+            crate::autograd::FnKind::ContiguousBackward,
+            &[self],
+            self.lazy(),
+        )
+    }
+
     /// A materialized copy (a kernel boundary); gradients pass straight through.
     pub fn contiguous(&self) -> Tensor {
         Tensor::derive(

@@ -31,6 +31,7 @@ mod props;
 mod random;
 mod reduce;
 mod scatter;
+mod shard;
 mod slice;
 mod softmax;
 mod sort;
@@ -74,6 +75,8 @@ struct TensorNode {
     grad: Mutex<Option<Tensor>>,
     /// How the tensor was made, kept only while it needs a gradient.
     ctx: Mutex<Option<Ctx>>,
+    /// For a sharded tensor: its per-device parts (the value above is them gathered).
+    shards: Option<Arc<shard::Shards>>,
 }
 
 /// The primitive that made a tensor and the tensors it was made from.
@@ -103,6 +106,7 @@ impl Tensor {
             requires_grad: AtomicBool::new(false),
             grad: Mutex::new(None),
             ctx: Mutex::new(None),
+            shards: None,
         }))
     }
 
@@ -416,6 +420,9 @@ impl Tensor {
 
     /// Applies an elementwise op after promoting dtypes and broadcasting shapes.
     pub fn try_alu(&self, op: AluOp, others: &[&Tensor]) -> Result<Tensor> {
+        if let Some(t) = self.sharded_alu(op, others)? {
+            return Ok(t);
+        }
         let mut shape = self.shape();
         for o in others {
             shape = Tensor::broadcast_shape(op.name(), &shape, &o.shape())?;
@@ -482,6 +489,9 @@ impl Tensor {
         axes: Option<&[isize]>,
         keepdim: bool,
     ) -> Result<Tensor> {
+        if let Some(t) = self.sharded_reduce(op, axes, keepdim)? {
+            return Ok(t);
+        }
         let axes: Vec<usize> = match axes {
             None => (0..self.ndim()).collect(),
             Some(a) => self.resolve_axes(op.name(), a)?,
