@@ -99,7 +99,7 @@ fn bad_shards_are_errors() {
     // Two tensors split differently fall back to the gathered values, still right.
     let devs = devices(2);
     let a = Tensor::from_slice(&data(12), &[4, 3]);
-    let b = a.shard(&devs, 0).add(&a.shard(&devs, 1));
+    let b = a.shard(&devs, 0).add(a.shard(&devs, 1));
     assert!(b.shards().is_none());
     assert_eq!(
         b.to_vec::<f32>().unwrap(),
