@@ -206,7 +206,11 @@ fn conv2d_matches_direct_loops() {
         let (x, xv) = input(&xs, 10 + k as u64);
         let (w, wv) = input(&ws, 20 + k as u64);
         let (want, shape) = conv_ref(&xv, xs, &wv, ws, g, s, d, p);
-        let y = conv2d_composed(&x, &w, None, g, s, d, p).unwrap();
+        let mut layer = Conv2d::new(ws[1] * g, ws[0], ws[2], 1, 0, 1);
+        layer.weight = w.clone();
+        layer.bias = None;
+        (layer.groups, layer.stride, layer.dilation, layer.padding) = (g, s, d, p);
+        let y = layer.forward(&x);
         assert_eq!(y.shape(), shape.to_vec(), "case {k}");
         close(&vals(&y), &want, 1e-4, &format!("conv case {k}"));
     }
@@ -269,7 +273,8 @@ fn conv_layers_and_pool_match_references() {
             at(0, 0).max(at(0, 1)).max(at(1, 0)).max(at(1, 1))
         })
         .collect();
-    close(&vals(&max_pool2x2(&x).unwrap()), &want, 0.0, "max_pool2x2");
+    let pooled = x.max_pool2d(&picograd::tensor::PoolOpts::new(&[2, 2]));
+    close(&vals(&pooled), &want, 0.0, "max_pool2d 2x2");
 }
 
 #[test]

@@ -120,20 +120,11 @@ impl LazyBuffer {
 
     /// A realized buffer holding `buf`'s data, with shape `shape` (never shared with other nodes).
     pub fn from_buffer(buf: Buffer, shape: &[Sint]) -> LazyBuffer {
-        let node = LazyNode {
-            dtype: buf.dtype(),
-            device: buf.device().clone(),
-            st: ShapeTracker::from_shape(shape),
-            kind: Kind::Base {
-                op: LazyOp::Buffer,
-                srcs: Vec::new(),
-            },
-            realized: Mutex::new(Some(Arc::new(buf))),
-        };
-        LazyBuffer(Arc::new(node))
+        LazyBuffer::from_shared_buffer(Arc::new(buf), shape)
     }
 
-    /// A realized node over a buffer shared with others (a capture's output slot).
+    /// A realized node over a buffer that may be shared with others (a capture's output slot).
+    /// Like every buffer node, it is never hash-consed.
     pub fn from_shared_buffer(buf: Arc<Buffer>, shape: &[Sint]) -> LazyBuffer {
         let node = LazyNode {
             dtype: buf.dtype(),

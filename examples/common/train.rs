@@ -8,7 +8,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use picograd::jit::Jit;
 use picograd::nn::losses::cross_entropy;
 use picograd::nn::optim::AdamConfig;
-use picograd::nn::{cosine_lr, max_pool2x2, prefixed, Adam, Conv2d, Linear, Module, Optimizer};
+use picograd::nn::{cosine_lr, prefixed, Adam, Conv2d, Linear, Module, Optimizer};
+use picograd::tensor::PoolOpts;
 use picograd::{Result, Tensor};
 
 use super::digits;
@@ -76,8 +77,9 @@ pub struct Cnn {
 impl Module for Cnn {
     fn try_forward(&self, x: &Tensor) -> Result<Tensor> {
         let x = x.try_reshape(&[-1, 1, 8, 8])?;
-        let x = max_pool2x2(&self.c1.try_forward(&x)?.relu())?;
-        let x = max_pool2x2(&self.c2.try_forward(&x)?.relu())?;
+        let pool = PoolOpts::new(&[2, 2]);
+        let x = self.c1.try_forward(&x)?.relu().try_max_pool2d(&pool)?;
+        let x = self.c2.try_forward(&x)?.relu().try_max_pool2d(&pool)?;
         self.fc.try_forward(&x.try_flatten(1, -1)?)
     }
     fn parameters(&self) -> Vec<(String, Tensor)> {

@@ -17,7 +17,7 @@ mod norm;
 pub mod optim;
 pub mod state;
 
-pub use conv::{conv2d_composed, max_pool2x2, Conv1d, Conv2d, ConvTranspose2d};
+pub use conv::{Conv1d, Conv2d, ConvTranspose2d};
 pub use dropout::Dropout;
 pub use embedding::Embedding;
 pub use linear::Linear;
