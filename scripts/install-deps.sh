@@ -13,6 +13,9 @@ for tool in clang:clang ld.lld:lld arm-none-eabi-gcc:gcc-arm-none-eabi \
 done
 [ -d /usr/lib/picolibc/arm-none-eabi ] || need_apt+=(picolibc-arm-none-eabi)
 [ -d /usr/lib/picolibc/riscv64-unknown-elf ] || need_apt+=(picolibc-riscv64-unknown-elf)
+# The ONNX conformance run and peer benchmarks make a Python virtual environment.
+command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
+python3 -c "import venv, ensurepip" >/dev/null 2>&1 || need_apt+=(python3-venv)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "install-deps: installing ${need_apt[*]}"
