@@ -39,7 +39,10 @@ impl Mlp {
 
 impl Module for Mlp {
     fn try_forward(&self, x: &Tensor) -> Result<Tensor> {
-        let x = x.try_reshape(&[-1, 64])?.try_sub(&self.mean)?.try_mul(&self.inv_std)?;
+        let x = x
+            .try_reshape(&[-1, 64])?
+            .try_sub(&self.mean)?
+            .try_mul(&self.inv_std)?;
         self.l2.try_forward(&self.l1.try_forward(&x)?.relu())
     }
     fn parameters(&self) -> Vec<(String, Tensor)> {
@@ -54,8 +57,12 @@ fn pixel_stats(d: &digits::Digits) -> (Vec<f32>, Vec<f32>) {
     let n = d.len() as f32;
     let mut mean = vec![0f32; 64];
     let mut var = vec![0f32; 64];
-    d.images.chunks(64).for_each(|im| (0..64).for_each(|p| mean[p] += im[p] / n));
-    d.images.chunks(64).for_each(|im| (0..64).for_each(|p| var[p] += (im[p] - mean[p]).powi(2) / n));
+    d.images
+        .chunks(64)
+        .for_each(|im| (0..64).for_each(|p| mean[p] += im[p] / n));
+    d.images
+        .chunks(64)
+        .for_each(|im| (0..64).for_each(|p| var[p] += (im[p] - mean[p]).powi(2) / n));
     (mean, var.iter().map(|v| 1.0 / (v.sqrt() + 0.1)).collect())
 }
 
@@ -179,4 +186,3 @@ pub fn train(model: &dyn Module, train: &digits::Digits, plan: &Plan) -> Result<
     }
     Ok(steps as f64 / start.elapsed().as_secs_f64())
 }
-
