@@ -9,6 +9,7 @@ use picograd_core::{Result, Tensor};
 use super::node::Node;
 
 mod activation;
+mod attention;
 mod elementwise;
 mod host;
 mod index;
@@ -34,6 +35,7 @@ pub fn handler(op: &str) -> Option<Handler> {
         .or_else(|| quant::lookup(op))
         .or_else(|| loss::lookup(op))
         .or_else(|| host::lookup(op))
+        .or_else(|| attention::lookup(op))
 }
 
 /// A family's table: op type → handler.
@@ -41,7 +43,7 @@ type Lookup = fn(&str) -> Option<Handler>;
 
 /// The family (source file) of a supported op, for reports: `elementwise`, `nn`, ...
 pub fn family(op: &str) -> Option<&'static str> {
-    let table: [(&str, Lookup); 9] = [
+    let table: [(&str, Lookup); 10] = [
         ("loss", loss::lookup),
         ("elementwise", elementwise::lookup),
         ("activation", activation::lookup),
@@ -51,6 +53,7 @@ pub fn family(op: &str) -> Option<&'static str> {
         ("index", index::lookup),
         ("quant", quant::lookup),
         ("host", host::lookup),
+        ("attention", attention::lookup),
     ];
     table
         .iter()
