@@ -79,7 +79,10 @@ fn split_heads(n: &Node) -> Result<Qkv> {
     let qh = n.int("q_num_heads", 0);
     let kvh = n.int("kv_num_heads", 0);
     if qh <= 0 || kvh <= 0 {
-        return Err(bad("Attention", "3-D inputs need q_num_heads and kv_num_heads"));
+        return Err(bad(
+            "Attention",
+            "3-D inputs need q_num_heads and kv_num_heads",
+        ));
     }
     Ok(Qkv {
         q: heads(q, qh as usize)?,
@@ -97,8 +100,13 @@ fn heads(t: &Tensor, h: usize) -> Result<Tensor> {
             format!("hidden size {} is not a multiple of {h} heads", s[2]),
         ));
     }
-    t.try_reshape(&[s[0] as isize, s[1] as isize, h as isize, (s[2] / h) as isize])?
-        .try_permute(&[0, 2, 1, 3])
+    t.try_reshape(&[
+        s[0] as isize,
+        s[1] as isize,
+        h as isize,
+        (s[2] / h) as isize,
+    ])?
+    .try_permute(&[0, 2, 1, 3])
 }
 
 /// Interleaves copies of each key/value head so K and V have as many heads as Q.
@@ -117,9 +125,12 @@ fn repeat_kv(n: &Node, x: &Qkv) -> Result<(Tensor, Tensor)> {
         let s = t.shape();
         let mut big = s.clone();
         big.insert(2, qh / kh);
-        t.try_unsqueeze(2)?
-            .try_expand(&big)?
-            .try_reshape(&[s[0] as isize, qh as isize, s[2] as isize, s[3] as isize])
+        t.try_unsqueeze(2)?.try_expand(&big)?.try_reshape(&[
+            s[0] as isize,
+            qh as isize,
+            s[2] as isize,
+            s[3] as isize,
+        ])
     };
     Ok((rep(&x.k)?, rep(&x.v)?))
 }
@@ -147,9 +158,10 @@ fn scores(n: &Node, q: &Tensor, k: &Tensor) -> Result<Tensor> {
 fn guarded_softmax(n: &Node, x: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
     let x = match n.int("softmax_precision", 0) {
         0 => x.clone(),
-        code => x.cast(dtype_of(code as i32).ok_or_else(|| {
-            bad(n.op(), format!("softmax_precision {code} is not a dtype"))
-        })?),
+        code => x.cast(
+            dtype_of(code as i32)
+                .ok_or_else(|| bad(n.op(), format!("softmax_precision {code} is not a dtype")))?,
+        ),
     };
     let p = x.try_softmax(-1)?;
     let Some(b) = bias else { return Ok(p) };
@@ -171,7 +183,10 @@ fn attn_bias(n: &Node, x: &Qkv) -> Result<Option<Tensor>> {
         parts.push(padded_mask(m, skv, dtype)?);
     }
     let offset = query_offset(n, sq)?;
-    let (left, right) = (n.int("left_window_size", -1), n.int("right_window_size", -1));
+    let (left, right) = (
+        n.int("left_window_size", -1),
+        n.int("right_window_size", -1),
+    );
     if n.int("is_causal", 0) != 0 || left >= 0 || right >= 0 {
         let diff = position_diff(&offset, sq, skv)?;
         if n.int("is_causal", 0) != 0 {
@@ -188,7 +203,10 @@ fn attn_bias(n: &Node, x: &Qkv) -> Result<Option<Tensor>> {
         let b = lens.shape()[0] as isize;
         let j = Tensor::arange(0.0, skv as f64, 1.0, DType::I64).try_reshape(&[1, -1])?;
         let keep = j.try_lt(&lens.cast(DType::I64).try_reshape(&[b, 1])?)?;
-        parts.push(additive(&keep.try_reshape(&[b, 1, 1, skv as isize])?, dtype)?);
+        parts.push(additive(
+            &keep.try_reshape(&[b, 1, 1, skv as isize])?,
+            dtype,
+        )?);
     }
     let mut it = parts.into_iter();
     let Some(first) = it.next() else {

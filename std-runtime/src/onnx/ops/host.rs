@@ -1,6 +1,7 @@
 //! Ops computed on the host from realized values: their output shape depends on the data
 //! (NonZero, Compress) or they reorder data in ways the lazy op set cannot express cheaply yet
-//! (TopK, GatherND, ScatterND), plus the window generators. Element bytes are moved as they are,
+//! (GatherND, ScatterND), plus the window generators; TopK, once here, is the shared lazy
+//! `topk` now. Element bytes are moved as they are,
 //! so every dtype keeps its exact values. These run eagerly and are not exportable.
 
 use picograd_core::{DType, Result, Tensor};
@@ -43,63 +44,25 @@ impl Host {
     fn size(&self) -> usize {
         self.dtype.itemsize()
     }
-    fn elem(&self, i: usize) -> &[u8] {
-        &self.bytes[i * self.size()..(i + 1) * self.size()]
-    }
     fn tensor(bytes: &[u8], shape: &[usize], dtype: DType) -> Result<Tensor> {
         tensor_from_le_bytes(bytes, shape, dtype)
     }
 }
 
+/// TopK with the shared lazy `topk` (a stable sort: ties keep the lower index first).
 fn top_k(n: &Node) -> Result<Vec<Tensor>> {
     let x = n.input(0)?;
     let k = n
         .ints_input(1)?
         .and_then(|v| v.first().copied())
         .unwrap_or(n.int("k", 1));
-    let h = Host::of(x)?;
-    let a = norm_axis("TopK", n.int("axis", -1), h.shape.len())?;
-    let d = h.shape[a];
+    let a = norm_axis("TopK", n.int("axis", -1), x.ndim())?;
+    let d = x.shape()[a];
     if k < 0 || k as usize > d {
         return Err(bad("TopK", format!("k = {k} for an axis of {d}")));
     }
-    let k = k as usize;
-    let vals = x.to_f64_vec()?;
-    let inner: usize = h.shape[a + 1..].iter().product();
-    let outer: usize = h.shape[..a].iter().product();
-    let largest = n.int("largest", 1) != 0;
-    let (mut vb, mut ib) = (Vec::new(), Vec::new());
-    let mut out_idx = vec![0i64; outer * k * inner];
-    for o in 0..outer {
-        for i in 0..inner {
-            let at = |j: usize| o * d * inner + j * inner + i;
-            let mut order: Vec<usize> = (0..d).collect();
-            order.sort_by(|&p, &q| {
-                let c = vals[at(p)]
-                    .partial_cmp(&vals[at(q)])
-                    .unwrap_or(std::cmp::Ordering::Equal);
-                if largest {
-                    c.reverse()
-                } else {
-                    c
-                }
-            });
-            for (r, &j) in order.iter().take(k).enumerate() {
-                out_idx[o * k * inner + r * inner + i] = j as i64;
-            }
-        }
-    }
-    for (p, &j) in out_idx.iter().enumerate() {
-        let (o, i) = (p / (k * inner), p % inner);
-        vb.extend_from_slice(h.elem(o * d * inner + j as usize * inner + i));
-        ib.push(j);
-    }
-    let mut s = h.shape.clone();
-    s[a] = k;
-    Ok(vec![
-        Host::tensor(&vb, &s, h.dtype)?,
-        Tensor::try_from_slice(&ib, &s)?,
-    ])
+    let (v, i) = x.try_topk(k as usize, a as isize, n.int("largest", 1) != 0)?;
+    Ok(vec![v, i.cast(DType::I64)])
 }
 
 /// Row-major strides of `shape`.
