@@ -1,8 +1,8 @@
 //! The operator table: ONNX op type → handler. Each family lives in its own file and exposes a
 //! `lookup`; a handler takes the evaluated [`Node`] and returns its outputs. Handlers compose
-//! picograd's Tensor API through its `try_` forms only. Ops the shared Tensor API does not have
-//! yet (conv, pooling, gather, cumsum, ...) are written here, one function per ONNX op, so each
-//! can be swapped for the shared op when it lands.
+//! picograd's Tensor API through its `try_` forms only, calling the shared op where the Tensor
+//! API has one (conv, pools, norms, softmax family, activations, gather/scatter, scans, topk,
+//! argmax) and composing the rest here, one function per ONNX op.
 
 use picograd_core::{Result, Tensor};
 

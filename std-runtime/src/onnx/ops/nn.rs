@@ -1,10 +1,11 @@
 //! Neural-network ops: Gemm, MatMul, Conv, ConvTranspose, the pools (Max, Average, Lp and their
 //! Global forms) and the normalizations (Batch, Instance, Layer, Group, RMS, Lp, MVN, LRN).
-//! Convolution and pooling gather one strided window view per kernel position (zero-copy
-//! slices), stack them, and reduce — so they stay lazy and exportable. Each op is one function,
-//! ready to be swapped for the shared Tensor op once it lands.
+//! Convolutions, Max/Average pooling, BatchNormalization and LayerNormalization are the shared
+//! Tensor ops (any spatial rank) once the ONNX attributes (`auto_pad`, `pads`, `output_shape`,
+//! ...) are resolved to explicit geometry here; LpPool reduces the shared sliding windows. All
+//! stay lazy and exportable.
 
-use picograd_core::{Result, Tensor};
+use picograd_core::{ConvOpts, Padding, PoolOpts, Result, Tensor};
 
 use super::super::node::{bad, Node};
 use super::shape::{isz, pad_full};
@@ -140,32 +141,6 @@ impl Window {
     }
 }
 
-/// Every window of a padded `[N, C, spatial...]` tensor: `[N, C, K, out...]` (K = kernel size).
-fn windows(x: &Tensor, w: &Window, out: &[usize]) -> Result<Tensor> {
-    let k = w.kernel.len();
-    let total: usize = w.kernel.iter().product();
-    let mut views = Vec::with_capacity(total);
-    let mut idx = vec![0usize; k];
-    for _ in 0..total {
-        let mut arg: Vec<(i64, i64, i64)> = vec![(0, i64::MAX, 1); 2];
-        for i in 0..k {
-            let start = (idx[i] * w.dilations[i]) as i64;
-            let end = start + ((out[i] - 1) * w.strides[i]) as i64 + 1;
-            arg.push((start, end, w.strides[i] as i64));
-        }
-        views.push(x.try_slice(&arg)?);
-        for i in (0..k).rev() {
-            idx[i] += 1;
-            if idx[i] < w.kernel[i] {
-                break;
-            }
-            idx[i] = 0;
-        }
-    }
-    let refs: Vec<&Tensor> = views.iter().collect();
-    Tensor::try_stack(&refs, 2)
-}
-
 /// Pads the spatial axes of `[N, C, ...]` by `pads` plus `extra` at the end, with `value`.
 fn pad_spatial(x: &Tensor, pads: &[(i64, i64)], extra: &[i64], value: f64) -> Result<Tensor> {
     let mut full = vec![(0, 0); 2];
@@ -182,16 +157,25 @@ fn conv(n: &Node) -> Result<Vec<Tensor>> {
         return Err(bad("Conv", format!("input {xs:?} and weight {ws:?}")));
     }
     let win = Window::read(n, ws[2..].to_vec(), &xs[2..])?;
-    let y = conv_core(x, w, &win, n.int("group", 1).max(1) as usize)?;
-    one(add_bias(y, n.opt(2))?)
+    let opts = ConvOpts::default()
+        .groups(n.int("group", 1).max(1) as usize)
+        .stride(&win.strides)
+        .dilation(&win.dilations)
+        .padding(per_side(n.op(), &win.pads)?);
+    one(x.try_conv2d(w, n.opt(2), &opts)?)
 }
 
-/// Adds a per-channel bias `[M]` to `[N, M, ...]`.
-fn add_bias(y: Tensor, b: Option<&Tensor>) -> Result<Tensor> {
-    match b {
-        Some(b) => y.try_add(&per_channel(b, y.ndim())?),
-        None => Ok(y),
+/// `(before, after)` pads per axis (first axis first) as the shared ops' [`Padding::PerSide`].
+fn per_side(op: &str, pads: &[(i64, i64)]) -> Result<Padding> {
+    if pads.iter().any(|&(b, e)| b < 0 || e < 0) {
+        return Err(bad(op, format!("negative pads {pads:?}")));
     }
+    let v = pads
+        .iter()
+        .rev()
+        .flat_map(|&(b, e)| [b as usize, e as usize])
+        .collect();
+    Ok(Padding::PerSide(v))
 }
 
 /// `[C]` reshaped to `[1, C, 1, ...]` for a rank-`r` tensor.
@@ -199,30 +183,6 @@ fn per_channel(t: &Tensor, r: usize) -> Result<Tensor> {
     let mut s = vec![1isize; r.max(2)];
     s[1] = -1;
     t.try_reshape(&s)
-}
-
-/// Grouped convolution of `x` `[N, C, S...]` with `w` `[M, C/g, K...]`.
-fn conv_core(x: &Tensor, w: &Tensor, win: &Window, g: usize) -> Result<Tensor> {
-    let xs = x.shape();
-    let ws = w.shape();
-    let (nb, c, m) = (xs[0], xs[1], ws[0]);
-    if c % g != 0 || m % g != 0 || ws[1] * g != c {
-        return Err(bad(
-            "Conv",
-            format!("{g} groups for input {xs:?} and weight {ws:?}"),
-        ));
-    }
-    let zero = vec![0; win.kernel.len()];
-    let xp = pad_spatial(x, &win.pads, &zero, 0.0)?;
-    let out = win.out_dims(&xs[2..], false)?;
-    let kk: usize = win.kernel.iter().product();
-    let o: usize = out.iter().product();
-    let p = windows(&xp, win, &out)?.try_reshape(&isz(&[nb, g, (c / g) * kk, o]))?;
-    let wm = w.try_reshape(&isz(&[1, g, m / g, (c / g) * kk]))?;
-    let y = wm.try_matmul(&p)?;
-    let mut shape = vec![nb, m];
-    shape.extend(&out);
-    y.try_reshape(&isz(&shape))
 }
 
 fn conv_transpose(n: &Node) -> Result<Vec<Tensor>> {
@@ -242,25 +202,20 @@ fn conv_transpose(n: &Node) -> Result<Vec<Tensor>> {
     let dil = list(n, "dilations", k, 1)?;
     let opad = n.ints("output_padding").unwrap_or_else(|| vec![0; k]);
     let pads = transpose_pads(n, &xs[2..], &kernel, &strides, &dil, &opad)?;
-    let up = zero_insert(x, &strides)?;
-    let mut full = vec![(0i64, 0i64); 2];
-    for i in 0..k {
-        let edge = ((kernel[i] - 1) * dil[i]) as i64;
-        full.push((
-            edge - pads[i].0,
-            edge - pads[i].1 + opad.get(i).copied().unwrap_or(0),
-        ));
+    // A negative end pad grows the output: the shared op spells that as output padding.
+    let mut out_pad = Vec::with_capacity(k);
+    let mut crop = Vec::with_capacity(k);
+    for (i, &(b, e)) in pads.iter().enumerate() {
+        out_pad.push((opad.get(i).copied().unwrap_or(0) - e.min(0)) as usize);
+        crop.push((b, e.max(0)));
     }
-    let up = pad_full(&up, &full, "constant", 0.0)?;
-    let wt = flip_transpose_weight(w, g)?;
-    let win = Window {
-        kernel,
-        strides: vec![1; k],
-        dilations: dil,
-        pads: vec![(0, 0); k],
-    };
-    let y = conv_core(&up, &wt, &win, g)?;
-    one(add_bias(y, n.opt(2))?)
+    let opts = ConvOpts::default()
+        .groups(g)
+        .stride(&strides)
+        .dilation(&dil)
+        .padding(per_side("ConvTranspose", &crop)?)
+        .output_padding(&out_pad);
+    one(x.try_conv_transpose2d(w, n.opt(2), &opts)?)
 }
 
 /// Explicit pads of a transposed convolution (from `pads`, `output_shape` or `auto_pad`).
@@ -307,47 +262,6 @@ fn transpose_pads(
         .collect())
 }
 
-/// Puts `stride − 1` zeros between neighbours along each spatial axis.
-fn zero_insert(x: &Tensor, strides: &[usize]) -> Result<Tensor> {
-    let mut y = x.clone();
-    for (i, &s) in strides.iter().enumerate() {
-        if s == 1 {
-            continue;
-        }
-        let a = i + 2;
-        let shape = y.shape();
-        let d = shape[a];
-        let mut sp: Vec<usize> = shape.clone();
-        sp.insert(a + 1, 1);
-        let mut pads = vec![(0usize, 0usize); sp.len()];
-        pads[a + 1] = (0, s - 1);
-        let z = y.try_reshape(&isz(&sp))?.try_pad(&pads)?;
-        let mut flat = shape.clone();
-        flat[a] = d * s;
-        let z = z.try_reshape(&isz(&flat))?;
-        let mut keep: Vec<(usize, usize)> = flat.iter().map(|&v| (0, v)).collect();
-        keep[a] = (0, (d - 1) * s + 1);
-        y = z.try_shrink(&keep)?;
-    }
-    Ok(y)
-}
-
-/// `[C, M/g, K...]` → `[M, C/g, K...]` with the kernel axes reversed.
-fn flip_transpose_weight(w: &Tensor, g: usize) -> Result<Tensor> {
-    let ws = w.shape();
-    let (c, mg) = (ws[0], ws[1]);
-    let ks = &ws[2..];
-    let mut s = vec![g, c / g, mg];
-    s.extend(ks);
-    let mut perm = vec![0, 2, 1];
-    perm.extend(3..3 + ks.len());
-    let t = w.try_reshape(&isz(&s))?.try_permute(&perm)?;
-    let mut out = vec![g * mg, c / g];
-    out.extend(ks);
-    let axes: Vec<isize> = (2..2 + ks.len() as isize).collect();
-    t.try_reshape(&isz(&out))?.try_flip(&axes)
-}
-
 #[derive(Clone, Copy)]
 enum Pool {
     Max,
@@ -366,40 +280,34 @@ fn pool(n: &Node, kind: Pool) -> Result<Vec<Tensor>> {
     let win = Window::read(n, kernel, &xs[2..])?;
     let ceil = n.int("ceil_mode", 0) != 0;
     let out = win.out_dims(&xs[2..], ceil)?;
+    let opts = PoolOpts::new(&win.kernel)
+        .stride(&win.strides)
+        .dilation(&win.dilations)
+        .padding(per_side(n.op(), &win.pads)?)
+        .ceil_mode(ceil)
+        .count_include_pad(n.int("count_include_pad", 0) != 0);
+    let y = match kind {
+        Pool::Max => x.try_max_pool2d(&opts)?,
+        Pool::Avg => x.try_avg_pool2d(&opts)?.cast(x.dtype()),
+        Pool::Lp(e) => lp_pool(x, &win, &out, e)?,
+    };
+    one(y)
+}
+
+/// `(Σ |x|^p)^(1/p)` over each window of the zero-padded input (shared sliding windows).
+fn lp_pool(x: &Tensor, win: &Window, out: &[usize], p: f64) -> Result<Tensor> {
+    let xs = x.shape();
+    let k = win.kernel.len();
     let extra: Vec<i64> = (0..k)
         .map(|i| {
             let need = (out[i] - 1) * win.strides[i] + (win.kernel[i] - 1) * win.dilations[i] + 1;
             (need as i64 - (xs[2 + i] as i64 + win.pads[i].0 + win.pads[i].1)).max(0)
         })
         .collect();
-    let fill = match kind {
-        Pool::Max => f64::NEG_INFINITY,
-        _ => 0.0,
-    };
-    let fill = if x.dtype().is_float() {
-        fill
-    } else {
-        x.dtype().min_value()
-    };
-    let p = windows(&pad_spatial(x, &win.pads, &extra, fill)?, &win, &out)?;
-    let y = match kind {
-        Pool::Max => p.try_max(&[2], false)?,
-        Pool::Lp(e) => p.abs().try_pow(e)?.try_sum(&[2], false)?.try_pow(1.0 / e)?,
-        Pool::Avg => {
-            let include = n.int("count_include_pad", 0) != 0;
-            let ones = x.const_like(1.0);
-            let counted = pad_spatial(
-                &ones,
-                &win.pads,
-                &vec![0; k],
-                if include { 1.0 } else { 0.0 },
-            )?;
-            let counted = pad_spatial(&counted, &vec![(0, 0); k], &extra, 0.0)?;
-            let cnt = windows(&counted, &win, &out)?.try_sum(&[2], false)?;
-            p.try_sum(&[2], false)?.try_div(&cnt)?
-        }
-    };
-    one(y)
+    let padded = pad_spatial(x, &win.pads, &extra, 0.0)?;
+    let w = padded.try_pool_windows(&win.kernel, &win.strides, &win.dilations)?;
+    let axes: Vec<isize> = (0..k as isize).map(|i| -1 - i).collect();
+    w.abs().try_pow(p)?.try_sum(&axes, false)?.try_pow(1.0 / p)
 }
 
 fn global(n: &Node, kind: Pool) -> Result<Vec<Tensor>> {
@@ -425,16 +333,10 @@ fn batch_norm(n: &Node) -> Result<Vec<Tensor>> {
     if n.int("training_mode", 0) != 0 {
         return Err(bad("BatchNormalization", "training mode is not supported"));
     }
-    let r = x.ndim();
-    let [scale, b, mean, var] = [1, 2, 3, 4].map(|i| n.input(i).and_then(|t| per_channel(t, r)));
+    let [scale, b, mean, var] = [1, 2, 3, 4].map(|i| n.input(i));
     let eps = n.float("epsilon", 1e-5) as f64;
-    let inv = var?.try_add(eps)?.sqrt();
-    let y = x
-        .try_sub(&mean?)?
-        .try_div(&inv)?
-        .try_mul(&scale?)?
-        .try_add(&b?)?;
-    one(y)
+    let invstd = var?.try_add(eps)?.rsqrt();
+    one(x.try_batchnorm(Some(scale?), Some(b?), mean?, &invstd, &[1])?)
 }
 
 fn instance_norm(n: &Node) -> Result<Vec<Tensor>> {
@@ -446,6 +348,8 @@ fn instance_norm(n: &Node) -> Result<Vec<Tensor>> {
     one(y.try_add(&per_channel(n.input(2)?, r)?)?)
 }
 
+/// The shared `layernorm` for Y; the optional Mean and InvStdDev outputs are built beside it
+/// (lazy, so they cost nothing when unused).
 fn layer_norm(n: &Node) -> Result<Vec<Tensor>> {
     let x = n.input(0)?;
     let r = x.ndim();
@@ -453,13 +357,13 @@ fn layer_norm(n: &Node) -> Result<Vec<Tensor>> {
     let axes: Vec<isize> = (a as isize..r as isize).collect();
     let eps = n.float("epsilon", 1e-5) as f64;
     let xf = x.float();
-    let mean = xf.try_mean(&axes, true)?;
-    let d = xf.try_sub(&mean)?;
-    let inv = d.try_mul(&d)?.try_mean(&axes, true)?.try_add(eps)?.rsqrt();
-    let mut y = d.try_mul(&inv)?.try_mul(n.input(1)?)?;
+    let mut y = xf.try_layernorm(&axes, eps)?.try_mul(n.input(1)?)?;
     if let Some(b) = n.opt(2) {
         y = y.try_add(b)?;
     }
+    let mean = xf.try_mean(&axes, true)?;
+    let d = xf.try_sub(&mean)?;
+    let inv = d.try_mul(&d)?.try_mean(&axes, true)?.try_add(eps)?.rsqrt();
     Ok(vec![y.cast(x.dtype()), mean, inv])
 }
 
