@@ -4,6 +4,9 @@
 //! the sliding window and the per-batch key padding. A query row whose bias masks every key
 //! gives zeros (not NaN), as the reference does.
 //!
+//! Also RotaryEmbedding: the first `rotary_embedding_dim` features of each head rotated in
+//! pairs (halves, or neighbours when `interleaved`) by the cached cos/sin of the position.
+//!
 //! Optional outputs: `present_key`, `present_value` (the caches after appending) and the
 //! `qk_matmul_output` selected by `qk_matmul_output_mode` (0/1: scores after softcap,
 //! 2: plus the bias, 3: the probabilities).
@@ -12,12 +15,14 @@ use picograd_core::{DType, Result, Tensor};
 
 use super::super::node::{bad, Node};
 use super::super::values::dtype_of;
+use super::shape::isz;
 use super::Handler;
 
 /// The handler for `op` if it is an attention op.
 pub fn lookup(op: &str) -> Option<Handler> {
     Some(match op {
         "Attention" => attention,
+        "RotaryEmbedding" => rotary_embedding,
         _ => return None,
     })
 }
@@ -252,4 +257,86 @@ fn position_diff(offset: &Tensor, sq: usize, skv: usize) -> Result<Tensor> {
     let i = Tensor::arange(0.0, sq as f64, 1.0, DType::I64).try_reshape(&[sq as isize, 1])?;
     let j = Tensor::arange(0.0, skv as f64, 1.0, DType::I64).try_reshape(&[1, skv as isize])?;
     i.try_add(offset)?.try_sub(&j)
+}
+
+/// `[batch, seq, heads, head_size]` view of a RotaryEmbedding input (4-D inputs come as
+/// `[batch, heads, seq, head_size]`, 3-D ones as `[batch, seq, heads·head_size]`).
+fn rope_layout(n: &Node, x: &Tensor) -> Result<Tensor> {
+    if x.ndim() == 4 {
+        return x.try_permute(&[0, 2, 1, 3]);
+    }
+    let s = x.shape();
+    let h = n.int("num_heads", 0);
+    if x.ndim() != 3 || h <= 0 || s[2] % h as usize != 0 {
+        return Err(bad(n.op(), format!("input {s:?} with num_heads {h}")));
+    }
+    x.try_reshape(&[s[0] as isize, s[1] as isize, h as isize, -1])
+}
+
+/// The cos or sin cache for each (batch, position): `[batch, seq, 1, rot/2]`.
+fn rope_cache(cache: &Tensor, pos: Option<&Tensor>) -> Result<Tensor> {
+    let c = match pos {
+        None => cache.clone(),
+        Some(p) => {
+            let (ps, w) = (p.shape(), cache.shape()[1]);
+            let rows = p.cast(DType::I64).try_reshape(&[-1, 1])?;
+            let idx = rows.try_expand(&[rows.shape()[0], w])?;
+            cache
+                .try_gather(0, &idx)?
+                .try_reshape(&[ps[0] as isize, ps[1] as isize, w as isize])?
+        }
+    };
+    c.try_unsqueeze(2)
+}
+
+/// Keeps `[from, to)` of the last axis.
+fn last_range(t: &Tensor, from: usize, to: usize) -> Result<Tensor> {
+    let mut keep: Vec<(usize, usize)> = t.shape().iter().map(|&d| (0, d)).collect();
+    if let Some(l) = keep.last_mut() {
+        *l = (from, to);
+    }
+    t.try_shrink(&keep)
+}
+
+fn rotary_embedding(n: &Node) -> Result<Vec<Tensor>> {
+    let input = n.input(0)?;
+    let x = rope_layout(n, input)?;
+    let d = x.shape()[3];
+    let rot = match n.int("rotary_embedding_dim", 0) {
+        r if r > 0 && r as usize <= d && r % 2 == 0 => r as usize,
+        0 => d,
+        r => {
+            return Err(bad(
+                n.op(),
+                format!("rotary_embedding_dim {r} for heads of {d}"),
+            ))
+        }
+    };
+    let cos = rope_cache(n.input(1)?, n.opt(3))?;
+    let sin = rope_cache(n.input(2)?, n.opt(3))?;
+    let part = last_range(&x, 0, rot)?;
+    let interleaved = n.int("interleaved", 0) != 0;
+    let (x1, x2) = if interleaved {
+        let s = part.shape();
+        let pairs = part.try_reshape(&[s[0] as isize, s[1] as isize, s[2] as isize, -1, 2])?;
+        let take = |i| -> Result<Tensor> { last_range(&pairs, i, i + 1)?.try_squeeze(Some(-1)) };
+        (take(0)?, take(1)?)
+    } else {
+        (
+            last_range(&part, 0, rot / 2)?,
+            last_range(&part, rot / 2, rot)?,
+        )
+    };
+    let real = cos.try_mul(&x1)?.try_sub(sin.try_mul(&x2)?)?;
+    let imag = sin.try_mul(&x1)?.try_add(cos.try_mul(&x2)?)?;
+    let rotated = if interleaved {
+        Tensor::try_stack(&[&real, &imag], -1)?.try_reshape(&isz(&part.shape()))?
+    } else {
+        Tensor::try_cat(&[&real, &imag], -1)?
+    };
+    let y = Tensor::try_cat(&[&rotated, &last_range(&x, rot, d)?], -1)?.cast(input.dtype());
+    if input.ndim() == 4 {
+        return Ok(vec![y.try_permute(&[0, 2, 1, 3])?]);
+    }
+    Ok(vec![y.try_reshape(&isz(&input.shape()))?])
 }

@@ -13,8 +13,8 @@ pub fn lookup(op: &str) -> Option<Handler> {
     Some(match op {
         "ReduceSum" => |n| reduce(n, 13, |x, a| x.try_sum(a, true)),
         "ReduceMean" => |n| reduce(n, 18, |x, a| x.try_mean(a, true)),
-        "ReduceMax" => |n| reduce(n, 18, |x, a| x.try_max(a, true)),
-        "ReduceMin" => |n| reduce(n, 18, |x, a| x.try_min(a, true)),
+        "ReduceMax" => |n| reduce(n, 18, |x, a| via_u8(x, |t| t.try_max(a, true))),
+        "ReduceMin" => |n| reduce(n, 18, |x, a| via_u8(x, |t| t.try_min(a, true))),
         "ReduceProd" => |n| reduce(n, 18, |x, a| x.try_prod(a, true)),
         "ReduceL1" => |n| reduce(n, 18, |x, a| x.abs().try_sum(a, true)),
         "ReduceL2" => |n| {
@@ -32,6 +32,14 @@ pub fn lookup(op: &str) -> Option<Handler> {
         "CumProd" => |n| cumulative(n, true),
         _ => return None,
     })
+}
+
+/// Bools reduced as u8 (so an empty max is false and an empty min true) and cast back.
+fn via_u8(x: &Tensor, f: impl Fn(&Tensor) -> Result<Tensor>) -> Result<Tensor> {
+    if x.dtype() != DType::Bool {
+        return f(x);
+    }
+    Ok(f(&x.cast(DType::U8))?.cast(DType::Bool))
 }
 
 fn log_sum_exp(x: &Tensor, a: &[isize]) -> Result<Tensor> {

@@ -467,9 +467,15 @@ fn space_to_depth(n: &Node) -> Result<Vec<Tensor>> {
     let x = n.input(0)?;
     let b = n.int("blocksize", 1).max(1) as usize;
     let [nn, c, h, w] = four(x, "SpaceToDepth")?;
+    // DCR puts the block offsets before the channel, CRD after it.
+    let order = if n.string("mode", "DCR") == "CRD" {
+        [0, 1, 3, 5, 2, 4]
+    } else {
+        [0, 3, 5, 1, 2, 4]
+    };
     let y = x
         .try_reshape(&isz(&[nn, c, h / b, b, w / b, b]))?
-        .try_permute(&[0, 3, 5, 1, 2, 4])?;
+        .try_permute(&order)?;
     one(y.try_reshape(&isz(&[nn, c * b * b, h / b, w / b]))?)
 }
 
