@@ -7,6 +7,9 @@
 //! Also RotaryEmbedding: the first `rotary_embedding_dim` features of each head rotated in
 //! pairs (halves, or neighbours when `interleaved`) by the cached cos/sin of the position.
 //!
+//! And LinearAttention: a recurrent state `[b, kv_heads, d_k, d_v]` updated step by step
+//! (optionally decayed by `exp(decay)` and delta-corrected by `beta`) and read by each query.
+//!
 //! Optional outputs: `present_key`, `present_value` (the caches after appending) and the
 //! `qk_matmul_output` selected by `qk_matmul_output_mode` (0/1: scores after softcap,
 //! 2: plus the bias, 3: the probabilities).
@@ -23,6 +26,7 @@ pub fn lookup(op: &str) -> Option<Handler> {
     Some(match op {
         "Attention" => attention,
         "RotaryEmbedding" => rotary_embedding,
+        "LinearAttention" => linear_attention,
         _ => return None,
     })
 }
@@ -126,18 +130,24 @@ fn repeat_kv(n: &Node, x: &Qkv) -> Result<(Tensor, Tensor)> {
             format!("{qh} query heads cannot share {kh} key/value heads"),
         ));
     }
-    let rep = |t: &Tensor| -> Result<Tensor> {
-        let s = t.shape();
-        let mut big = s.clone();
-        big.insert(2, qh / kh);
-        t.try_unsqueeze(2)?.try_expand(&big)?.try_reshape(&[
-            s[0] as isize,
-            qh as isize,
-            s[2] as isize,
-            s[3] as isize,
-        ])
-    };
-    Ok((rep(&x.k)?, rep(&x.v)?))
+    Ok((repeat_heads(&x.k, qh / kh)?, repeat_heads(&x.v, qh / kh)?))
+}
+
+/// `[b, h, s, d]` → `[b, h·rep, s, d]`, each head repeated `rep` times in place.
+fn repeat_heads(t: &Tensor, rep: usize) -> Result<Tensor> {
+    if rep == 1 {
+        return Ok(t.clone());
+    }
+    let s = t.shape();
+    let mut big = s.clone();
+    big.insert(2, rep);
+    let h = (s[1] * rep) as isize;
+    t.try_unsqueeze(2)?.try_expand(&big)?.try_reshape(&[
+        s[0] as isize,
+        h,
+        s[2] as isize,
+        s[3] as isize,
+    ])
 }
 
 /// `softcap(q·√scale · (k·√scale)ᵀ)`.
@@ -339,4 +349,85 @@ fn rotary_embedding(n: &Node) -> Result<Vec<Tensor>> {
         return Ok(vec![y.try_permute(&[0, 2, 1, 3])?]);
     }
     Ok(vec![y.try_reshape(&isz(&input.shape()))?])
+}
+
+/// Step `i` of `[b, h, t, d]`, kept as `[b, h, 1, d]`.
+fn step(t: &Tensor, i: usize) -> Result<Tensor> {
+    let mut keep: Vec<(usize, usize)> = t.shape().iter().map(|&d| (0, d)).collect();
+    keep[2] = (i, i + 1);
+    t.try_shrink(&keep)
+}
+
+/// A per-step gate `[b, t, h·x]` (or `[b, t, h]`) as `[b, h, t, x]` f32.
+fn gate(g: &Tensor, h: usize) -> Result<Tensor> {
+    let s = g.shape();
+    let t = if s[2] == h || s[2] == 1 {
+        g.try_reshape(&[s[0] as isize, s[1] as isize, s[2] as isize, 1])?
+            .try_permute(&[0, 2, 1, 3])?
+    } else {
+        heads(g, h)?
+    };
+    Ok(t.cast(DType::F32))
+}
+
+fn linear_attention(n: &Node) -> Result<Vec<Tensor>> {
+    let rule = n.string("update_rule", "gated_delta");
+    let (gating, delta) = match rule.as_str() {
+        "linear" => (false, false),
+        "gated" => (true, false),
+        "delta" => (false, true),
+        "gated_delta" => (true, true),
+        r => return Err(bad(n.op(), format!("update_rule '{r}'"))),
+    };
+    let (qh, kvh) = (n.int("q_num_heads", 0), n.int("kv_num_heads", 0));
+    if qh <= 0 || kvh <= 0 || qh % kvh != 0 {
+        return Err(bad(
+            n.op(),
+            format!("{qh} query heads, {kvh} key/value heads"),
+        ));
+    }
+    let (qh, kvh) = (qh as usize, kvh as usize);
+    let f32 = |t: Tensor| t.cast(DType::F32);
+    let q = f32(heads(n.input(0)?, qh)?);
+    let k = f32(heads(n.input(1)?, kvh)?);
+    let v = f32(heads(n.input(2)?, kvh)?);
+    let decay = if gating {
+        Some(gate(n.input(4)?, kvh)?)
+    } else {
+        None
+    };
+    let beta = if delta {
+        Some(gate(n.input(5)?, kvh)?)
+    } else {
+        None
+    };
+    let (b, t, dk, dv) = (q.shape()[0], q.shape()[2], q.shape()[3], v.shape()[3]);
+    let mut state = match n.opt(3) {
+        Some(s) => f32(s.clone()),
+        None => Tensor::zeros(&[b, kvh, dk, dv], DType::F32),
+    };
+    let scale = match n.float("scale", 0.0) {
+        s if s != 0.0 => f64::from(s),
+        _ => 1.0 / (dk as f64).sqrt(),
+    };
+    let mut outs = Vec::with_capacity(t);
+    for i in 0..t {
+        let (kt, mut vt) = (step(&k, i)?, step(&v, i)?);
+        if let Some(g) = &decay {
+            state = state.try_mul(step(g, i)?.exp().try_transpose(-1, -2)?)?;
+        }
+        if let Some(be) = &beta {
+            let got = kt.try_matmul(&state)?;
+            vt = step(be, i)?.try_mul(vt.try_sub(&got)?)?;
+        }
+        state = state.try_add(kt.try_transpose(-1, -2)?.try_matmul(&vt)?)?;
+        let read = repeat_heads(&state, qh / kvh)?;
+        outs.push(step(&q, i)?.try_matmul(&read)?.try_mul(scale)?);
+    }
+    let refs: Vec<&Tensor> = outs.iter().collect();
+    let y = Tensor::try_cat(&refs, 2)?
+        .try_permute(&[0, 2, 1, 3])?
+        .try_reshape(&[b as isize, t as isize, (qh * dv) as isize])?;
+    let state_dtype = n.opt(3).map_or(n.input(0)?.dtype(), Tensor::dtype);
+    Ok(vec![y.cast(n.input(0)?.dtype()), state.cast(state_dtype)])
 }

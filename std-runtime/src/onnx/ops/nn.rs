@@ -18,6 +18,7 @@ pub fn lookup(op: &str) -> Option<Handler> {
         "Gemm" => gemm,
         "Conv" => conv,
         "ConvTranspose" => conv_transpose,
+        "CausalConvWithState" => causal_conv,
         "MaxPool" => |n| pool(n, Pool::Max),
         "AveragePool" => |n| pool(n, Pool::Avg),
         "LpPool" => |n| pool(n, Pool::Lp(n.int("p", 2) as f64)),
@@ -163,6 +164,36 @@ fn conv(n: &Node) -> Result<Vec<Tensor>> {
         .dilation(&win.dilations)
         .padding(per_side(n.op(), &win.pads)?);
     one(x.try_conv2d(w, n.opt(2), &opts)?)
+}
+
+/// A depthwise causal 1-D conv: the carried state (or zeros) goes before the input, the
+/// shared conv runs unpadded with one group per channel, and the last `k − 1` steps of the
+/// padded input are the next state. `activation` `silu`/`swish` applies x·σ(x).
+fn causal_conv(n: &Node) -> Result<Vec<Tensor>> {
+    let (x, w) = (n.input(0)?, n.input(1)?);
+    let (xs, ws) = (x.shape(), w.shape());
+    if xs.len() != 3 || ws.len() != 3 || ws[0] != xs[1] || ws[2] == 0 {
+        return Err(bad(n.op(), format!("input {xs:?} and weight {ws:?}")));
+    }
+    let (c, k) = (xs[1], ws[2]);
+    let state = match n.opt(3) {
+        Some(s) => s.clone(),
+        None => x.try_pad(&[(0, 0), (0, 0), (k - 1, 0)])?.try_shrink(&[
+            (0, xs[0]),
+            (0, c),
+            (0, k - 1),
+        ])?,
+    };
+    let padded = Tensor::try_cat(&[&state, x], 2)?;
+    let y = padded.try_conv2d(w, n.opt(2), &ConvOpts::default().groups(c))?;
+    let y = match n.string("activation", "none").as_str() {
+        "none" => y,
+        "silu" | "swish" => y.float().silu().cast(x.dtype()),
+        a => return Err(bad(n.op(), format!("activation '{a}'"))),
+    };
+    let len = padded.shape()[2];
+    let present = padded.try_shrink(&[(0, xs[0]), (0, c), (len - (k - 1), len)])?;
+    Ok(vec![y, present])
 }
 
 /// `(before, after)` pads per axis (first axis first) as the shared ops' [`Padding::PerSide`].
