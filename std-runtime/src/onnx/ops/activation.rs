@@ -41,6 +41,11 @@ pub fn lookup(op: &str) -> Option<Handler> {
             one(x.try_gt(n.float("alpha", 1.0) as f64)?.try_where(x, 0.0)?)
         },
         "Shrink" => shrink,
+        "SwiGLU" => |n| {
+            let (a, b) = (n.input(0)?, n.input(1)?);
+            let gate = a.try_mul(f64::from(n.float("alpha", 1.0)))?.sigmoid();
+            one(a.try_mul(&gate)?.try_mul(b)?)
+        },
         "Softmax" => |n| softmax_like(n, Tensor::try_softmax),
         "LogSoftmax" => |n| softmax_like(n, Tensor::try_log_softmax),
         "Hardmax" => |n| softmax_like(n, hardmax),

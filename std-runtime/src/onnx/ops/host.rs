@@ -22,6 +22,7 @@ pub fn lookup(op: &str) -> Option<Handler> {
         "HammingWindow" => |n| window(n, &[25.0 / 46.0, 21.0 / 46.0]),
         "BlackmanWindow" => |n| window(n, &[0.42, 0.5, 0.08]),
         "Resize" | "Upsample" => super::resize::resize,
+        "BitCast" => bit_cast,
         _ => return None,
     })
 }
@@ -72,6 +73,20 @@ fn strides(shape: &[usize]) -> Vec<usize> {
         s[i] = s[i + 1] * shape[i + 1];
     }
     s
+}
+
+/// Reinterprets the element bytes as another type of the same width.
+fn bit_cast(n: &Node) -> Result<Vec<Tensor>> {
+    let h = Host::of(n.input(0)?)?;
+    let code = n.int("to", 0) as i32;
+    let to = dtype_of(code).ok_or_else(|| bad("BitCast", format!("to type {code}")))?;
+    if to.itemsize() != h.dtype.itemsize() {
+        return Err(bad(
+            "BitCast",
+            format!("{} to {to} changes the width", h.dtype),
+        ));
+    }
+    one(Host::tensor(&h.bytes, &h.shape, to)?)
 }
 
 fn non_zero(n: &Node) -> Result<Vec<Tensor>> {
