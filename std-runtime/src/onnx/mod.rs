@@ -5,6 +5,7 @@
 //! hostile files — is reported as an [`picograd_core::Error`] naming what and where.
 
 pub mod compile;
+pub mod control;
 pub mod model;
 pub mod node;
 pub mod npy;

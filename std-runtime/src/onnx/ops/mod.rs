@@ -43,6 +43,9 @@ type Lookup = fn(&str) -> Option<Handler>;
 
 /// The family (source file) of a supported op, for reports: `elementwise`, `nn`, ...
 pub fn family(op: &str) -> Option<&'static str> {
+    if super::control::is_control(op) {
+        return Some("control");
+    }
     let table: [(&str, Lookup); 10] = [
         ("loss", loss::lookup),
         ("elementwise", elementwise::lookup),

@@ -1,0 +1,244 @@
+//! Control flow: If, Loop and Scan (opset ≥ 9) evaluate their subgraph attributes with the
+//! enclosing scope visible. Conditions and trip counts are read on the host, so a model using
+//! them runs eagerly at those points; loop bodies are unrolled into the lazy graph.
+//!
+//! Invariant: a subgraph sees every value of the scope it is nested in, plus its own
+//! initializers and inputs; its node order is found afresh (nodes run once all their inputs
+//! exist), and a subgraph that cannot make progress is an error naming its graph.
+
+use std::collections::HashMap;
+
+use picograd_core::{Error, Result, Tensor};
+
+use super::model::Model;
+use super::node::{bad, Node};
+use super::proto::{GraphProto, NodeProto};
+use super::values::{tensor_from_proto, to_f64s, to_i64s};
+
+/// Is `op` a control-flow operator evaluated here?
+pub fn is_control(op: &str) -> bool {
+    matches!(op, "If" | "Loop" | "Scan")
+}
+
+/// The scope a node runs in: value name → tensor.
+pub type Env<'a> = HashMap<&'a str, Tensor>;
+
+/// Evaluates control-flow node `n` (inputs already gathered) in scope `env`.
+pub fn eval<'a>(
+    model: &Model,
+    node: &'a NodeProto,
+    n: &Node,
+    env: &Env<'a>,
+) -> Result<Vec<Tensor>> {
+    let graph = |name: &str| -> Result<&'a GraphProto> {
+        node.attribute
+            .iter()
+            .find(|a| a.name == name)
+            .and_then(|a| a.g.as_ref())
+            .ok_or_else(|| bad(&node.op_type, format!("no '{name}' subgraph")))
+    };
+    match node.op_type.as_str() {
+        "If" => {
+            let cond = to_f64s(n.input(0)?)?;
+            let branch = if cond.first().is_some_and(|&c| c != 0.0) {
+                graph("then_branch")?
+            } else {
+                graph("else_branch")?
+            };
+            run_graph(model, branch, env, &[])
+        }
+        "Loop" => run_loop(model, graph("body")?, n, env),
+        _ => run_scan(model, graph("body")?, n, env),
+    }
+}
+
+/// Runs `g` with `args` bound to its inputs, in a scope that extends `outer`.
+pub fn run_graph<'a>(
+    model: &Model,
+    g: &'a GraphProto,
+    outer: &Env<'a>,
+    args: &[Tensor],
+) -> Result<Vec<Tensor>> {
+    if args.len() != g.input.len() {
+        return Err(bad(
+            "subgraph",
+            format!(
+                "'{}' takes {} inputs, {} given",
+                g.name,
+                g.input.len(),
+                args.len()
+            ),
+        ));
+    }
+    let mut env = outer.clone();
+    for t in &g.initializer {
+        env.insert(t.name.as_str(), tensor_from_proto(t, &g.name)?);
+    }
+    for (v, a) in g.input.iter().zip(args) {
+        env.insert(v.name.as_str(), a.clone());
+    }
+    let mut todo: Vec<&NodeProto> = g.node.iter().collect();
+    while !todo.is_empty() {
+        let ready = |nd: &&NodeProto| {
+            nd.input
+                .iter()
+                .all(|i| i.is_empty() || env.contains_key(i.as_str()))
+        };
+        let Some(at) = todo.iter().position(ready) else {
+            let missing = todo
+                .iter()
+                .flat_map(|nd| nd.input.iter())
+                .find(|i| !i.is_empty() && !env.contains_key(i.as_str()))
+                .cloned()
+                .unwrap_or_default();
+            return Err(bad(
+                "subgraph",
+                format!("'{}': no value '{missing}' is produced", g.name),
+            ));
+        };
+        let nd = todo.remove(at);
+        model.eval_node(nd, &mut env)?;
+    }
+    g.output
+        .iter()
+        .map(|o| {
+            env.get(o.name.as_str()).cloned().ok_or_else(|| {
+                bad(
+                    "subgraph",
+                    format!("'{}' does not produce '{}'", g.name, o.name),
+                )
+            })
+        })
+        .collect()
+}
+
+/// Most iterations a Loop may run (its trip count and condition are data).
+const MAX_TRIPS: i64 = 1 << 16;
+
+fn run_loop<'a>(
+    model: &Model,
+    body: &'a GraphProto,
+    n: &Node,
+    env: &Env<'a>,
+) -> Result<Vec<Tensor>> {
+    let trips = match n.opt(0) {
+        Some(m) => to_i64s(m)?.first().copied().unwrap_or(0),
+        None => MAX_TRIPS,
+    };
+    let mut cond = match n.opt(1) {
+        Some(c) => c.clone(),
+        None => Tensor::from_slice(&[true], &[]),
+    };
+    let mut carried: Vec<Tensor> = n
+        .inputs
+        .iter()
+        .skip(2)
+        .map(|t| {
+            t.clone()
+                .ok_or_else(|| bad("Loop", "missing loop-carried value"))
+        })
+        .collect::<Result<_>>()?;
+    let mut scans: Vec<Vec<Tensor>> = Vec::new();
+    let mut i = 0;
+    while i < trips.min(MAX_TRIPS) && to_f64s(&cond)?.first().is_some_and(|&c| c != 0.0) {
+        let mut args = vec![Tensor::from_slice(&[i], &[]), cond.clone()];
+        args.extend(carried.iter().cloned());
+        let outs = run_graph(model, body, env, &args)?;
+        let k = carried.len();
+        if outs.len() < 1 + k {
+            return Err(bad("Loop", "the body returns fewer values than it carries"));
+        }
+        cond = outs[0].clone();
+        carried = outs[1..=k].to_vec();
+        scans.resize(outs.len() - 1 - k, Vec::new());
+        for (s, t) in scans.iter_mut().zip(&outs[1 + k..]) {
+            s.push(t.clone());
+        }
+        i += 1;
+    }
+    for s in &scans {
+        carried.push(stack(s, 0)?);
+    }
+    Ok(carried)
+}
+
+fn stack(ts: &[Tensor], axis: isize) -> Result<Tensor> {
+    let refs: Vec<&Tensor> = ts.iter().collect();
+    Tensor::try_stack(&refs, axis)
+}
+
+/// Scan's per-input (or per-output) attribute list, defaulting to `default`.
+fn per_item(n: &Node, name: &str, count: usize, default: i64) -> Vec<i64> {
+    n.ints(name).unwrap_or_else(|| vec![default; count])
+}
+
+fn run_scan<'a>(
+    model: &Model,
+    body: &'a GraphProto,
+    n: &Node,
+    env: &Env<'a>,
+) -> Result<Vec<Tensor>> {
+    if n.opset < 9 {
+        return Err(Error::Unsupported(
+            "Scan: opset 8 (batched) Scan is not supported".into(),
+        ));
+    }
+    let m = n.int("num_scan_inputs", 0).max(0) as usize;
+    let all: Vec<Tensor> = n.inputs.iter().flatten().cloned().collect();
+    if m > all.len() {
+        return Err(bad("Scan", format!("{m} scan inputs of {}", all.len())));
+    }
+    let states_n = all.len() - m;
+    let axes = per_item(n, "scan_input_axes", m, 0);
+    let dirs = per_item(n, "scan_input_directions", m, 0);
+    let seqs: Vec<Tensor> = all[states_n..]
+        .iter()
+        .zip(&axes)
+        .map(|(t, &a)| t.try_transpose(0, norm(a, t.ndim())))
+        .collect::<Result<_>>()?;
+    let len = seqs.first().map_or(0, |s| s.shape()[0]);
+    let mut states: Vec<Tensor> = all[..states_n].to_vec();
+    let mut outs: Vec<Vec<Tensor>> = Vec::new();
+    for step in 0..len {
+        let mut args = states.clone();
+        for (s, &d) in seqs.iter().zip(&dirs) {
+            let at = if d != 0 { len - 1 - step } else { step };
+            args.push(
+                s.try_shrink(&first_axis(&s.shape(), at))?
+                    .try_squeeze(Some(0))?,
+            );
+        }
+        let res = run_graph(model, body, env, &args)?;
+        states = res[..states_n].to_vec();
+        outs.resize(res.len() - states_n, Vec::new());
+        for (o, t) in outs.iter_mut().zip(&res[states_n..]) {
+            o.push(t.clone());
+        }
+    }
+    let k = outs.len();
+    let oaxes = per_item(n, "scan_output_axes", k, 0);
+    let odirs = per_item(n, "scan_output_directions", k, 0);
+    for ((mut o, &a), &d) in outs.into_iter().zip(&oaxes).zip(&odirs) {
+        if d != 0 {
+            o.reverse();
+        }
+        let rank = o.first().map_or(1, |t| t.ndim() + 1);
+        states.push(stack(&o, norm(a, rank) as isize)?);
+    }
+    Ok(states)
+}
+
+fn norm(a: i64, rank: usize) -> isize {
+    if a < 0 {
+        (a + rank as i64) as isize
+    } else {
+        a as isize
+    }
+}
+
+/// Keeps index `at` of axis 0.
+fn first_axis(shape: &[usize], at: usize) -> Vec<(usize, usize)> {
+    let mut keep: Vec<(usize, usize)> = shape.iter().map(|&d| (0, d)).collect();
+    keep[0] = (at, at + 1);
+    keep
+}
