@@ -19,6 +19,7 @@ mod nn;
 mod quant;
 mod reduce;
 mod resize;
+mod rnn;
 mod shape;
 
 /// An operator implementation.
@@ -36,6 +37,7 @@ pub fn handler(op: &str) -> Option<Handler> {
         .or_else(|| loss::lookup(op))
         .or_else(|| host::lookup(op))
         .or_else(|| attention::lookup(op))
+        .or_else(|| rnn::lookup(op))
 }
 
 /// A family's table: op type → handler.
@@ -46,7 +48,7 @@ pub fn family(op: &str) -> Option<&'static str> {
     if super::control::is_control(op) {
         return Some("control");
     }
-    let table: [(&str, Lookup); 10] = [
+    let table: [(&str, Lookup); 11] = [
         ("loss", loss::lookup),
         ("elementwise", elementwise::lookup),
         ("activation", activation::lookup),
@@ -57,6 +59,7 @@ pub fn family(op: &str) -> Option<&'static str> {
         ("quant", quant::lookup),
         ("host", host::lookup),
         ("attention", attention::lookup),
+        ("rnn", rnn::lookup),
     ];
     table
         .iter()
