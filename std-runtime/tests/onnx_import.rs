@@ -286,7 +286,7 @@ fn compile_needs_shapes_for_dynamic_inputs_and_runs_on_host() {
         shapes: Vec::new(),
         build: Default::default(),
     };
-    let err = compile(&model, &opts).err().expect("dynamic input refused");
+    let err = compile(&model, &opts).expect_err("dynamic input refused");
     assert!(err.to_string().contains("--shape x="), "{err}");
     assert!(parse_shape_arg("x=1,0").is_err() && parse_shape_arg("=1").is_err());
     opts.shapes = vec![parse_shape_arg("x=1,1,4,4").unwrap()];

@@ -223,7 +223,7 @@ fn run_scan<'a>(
             o.reverse();
         }
         let rank = o.first().map_or(1, |t| t.ndim() + 1);
-        states.push(stack(&o, norm(a, rank) as isize)?);
+        states.push(stack(&o, norm(a, rank))?);
     }
     Ok(states)
 }
