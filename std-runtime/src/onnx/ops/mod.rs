@@ -11,6 +11,7 @@ use super::node::Node;
 mod activation;
 mod attention;
 mod elementwise;
+mod grid;
 mod host;
 mod index;
 mod loss;
@@ -38,6 +39,7 @@ pub fn handler(op: &str) -> Option<Handler> {
         .or_else(|| host::lookup(op))
         .or_else(|| attention::lookup(op))
         .or_else(|| rnn::lookup(op))
+        .or_else(|| grid::lookup(op))
 }
 
 /// A family's table: op type → handler.
@@ -48,7 +50,7 @@ pub fn family(op: &str) -> Option<&'static str> {
     if super::control::is_control(op) {
         return Some("control");
     }
-    let table: [(&str, Lookup); 11] = [
+    let table: [(&str, Lookup); 12] = [
         ("loss", loss::lookup),
         ("elementwise", elementwise::lookup),
         ("activation", activation::lookup),
@@ -60,6 +62,7 @@ pub fn family(op: &str) -> Option<&'static str> {
         ("host", host::lookup),
         ("attention", attention::lookup),
         ("rnn", rnn::lookup),
+        ("grid", grid::lookup),
     ];
     table
         .iter()
