@@ -22,6 +22,7 @@ mod reduce;
 mod resize;
 mod rnn;
 mod shape;
+mod signal;
 
 /// An operator implementation.
 pub type Handler = fn(&Node) -> Result<Vec<Tensor>>;
@@ -40,6 +41,7 @@ pub fn handler(op: &str) -> Option<Handler> {
         .or_else(|| attention::lookup(op))
         .or_else(|| rnn::lookup(op))
         .or_else(|| grid::lookup(op))
+        .or_else(|| signal::lookup(op))
 }
 
 /// A family's table: op type → handler.
@@ -50,7 +52,7 @@ pub fn family(op: &str) -> Option<&'static str> {
     if super::control::is_control(op) {
         return Some("control");
     }
-    let table: [(&str, Lookup); 12] = [
+    let table: [(&str, Lookup); 13] = [
         ("loss", loss::lookup),
         ("elementwise", elementwise::lookup),
         ("activation", activation::lookup),
@@ -63,6 +65,7 @@ pub fn family(op: &str) -> Option<&'static str> {
         ("attention", attention::lookup),
         ("rnn", rnn::lookup),
         ("grid", grid::lookup),
+        ("signal", signal::lookup),
     ];
     table
         .iter()
