@@ -10,6 +10,7 @@ use super::node::Node;
 
 mod activation;
 mod attention;
+mod detect;
 mod elementwise;
 mod grid;
 mod host;
@@ -42,6 +43,7 @@ pub fn handler(op: &str) -> Option<Handler> {
         .or_else(|| rnn::lookup(op))
         .or_else(|| grid::lookup(op))
         .or_else(|| signal::lookup(op))
+        .or_else(|| detect::lookup(op))
 }
 
 /// A family's table: op type → handler.
@@ -52,7 +54,7 @@ pub fn family(op: &str) -> Option<&'static str> {
     if super::control::is_control(op) {
         return Some("control");
     }
-    let table: [(&str, Lookup); 13] = [
+    let table: [(&str, Lookup); 14] = [
         ("loss", loss::lookup),
         ("elementwise", elementwise::lookup),
         ("activation", activation::lookup),
@@ -66,6 +68,7 @@ pub fn family(op: &str) -> Option<&'static str> {
         ("rnn", rnn::lookup),
         ("grid", grid::lookup),
         ("signal", signal::lookup),
+        ("host", detect::lookup),
     ];
     table
         .iter()
