@@ -211,9 +211,9 @@ impl Model {
             .iter()
             .map(|&i| (i, &self.graph.node[i]))
             .filter(|(_, n)| {
-                !is_default_domain(&n.domain)
-                    || (super::ops::handler(&n.op_type).is_none()
-                        && !super::control::is_control(&n.op_type))
+                let control =
+                    is_default_domain(&n.domain) && super::control::is_control(&n.op_type);
+                super::ops::handler_in(&n.domain, &n.op_type).is_none() && !control
             })
             .map(|(i, n)| UnsupportedOp {
                 op: if is_default_domain(&n.domain) {
@@ -363,8 +363,7 @@ impl Model {
         let outs = if super::control::is_control(&node.op_type) && is_default_domain(&node.domain) {
             super::control::eval(self, node, &ctx, env)?
         } else {
-            let handler = super::ops::handler(&node.op_type)
-                .filter(|_| is_default_domain(&node.domain))
+            let handler = super::ops::handler_in(&node.domain, &node.op_type)
                 .ok_or_else(|| Error::Unsupported(format!("operator {}", node.op_type)))?;
             handler(&ctx)?
         };

@@ -24,6 +24,7 @@ mod resize;
 mod rnn;
 mod shape;
 mod signal;
+mod training;
 
 /// An operator implementation.
 pub type Handler = fn(&Node) -> Result<Vec<Tensor>>;
@@ -46,6 +47,15 @@ pub fn handler(op: &str) -> Option<Handler> {
         .or_else(|| detect::lookup(op))
 }
 
+/// The handler for op `op` of operator-set `domain` (`""` and `ai.onnx` are the default one).
+pub fn handler_in(domain: &str, op: &str) -> Option<Handler> {
+    match domain {
+        "" | "ai.onnx" => handler(op),
+        "ai.onnx.preview.training" => training::lookup(op),
+        _ => None,
+    }
+}
+
 /// A family's table: op type → handler.
 type Lookup = fn(&str) -> Option<Handler>;
 
@@ -54,7 +64,7 @@ pub fn family(op: &str) -> Option<&'static str> {
     if super::control::is_control(op) {
         return Some("control");
     }
-    let table: [(&str, Lookup); 14] = [
+    let table: [(&str, Lookup); 15] = [
         ("loss", loss::lookup),
         ("elementwise", elementwise::lookup),
         ("activation", activation::lookup),
@@ -69,6 +79,7 @@ pub fn family(op: &str) -> Option<&'static str> {
         ("grid", grid::lookup),
         ("signal", signal::lookup),
         ("host", detect::lookup),
+        ("training", training::lookup),
     ];
     table
         .iter()
