@@ -361,13 +361,35 @@ fn normalize(x: &Tensor, axes: &[isize], eps: f64) -> Result<Tensor> {
 
 fn batch_norm(n: &Node) -> Result<Vec<Tensor>> {
     let x = n.input(0)?;
-    if n.int("training_mode", 0) != 0 {
-        return Err(bad("BatchNormalization", "training mode is not supported"));
-    }
     let [scale, b, mean, var] = [1, 2, 3, 4].map(|i| n.input(i));
     let eps = n.float("epsilon", 1e-5) as f64;
+    if n.int("training_mode", 0) != 0 {
+        return batch_norm_training(n, x, scale?, b?, (mean?, var?), eps);
+    }
     let invstd = var?.try_add(eps)?.rsqrt();
     one(x.try_batchnorm(Some(scale?), Some(b?), mean?, &invstd, &[1])?)
+}
+
+/// Training mode: normalizes with the batch's own statistics (biased variance) and returns the
+/// running statistics blended with them by `momentum`.
+fn batch_norm_training(
+    n: &Node,
+    x: &Tensor,
+    scale: &Tensor,
+    b: &Tensor,
+    (mean, var): (&Tensor, &Tensor),
+    eps: f64,
+) -> Result<Vec<Tensor>> {
+    let axes: Vec<isize> = (0..x.ndim() as isize).filter(|&a| a != 1).collect();
+    let m = x.try_mean(&axes, false)?;
+    let d = x.try_sub(&per_channel(&m, x.ndim())?)?;
+    let v = d.try_mul(&d)?.try_mean(&axes, false)?;
+    let y = x.try_batchnorm(Some(scale), Some(b), &m, &v.try_add(eps)?.rsqrt(), &[1])?;
+    let mom = f64::from(n.float("momentum", 0.9));
+    let blend = |run: &Tensor, now: &Tensor| -> Result<Tensor> {
+        run.try_mul(mom)?.try_add(now.try_mul(1.0 - mom)?)
+    };
+    Ok(vec![y, blend(mean, &m)?, blend(var, &v)?])
 }
 
 fn instance_norm(n: &Node) -> Result<Vec<Tensor>> {
