@@ -20,6 +20,7 @@ pub fn lookup(op: &str) -> Option<Handler> {
         "ConvTranspose" => conv_transpose,
         "CausalConvWithState" => causal_conv,
         "MaxPool" => |n| pool(n, Pool::Max),
+        "MaxUnpool" => max_unpool,
         "AveragePool" => |n| pool(n, Pool::Avg),
         "LpPool" => |n| pool(n, Pool::Lp(n.int("p", 2) as f64)),
         "GlobalAveragePool" => |n| global(n, Pool::Avg),
@@ -303,9 +304,6 @@ enum Pool {
 fn pool(n: &Node, kind: Pool) -> Result<Vec<Tensor>> {
     let x = n.input(0)?;
     let xs = x.shape();
-    if n.proto.output.len() > 1 && !n.proto.output[1].is_empty() {
-        return Err(bad(n.op(), "the Indices output is not supported"));
-    }
     let k = xs.len().saturating_sub(2);
     let kernel = list(n, "kernel_shape", k, 0)?;
     let win = Window::read(n, kernel, &xs[2..])?;
@@ -317,12 +315,70 @@ fn pool(n: &Node, kind: Pool) -> Result<Vec<Tensor>> {
         .padding(per_side(n.op(), &win.pads)?)
         .ceil_mode(ceil)
         .count_include_pad(n.int("count_include_pad", 0) != 0);
+    let wants_indices = n.proto.output.get(1).is_some_and(|o| !o.is_empty());
+    if wants_indices && matches!(kind, Pool::Max) {
+        let (y, idx) = x.try_max_pool2d_with_indices(&opts)?;
+        return Ok(vec![y, onnx_indices(n, &idx, &xs)?]);
+    }
     let y = match kind {
         Pool::Max => x.try_max_pool2d(&opts)?,
         Pool::Avg => x.try_avg_pool2d(&opts)?.cast(x.dtype()),
         Pool::Lp(e) => lp_pool(x, &win, &out, e)?,
     };
     one(y)
+}
+
+/// Per-plane flat indices (row-major) as ONNX's: i64 over the whole input tensor, and
+/// column-major within the plane for `storage_order` 1 (2-D).
+fn onnx_indices(n: &Node, idx: &Tensor, xs: &[usize]) -> Result<Tensor> {
+    let mut idx = idx.cast(picograd_core::DType::I64);
+    if n.int("storage_order", 0) != 0 && xs.len() == 4 {
+        let (h, w) = (xs[2] as i64, xs[3] as i64);
+        let (row, col) = (idx.try_div(w)?, idx.try_rem(w)?);
+        idx = col.try_mul(h)?.try_add(&row)?;
+    }
+    let plane: usize = xs[2..].iter().product();
+    let planes = xs[0] * xs[1];
+    let mut shape = vec![xs[0] as isize, xs[1] as isize];
+    shape.extend(vec![1isize; xs.len() - 2]);
+    let base = Tensor::arange(
+        0.0,
+        (planes * plane) as f64,
+        plane as f64,
+        picograd_core::DType::I64,
+    )
+    .try_reshape(&shape)?;
+    idx.try_add(&base)
+}
+
+/// MaxUnpool with the shared op: ONNX's whole-tensor indices made per-plane, the values placed
+/// in the size the pooling implies, then zero-padded at the end up to `output_shape`.
+fn max_unpool(n: &Node) -> Result<Vec<Tensor>> {
+    let (x, idx) = (n.input(0)?, n.input(1)?);
+    let xs = x.shape();
+    let k = xs.len().saturating_sub(2);
+    let kernel = list(n, "kernel_shape", k, 0)?;
+    let win = Window::read(n, kernel, &xs[2..])?;
+    let opts = PoolOpts::new(&win.kernel)
+        .stride(&win.strides)
+        .padding(per_side(n.op(), &win.pads)?);
+    let sizes: Vec<usize> = (0..k)
+        .map(|i| {
+            let full = (xs[2 + i] - 1) * win.strides[i] + win.kernel[i];
+            full.saturating_sub((win.pads[i].0 + win.pads[i].1) as usize)
+        })
+        .collect();
+    let local = idx.try_rem(sizes.iter().product::<usize>() as i64)?;
+    let y = x.try_max_unpool2d(&local, &opts, Some(&sizes))?;
+    let Some(out) = n.ints_input(2)? else {
+        return one(y);
+    };
+    let mut pads = vec![(0usize, 0usize); 2];
+    for (i, &have) in sizes.iter().enumerate() {
+        let want = out.get(2 + i).copied().unwrap_or(have as i64).max(0) as usize;
+        pads.push((0, want.saturating_sub(have)));
+    }
+    one(y.try_pad(&pads)?)
 }
 
 /// `(Σ |x|^p)^(1/p)` over each window of the zero-padded input (shared sliding windows).
