@@ -21,6 +21,7 @@ pub fn lookup(op: &str) -> Option<Handler> {
         "CausalConvWithState" => causal_conv,
         "MaxPool" => |n| pool(n, Pool::Max),
         "MaxUnpool" => max_unpool,
+        "Col2Im" => col2im,
         "AveragePool" => |n| pool(n, Pool::Avg),
         "LpPool" => |n| pool(n, Pool::Lp(n.int("p", 2) as f64)),
         "GlobalAveragePool" => |n| global(n, Pool::Avg),
@@ -562,4 +563,96 @@ fn lrn(n: &Node) -> Result<Vec<Tensor>> {
         .try_add(bias)?
         .try_pow(beta)?;
     one(x.try_div(&den)?)
+}
+
+/// Places `t`'s spatial axes (from axis 2) at `offset + o·stride` inside zeros of `size`.
+fn scatter_strided(
+    t: &Tensor,
+    offset: &[usize],
+    stride: &[usize],
+    size: &[usize],
+) -> Result<Tensor> {
+    let mut y = t.clone();
+    for (i, &s) in stride.iter().enumerate() {
+        let a = 2 + i;
+        let sh = y.shape();
+        let o = sh[a];
+        let mut split = sh.clone();
+        split.insert(a + 1, 1);
+        let mut pads = vec![(0usize, 0usize); split.len()];
+        pads[a + 1] = (0, s - 1);
+        let mut flat = sh.clone();
+        flat[a] = o * s;
+        let z = y
+            .try_reshape(&isz(&split))?
+            .try_pad(&pads)?
+            .try_reshape(&isz(&flat))?;
+        let used = (o - 1) * s + 1;
+        let mut keep: Vec<(usize, usize)> = flat.iter().map(|&d| (0, d)).collect();
+        keep[a] = (0, used);
+        let mut place = vec![(0usize, 0usize); flat.len()];
+        place[a] = (offset[i], size[i] - offset[i] - used);
+        y = z.try_shrink(&keep)?.try_pad(&place)?;
+    }
+    Ok(y)
+}
+
+/// Col2Im: sums each kernel tap's column block back into the (padded) image, then crops.
+fn col2im(n: &Node) -> Result<Vec<Tensor>> {
+    let x = n.input(0)?;
+    let image: Vec<usize> = n
+        .ints_input(1)?
+        .unwrap_or_default()
+        .iter()
+        .map(|&d| d.max(0) as usize)
+        .collect();
+    let block: Vec<usize> = n
+        .ints_input(2)?
+        .unwrap_or_default()
+        .iter()
+        .map(|&d| d.max(1) as usize)
+        .collect();
+    let k = image.len();
+    let xs = x.shape();
+    let taps: usize = block.iter().product();
+    if xs.len() != 3 || block.len() != k || k == 0 || xs[1] % taps != 0 {
+        return Err(bad(
+            n.op(),
+            format!("input {xs:?}, image {image:?}, block {block:?}"),
+        ));
+    }
+    let strides = list(n, "strides", k, 1)?;
+    let dil = list(n, "dilations", k, 1)?;
+    let p = n.ints("pads").unwrap_or_else(|| vec![0; 2 * k]);
+    let padded: Vec<usize> = (0..k)
+        .map(|i| (image[i] as i64 + p[i] + p[i + k]) as usize)
+        .collect();
+    let blocks: Vec<usize> = (0..k)
+        .map(|i| (padded[i] - (dil[i] * (block[i] - 1) + 1)) / strides[i] + 1)
+        .collect();
+    let c = xs[1] / taps;
+    let mut cols = vec![xs[0], c, taps];
+    cols.extend(&blocks);
+    let x = x.try_reshape(&isz(&cols))?;
+    let mut sum: Option<Tensor> = None;
+    for j in 0..taps {
+        let mut keep: Vec<(usize, usize)> = cols.iter().map(|&d| (0, d)).collect();
+        keep[2] = (j, j + 1);
+        let part = x.try_shrink(&keep)?.try_squeeze(Some(2))?;
+        let mut rest = j;
+        let mut offset = vec![0; k];
+        for i in (0..k).rev() {
+            offset[i] = (rest % block[i]) * dil[i];
+            rest /= block[i];
+        }
+        let placed = scatter_strided(&part, &offset, &strides, &padded)?;
+        sum = Some(match sum {
+            Some(s) => s.try_add(&placed)?,
+            None => placed,
+        });
+    }
+    let y = sum.ok_or_else(|| bad(n.op(), "an empty block"))?;
+    let mut crop = vec![(0, xs[0]), (0, c)];
+    crop.extend((0..k).map(|i| (p[i] as usize, p[i] as usize + image[i])));
+    one(y.try_shrink(&crop)?)
 }
