@@ -23,6 +23,7 @@ pub fn lookup(op: &str) -> Option<Handler> {
         "BlackmanWindow" => |n| window(n, &[0.42, 0.5, 0.08]),
         "Resize" | "Upsample" => super::resize::resize,
         "BitCast" => bit_cast,
+        "Det" => det,
         _ => return None,
     })
 }
@@ -73,6 +74,50 @@ fn strides(shape: &[usize]) -> Vec<usize> {
         s[i] = s[i + 1] * shape[i + 1];
     }
     s
+}
+
+/// Determinants of the trailing square matrices, by Gaussian elimination with partial pivoting
+/// in f64.
+fn det(n: &Node) -> Result<Vec<Tensor>> {
+    let x = n.input(0)?;
+    let s = x.shape();
+    let k = s.len();
+    if k < 2 || s[k - 1] != s[k - 2] {
+        return Err(bad(
+            "Det",
+            format!("input {s:?} is not a stack of square matrices"),
+        ));
+    }
+    let m = s[k - 1];
+    let vals = x.to_f64_vec()?;
+    let dets: Vec<f64> = vals.chunks(m * m).map(|a| lu_det(a.to_vec(), m)).collect();
+    one(Tensor::try_from_f64s(&dets, &s[..k - 2], x.dtype())?)
+}
+
+fn lu_det(mut a: Vec<f64>, m: usize) -> f64 {
+    let mut d = 1.0;
+    for c in 0..m {
+        let p = (c..m)
+            .max_by(|&i, &j| a[i * m + c].abs().total_cmp(&a[j * m + c].abs()))
+            .unwrap_or(c);
+        if a[p * m + c] == 0.0 {
+            return 0.0;
+        }
+        if p != c {
+            for j in 0..m {
+                a.swap(p * m + j, c * m + j);
+            }
+            d = -d;
+        }
+        d *= a[c * m + c];
+        for r in c + 1..m {
+            let f = a[r * m + c] / a[c * m + c];
+            for j in c..m {
+                a[r * m + j] -= f * a[c * m + j];
+            }
+        }
+    }
+    d
 }
 
 /// Reinterprets the element bytes as another type of the same width.
