@@ -1,5 +1,6 @@
 //! Control flow: If, Loop and Scan (opset ≥ 9) evaluate their subgraph attributes with the
-//! enclosing scope visible. Conditions and trip counts are read on the host, so a model using
+//! enclosing scope visible; so does FlexAttention (`ai.onnx.preview`), whose `score_mod` and
+//! `prob_mod` graphs rewrite the scores and the probabilities. Conditions and trip counts are read on the host, so a model using
 //! them runs eagerly at those points; loop bodies are unrolled into the lazy graph.
 //!
 //! Invariant: a subgraph sees every value of the scope it is nested in, plus its own
@@ -8,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use picograd_core::{Error, Result, Tensor};
+use picograd_core::{DType, Error, Result, Tensor};
 
 use super::model::Model;
 use super::node::{bad, Node};
@@ -18,6 +19,15 @@ use super::values::{tensor_from_proto, to_f64s, to_i64s};
 /// Is `op` a control-flow operator evaluated here?
 pub fn is_control(op: &str) -> bool {
     matches!(op, "If" | "Loop" | "Scan")
+}
+
+/// Is `op` of operator set `domain` evaluated here (it runs subgraphs)?
+pub fn runs_subgraphs(domain: &str, op: &str) -> bool {
+    match domain {
+        "" | "ai.onnx" => is_control(op),
+        "ai.onnx.preview" => op == "FlexAttention",
+        _ => false,
+    }
 }
 
 /// The scope a node runs in: value name → tensor.
@@ -48,6 +58,7 @@ pub fn eval<'a>(
             run_graph(model, branch, env, &[])
         }
         "Loop" => run_loop(model, graph("body")?, n, env),
+        "FlexAttention" => flex_attention(model, node, n, env),
         _ => run_scan(model, graph("body")?, n, env),
     }
 }
@@ -241,4 +252,55 @@ fn first_axis(shape: &[usize], at: usize) -> Vec<(usize, usize)> {
     let mut keep: Vec<(usize, usize)> = shape.iter().map(|&d| (0, d)).collect();
     keep[0] = (at, at + 1);
     keep
+}
+
+/// `softmax(mod(q·kᵀ·scale))·v` with the optional score and probability graphs, computed in f32
+/// for half-precision inputs (or `softmax_precision`).
+fn flex_attention<'a>(
+    model: &Model,
+    node: &'a NodeProto,
+    n: &Node,
+    env: &Env<'a>,
+) -> Result<Vec<Tensor>> {
+    let (q, k, v) = (n.input(0)?, n.input(1)?, n.input(2)?);
+    if q.ndim() != 4 || k.ndim() != 4 || v.ndim() != 4 {
+        return Err(bad("FlexAttention", "Q, K and V must be 4-D"));
+    }
+    let (hq, hk) = (q.shape()[1], k.shape()[1]);
+    if hk == 0 || hq % hk != 0 {
+        return Err(bad(
+            "FlexAttention",
+            format!("{hq} query heads, {hk} key heads"),
+        ));
+    }
+    let k = super::ops::repeat_heads(k, hq / hk)?;
+    let v = super::ops::repeat_heads(v, hq / hk)?;
+    let scale = match n.has("scale") {
+        true => n.float("scale", 1.0),
+        false => 1.0 / (q.shape()[3] as f32).sqrt(),
+    };
+    let s = f64::from(scale.sqrt());
+    let scores = q
+        .try_mul(s)?
+        .try_matmul(&k.try_mul(s)?.try_transpose(-1, -2)?)?;
+    let compute = match n.int("softmax_precision", 0) {
+        0 if matches!(q.dtype(), DType::F16 | DType::BF16) => DType::F32,
+        0 => q.dtype(),
+        code => super::values::dtype_of(code as i32)
+            .ok_or_else(|| bad("FlexAttention", format!("softmax_precision {code}")))?,
+    };
+    let apply = |name: &str, t: Tensor| -> Result<Tensor> {
+        match node
+            .attribute
+            .iter()
+            .find(|a| a.name == name)
+            .and_then(|a| a.g.as_ref())
+        {
+            Some(g) => Ok(run_graph(model, g, env, &[t])?.remove(0).cast(compute)),
+            None => Ok(t),
+        }
+    };
+    let scores = apply("score_mod", scores.cast(compute))?;
+    let probs = apply("prob_mod", scores.try_softmax(-1)?)?;
+    Ok(vec![probs.try_matmul(&v.cast(compute))?.cast(v.dtype())])
 }

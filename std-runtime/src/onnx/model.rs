@@ -211,8 +211,7 @@ impl Model {
             .iter()
             .map(|&i| (i, &self.graph.node[i]))
             .filter(|(_, n)| {
-                let control =
-                    is_default_domain(&n.domain) && super::control::is_control(&n.op_type);
+                let control = super::control::runs_subgraphs(&n.domain, &n.op_type);
                 super::ops::handler_in(&n.domain, &n.op_type).is_none() && !control
             })
             .map(|(i, n)| UnsupportedOp {
@@ -360,7 +359,7 @@ impl Model {
             inputs,
             opset: self.opset,
         };
-        let outs = if super::control::is_control(&node.op_type) && is_default_domain(&node.domain) {
+        let outs = if super::control::runs_subgraphs(&node.domain, &node.op_type) {
             super::control::eval(self, node, &ctx, env)?
         } else {
             let handler = super::ops::handler_in(&node.domain, &node.op_type)

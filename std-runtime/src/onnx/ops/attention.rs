@@ -134,7 +134,7 @@ fn repeat_kv(n: &Node, x: &Qkv) -> Result<(Tensor, Tensor)> {
 }
 
 /// `[b, h, s, d]` → `[b, h·rep, s, d]`, each head repeated `rep` times in place.
-fn repeat_heads(t: &Tensor, rep: usize) -> Result<Tensor> {
+pub(crate) fn repeat_heads(t: &Tensor, rep: usize) -> Result<Tensor> {
     if rep == 1 {
         return Ok(t.clone());
     }

@@ -64,6 +64,9 @@ pub fn family(op: &str) -> Option<&'static str> {
     if super::control::is_control(op) {
         return Some("control");
     }
+    if op == "FlexAttention" {
+        return Some("attention");
+    }
     let table: [(&str, Lookup); 15] = [
         ("loss", loss::lookup),
         ("elementwise", elementwise::lookup),
@@ -86,6 +89,8 @@ pub fn family(op: &str) -> Option<&'static str> {
         .find(|(_, f)| f(op).is_some())
         .map(|(name, _)| *name)
 }
+
+pub(crate) use attention::repeat_heads;
 
 /// One output.
 fn one(t: Tensor) -> Result<Vec<Tensor>> {
