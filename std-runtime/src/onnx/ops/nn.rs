@@ -152,20 +152,22 @@ fn pad_spatial(x: &Tensor, pads: &[(i64, i64)], extra: &[i64], value: f64) -> Re
 }
 
 fn conv(n: &Node) -> Result<Vec<Tensor>> {
-    let x = n.input(0)?;
-    let w = n.input(1)?;
-    let ws = w.shape();
-    let xs = x.shape();
+    let (x, w) = (n.input(0)?, n.input(1)?);
+    one(x.try_conv2d(w, n.opt(2), &conv_opts(n, x, w)?)?)
+}
+
+/// The shared conv's options for a Conv-like node with input `x` and weight `w`.
+pub(super) fn conv_opts(n: &Node, x: &Tensor, w: &Tensor) -> Result<ConvOpts> {
+    let (xs, ws) = (x.shape(), w.shape());
     if xs.len() < 3 || ws.len() != xs.len() {
-        return Err(bad("Conv", format!("input {xs:?} and weight {ws:?}")));
+        return Err(bad(n.op(), format!("input {xs:?} and weight {ws:?}")));
     }
     let win = Window::read(n, ws[2..].to_vec(), &xs[2..])?;
-    let opts = ConvOpts::default()
+    Ok(ConvOpts::default()
         .groups(n.int("group", 1).max(1) as usize)
         .stride(&win.strides)
         .dilation(&win.dilations)
-        .padding(per_side(n.op(), &win.pads)?);
-    one(x.try_conv2d(w, n.opt(2), &opts)?)
+        .padding(per_side(n.op(), &win.pads)?))
 }
 
 /// A depthwise causal 1-D conv: the carried state (or zeros) goes before the input, the

@@ -36,6 +36,8 @@ pub fn lookup(op: &str) -> Option<Handler> {
         "Trilu" => trilu,
         "OneHot" => one_hot,
         "CenterCropPad" => center_crop_pad,
+        "OptionalHasElement" => |n| one(Tensor::from_slice(&[n.opt(0).is_some()], &[])),
+        "OptionalGetElement" => |n| one(n.input(0)?.clone()),
         "ReverseSequence" => reverse_sequence,
         "TensorScatter" => tensor_scatter,
         _ => return None,
