@@ -370,15 +370,52 @@ fn gate(g: &Tensor, h: usize) -> Result<Tensor> {
     Ok(t.cast(DType::F32))
 }
 
+/// The linear-attention inputs in `[b, heads, t, d]` f32 form, with the optional gates.
+struct Linear {
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    decay: Option<Tensor>,
+    beta: Option<Tensor>,
+}
+
+impl Linear {
+    fn read(n: &Node, qh: usize, kvh: usize) -> Result<Linear> {
+        let (gating, delta) = match n.string("update_rule", "gated_delta").as_str() {
+            "linear" => (false, false),
+            "gated" => (true, false),
+            "delta" => (false, true),
+            "gated_delta" => (true, true),
+            r => return Err(bad(n.op(), format!("update_rule '{r}'"))),
+        };
+        let f32 =
+            |i: usize, h: usize| -> Result<Tensor> { Ok(heads(n.input(i)?, h)?.cast(DType::F32)) };
+        let opt_gate = |on: bool, i: usize| on.then(|| gate(n.input(i)?, kvh)).transpose();
+        Ok(Linear {
+            q: f32(0, qh)?,
+            k: f32(1, kvh)?,
+            v: f32(2, kvh)?,
+            decay: opt_gate(gating, 4)?,
+            beta: opt_gate(delta, 5)?,
+        })
+    }
+
+    /// The state after step `i`: decayed, then updated by `kᵀ·v` (delta-corrected).
+    fn advance(&self, state: Tensor, i: usize) -> Result<Tensor> {
+        let (kt, mut vt) = (step(&self.k, i)?, step(&self.v, i)?);
+        let mut state = state;
+        if let Some(g) = &self.decay {
+            state = state.try_mul(step(g, i)?.exp().try_transpose(-1, -2)?)?;
+        }
+        if let Some(be) = &self.beta {
+            let got = kt.try_matmul(&state)?;
+            vt = step(be, i)?.try_mul(vt.try_sub(&got)?)?;
+        }
+        state.try_add(kt.try_transpose(-1, -2)?.try_matmul(&vt)?)
+    }
+}
+
 fn linear_attention(n: &Node) -> Result<Vec<Tensor>> {
-    let rule = n.string("update_rule", "gated_delta");
-    let (gating, delta) = match rule.as_str() {
-        "linear" => (false, false),
-        "gated" => (true, false),
-        "delta" => (false, true),
-        "gated_delta" => (true, true),
-        r => return Err(bad(n.op(), format!("update_rule '{r}'"))),
-    };
     let (qh, kvh) = (n.int("q_num_heads", 0), n.int("kv_num_heads", 0));
     if qh <= 0 || kvh <= 0 || qh % kvh != 0 {
         return Err(bad(
@@ -387,23 +424,15 @@ fn linear_attention(n: &Node) -> Result<Vec<Tensor>> {
         ));
     }
     let (qh, kvh) = (qh as usize, kvh as usize);
-    let f32 = |t: Tensor| t.cast(DType::F32);
-    let q = f32(heads(n.input(0)?, qh)?);
-    let k = f32(heads(n.input(1)?, kvh)?);
-    let v = f32(heads(n.input(2)?, kvh)?);
-    let decay = if gating {
-        Some(gate(n.input(4)?, kvh)?)
-    } else {
-        None
-    };
-    let beta = if delta {
-        Some(gate(n.input(5)?, kvh)?)
-    } else {
-        None
-    };
-    let (b, t, dk, dv) = (q.shape()[0], q.shape()[2], q.shape()[3], v.shape()[3]);
+    let x = Linear::read(n, qh, kvh)?;
+    let (b, t, dk, dv) = (
+        x.q.shape()[0],
+        x.q.shape()[2],
+        x.q.shape()[3],
+        x.v.shape()[3],
+    );
     let mut state = match n.opt(3) {
-        Some(s) => f32(s.clone()),
+        Some(s) => s.cast(DType::F32),
         None => Tensor::zeros(&[b, kvh, dk, dv], DType::F32),
     };
     let scale = match n.float("scale", 0.0) {
@@ -412,22 +441,15 @@ fn linear_attention(n: &Node) -> Result<Vec<Tensor>> {
     };
     let mut outs = Vec::with_capacity(t);
     for i in 0..t {
-        let (kt, mut vt) = (step(&k, i)?, step(&v, i)?);
-        if let Some(g) = &decay {
-            state = state.try_mul(step(g, i)?.exp().try_transpose(-1, -2)?)?;
-        }
-        if let Some(be) = &beta {
-            let got = kt.try_matmul(&state)?;
-            vt = step(be, i)?.try_mul(vt.try_sub(&got)?)?;
-        }
-        state = state.try_add(kt.try_transpose(-1, -2)?.try_matmul(&vt)?)?;
+        state = x.advance(state, i)?;
         let read = repeat_heads(&state, qh / kvh)?;
-        outs.push(step(&q, i)?.try_matmul(&read)?.try_mul(scale)?);
+        outs.push(step(&x.q, i)?.try_matmul(&read)?.try_mul(scale)?);
     }
     let refs: Vec<&Tensor> = outs.iter().collect();
     let y = Tensor::try_cat(&refs, 2)?
         .try_permute(&[0, 2, 1, 3])?
         .try_reshape(&[b as isize, t as isize, (qh * dv) as isize])?;
-    let state_dtype = n.opt(3).map_or(n.input(0)?.dtype(), Tensor::dtype);
-    Ok(vec![y.cast(n.input(0)?.dtype()), state.cast(state_dtype)])
+    let dtype = n.input(0)?.dtype();
+    let state_dtype = n.opt(3).map_or(dtype, Tensor::dtype);
+    Ok(vec![y.cast(dtype), state.cast(state_dtype)])
 }

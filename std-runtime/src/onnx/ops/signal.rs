@@ -111,8 +111,8 @@ fn fit(t: &Tensor, n: usize) -> Result<Tensor> {
     t.try_pad(&pads)
 }
 
-fn dft(n: &Node) -> Result<Vec<Tensor>> {
-    let x = n.input(0)?;
+/// The DFT's signal axis (an input from opset 20, an attribute before), checked.
+fn dft_axis(n: &Node, x: &Tensor) -> Result<usize> {
     let r = x.ndim();
     if r < 2 || !matches!(x.shape()[r - 1], 1 | 2) {
         return Err(bad(
@@ -131,51 +131,52 @@ fn dft(n: &Node) -> Result<Vec<Tensor>> {
     if axis == r - 1 {
         return Err(bad("DFT", "the axis cannot be the real/imaginary axis"));
     }
+    Ok(axis)
+}
+
+/// The DFT's transform for a signal of `have` samples.
+fn dft_plan(n: &Node, have: usize) -> Result<Plan> {
     let (inverse, onesided) = (n.int("inverse", 0) != 0, n.int("onesided", 0) != 0);
-    let have = x.shape()[axis];
     let len = match n.ints_input(1)?.and_then(|v| v.first().copied()) {
         Some(l) if l > 0 => l as usize,
         Some(l) => return Err(bad("DFT", format!("dft_length {l}"))),
         None if inverse && onesided => 2 * have.saturating_sub(1),
         None => have,
     };
-    let plan = Plan {
+    let half = len / 2 + 1;
+    Ok(Plan {
         inverse,
         onesided,
-        inputs: if inverse && onesided {
-            len / 2 + 1
-        } else {
-            len
-        },
-        outputs: if onesided && !inverse {
-            len / 2 + 1
-        } else {
-            len
-        },
+        inputs: if inverse && onesided { half } else { len },
+        outputs: if onesided && !inverse { half } else { len },
         len,
-    };
-    let (re, im) = parts(x, axis)?;
-    let (re, im) = (
-        fit(&re, plan.inputs)?,
-        im.map(|t| fit(&t, plan.inputs)).transpose()?,
-    );
-    let (out_re, out_im) = plan.apply(&re, im.as_ref(), x.dtype())?;
-    let back = |t: Tensor| -> Result<Tensor> {
-        let k = r - 1;
-        let mut order = vec![0; k];
-        let perm: Vec<usize> = (0..k).filter(|&i| i != axis).chain([axis]).collect();
-        for (p, &q) in perm.iter().enumerate() {
-            order[q] = p;
-        }
-        t.try_permute(&order)?.try_unsqueeze(-1)
-    };
-    if inverse && onesided {
-        return Ok(vec![back(out_re)?]);
+    })
+}
+
+/// Moves the last axis of `t` (rank `k`) back to `axis` and appends a unit axis.
+fn restore(t: &Tensor, axis: usize) -> Result<Tensor> {
+    let k = t.ndim();
+    let perm: Vec<usize> = (0..k).filter(|&i| i != axis).chain([axis]).collect();
+    let mut order = vec![0; k];
+    for (p, &q) in perm.iter().enumerate() {
+        order[q] = p;
     }
-    Ok(vec![Tensor::try_cat(
-        &[&back(out_re)?, &back(out_im)?],
-        -1,
-    )?])
+    t.try_permute(&order)?.try_unsqueeze(-1)
+}
+
+fn dft(n: &Node) -> Result<Vec<Tensor>> {
+    let x = n.input(0)?;
+    let axis = dft_axis(n, x)?;
+    let plan = dft_plan(n, x.shape()[axis])?;
+    let (re, im) = parts(x, axis)?;
+    let re = fit(&re, plan.inputs)?;
+    let im = im.map(|t| fit(&t, plan.inputs)).transpose()?;
+    let (out_re, out_im) = plan.apply(&re, im.as_ref(), x.dtype())?;
+    if plan.inverse && plan.onesided {
+        return Ok(vec![restore(&out_re, axis)?]);
+    }
+    let both = [&restore(&out_re, axis)?, &restore(&out_im, axis)?];
+    Ok(vec![Tensor::try_cat(&both, -1)?])
 }
 
 /// The frames `[B, F, L]` of a `[B, N]` signal part, `step` apart.
