@@ -599,62 +599,96 @@ fn scatter_strided(
     Ok(y)
 }
 
+/// Col2Im geometry: image and block sizes, strides, dilations, pads (`[begin.., end..]`).
+struct Fold {
+    image: Vec<usize>,
+    block: Vec<usize>,
+    strides: Vec<usize>,
+    dil: Vec<usize>,
+    pads: Vec<i64>,
+}
+
+impl Fold {
+    fn read(n: &Node) -> Result<Fold> {
+        let sizes = |i: usize, min: i64| -> Result<Vec<usize>> {
+            let v = n.ints_input(i)?.unwrap_or_default();
+            Ok(v.iter().map(|&d| d.max(min) as usize).collect())
+        };
+        let (image, block) = (sizes(1, 0)?, sizes(2, 1)?);
+        let k = image.len();
+        if block.len() != k || k == 0 {
+            return Err(bad(n.op(), format!("image {image:?} and block {block:?}")));
+        }
+        Ok(Fold {
+            strides: list(n, "strides", k, 1)?,
+            dil: list(n, "dilations", k, 1)?,
+            pads: n.ints("pads").unwrap_or_else(|| vec![0; 2 * k]),
+            image,
+            block,
+        })
+    }
+
+    /// The padded image size per axis.
+    fn padded(&self) -> Vec<usize> {
+        let k = self.image.len();
+        (0..k)
+            .map(|i| (self.image[i] as i64 + self.pads[i] + self.pads[i + k]) as usize)
+            .collect()
+    }
+
+    /// Sliding blocks per axis.
+    fn blocks(&self) -> Vec<usize> {
+        let span = |i: usize| self.dil[i] * (self.block[i] - 1) + 1;
+        let p = self.padded();
+        (0..p.len())
+            .map(|i| (p[i] - span(i)) / self.strides[i] + 1)
+            .collect()
+    }
+
+    /// Where kernel tap `j` (row-major over the block) starts, per axis.
+    fn tap_offset(&self, j: usize) -> Vec<usize> {
+        let mut rest = j;
+        let mut offset = vec![0; self.block.len()];
+        for i in (0..self.block.len()).rev() {
+            offset[i] = (rest % self.block[i]) * self.dil[i];
+            rest /= self.block[i];
+        }
+        offset
+    }
+}
+
 /// Col2Im: sums each kernel tap's column block back into the (padded) image, then crops.
 fn col2im(n: &Node) -> Result<Vec<Tensor>> {
     let x = n.input(0)?;
-    let image: Vec<usize> = n
-        .ints_input(1)?
-        .unwrap_or_default()
-        .iter()
-        .map(|&d| d.max(0) as usize)
-        .collect();
-    let block: Vec<usize> = n
-        .ints_input(2)?
-        .unwrap_or_default()
-        .iter()
-        .map(|&d| d.max(1) as usize)
-        .collect();
-    let k = image.len();
+    let f = Fold::read(n)?;
     let xs = x.shape();
-    let taps: usize = block.iter().product();
-    if xs.len() != 3 || block.len() != k || k == 0 || xs[1] % taps != 0 {
+    let taps: usize = f.block.iter().product();
+    if xs.len() != 3 || xs[1] % taps != 0 {
         return Err(bad(
             n.op(),
-            format!("input {xs:?}, image {image:?}, block {block:?}"),
+            format!("input {xs:?} for blocks {:?}", f.block),
         ));
     }
-    let strides = list(n, "strides", k, 1)?;
-    let dil = list(n, "dilations", k, 1)?;
-    let p = n.ints("pads").unwrap_or_else(|| vec![0; 2 * k]);
-    let padded: Vec<usize> = (0..k)
-        .map(|i| (image[i] as i64 + p[i] + p[i + k]) as usize)
-        .collect();
-    let blocks: Vec<usize> = (0..k)
-        .map(|i| (padded[i] - (dil[i] * (block[i] - 1) + 1)) / strides[i] + 1)
-        .collect();
     let c = xs[1] / taps;
     let mut cols = vec![xs[0], c, taps];
-    cols.extend(&blocks);
+    cols.extend(f.blocks());
     let x = x.try_reshape(&isz(&cols))?;
-    let mut sum: Option<Tensor> = None;
+    let padded = f.padded();
+    let mut sum =
+        Tensor::zeros(&[xs[0], c], x.dtype()).try_reshape(&[xs[0] as isize, c as isize])?;
     for j in 0..taps {
         let mut keep: Vec<(usize, usize)> = cols.iter().map(|&d| (0, d)).collect();
         keep[2] = (j, j + 1);
         let part = x.try_shrink(&keep)?.try_squeeze(Some(2))?;
-        let mut rest = j;
-        let mut offset = vec![0; k];
-        for i in (0..k).rev() {
-            offset[i] = (rest % block[i]) * dil[i];
-            rest /= block[i];
-        }
-        let placed = scatter_strided(&part, &offset, &strides, &padded)?;
-        sum = Some(match sum {
-            Some(s) => s.try_add(&placed)?,
-            None => placed,
-        });
+        let placed = scatter_strided(&part, &f.tap_offset(j), &f.strides, &padded)?;
+        sum = if j == 0 {
+            placed
+        } else {
+            sum.try_add(&placed)?
+        };
     }
-    let y = sum.ok_or_else(|| bad(n.op(), "an empty block"))?;
     let mut crop = vec![(0, xs[0]), (0, c)];
-    crop.extend((0..k).map(|i| (p[i] as usize, p[i] as usize + image[i])));
-    one(y.try_shrink(&crop)?)
+    let k = f.image.len();
+    crop.extend((0..k).map(|i| (f.pads[i] as usize, f.pads[i] as usize + f.image[i])));
+    one(sum.try_shrink(&crop)?)
 }
