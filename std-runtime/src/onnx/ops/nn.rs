@@ -674,19 +674,18 @@ fn col2im(n: &Node) -> Result<Vec<Tensor>> {
     cols.extend(f.blocks());
     let x = x.try_reshape(&isz(&cols))?;
     let padded = f.padded();
-    let mut sum =
-        Tensor::zeros(&[xs[0], c], x.dtype()).try_reshape(&[xs[0] as isize, c as isize])?;
+    let mut sum: Option<Tensor> = None;
     for j in 0..taps {
         let mut keep: Vec<(usize, usize)> = cols.iter().map(|&d| (0, d)).collect();
         keep[2] = (j, j + 1);
         let part = x.try_shrink(&keep)?.try_squeeze(Some(2))?;
         let placed = scatter_strided(&part, &f.tap_offset(j), &f.strides, &padded)?;
-        sum = if j == 0 {
-            placed
-        } else {
-            sum.try_add(&placed)?
-        };
+        sum = Some(match sum {
+            Some(s) => s.try_add(&placed)?,
+            None => placed,
+        });
     }
+    let sum = sum.ok_or_else(|| bad(n.op(), "an empty block"))?;
     let mut crop = vec![(0, xs[0]), (0, c)];
     let k = f.image.len();
     crop.extend((0..k).map(|i| (f.pads[i] as usize, f.pads[i] as usize + f.image[i])));
