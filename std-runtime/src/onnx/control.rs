@@ -70,16 +70,29 @@ pub fn run_graph<'a>(
     outer: &Env<'a>,
     args: &[Tensor],
 ) -> Result<Vec<Tensor>> {
+    let mut env = scope(g, outer, args)?;
+    let mut todo: Vec<&NodeProto> = g.node.iter().collect();
+    while !todo.is_empty() {
+        let at = next_ready(g, &todo, &env)?;
+        model.eval_node(todo.remove(at), &mut env)?;
+    }
+    let missing = |o: &str| bad("subgraph", format!("'{}' does not produce '{o}'", g.name));
+    g.output
+        .iter()
+        .map(|o| {
+            env.get(o.name.as_str())
+                .cloned()
+                .ok_or_else(|| missing(&o.name))
+        })
+        .collect()
+}
+
+/// `outer` plus the subgraph's initializers and its inputs bound to `args`.
+fn scope<'a>(g: &'a GraphProto, outer: &Env<'a>, args: &[Tensor]) -> Result<Env<'a>> {
     if args.len() != g.input.len() {
-        return Err(bad(
-            "subgraph",
-            format!(
-                "'{}' takes {} inputs, {} given",
-                g.name,
-                g.input.len(),
-                args.len()
-            ),
-        ));
+        let (want, got) = (g.input.len(), args.len());
+        let msg = format!("'{}' takes {want} inputs, {got} given", g.name);
+        return Err(bad("subgraph", msg));
     }
     let mut env = outer.clone();
     for t in &g.initializer {
@@ -88,39 +101,23 @@ pub fn run_graph<'a>(
     for (v, a) in g.input.iter().zip(args) {
         env.insert(v.name.as_str(), a.clone());
     }
-    let mut todo: Vec<&NodeProto> = g.node.iter().collect();
-    while !todo.is_empty() {
-        let ready = |nd: &&NodeProto| {
-            nd.input
-                .iter()
-                .all(|i| i.is_empty() || env.contains_key(i.as_str()))
-        };
-        let Some(at) = todo.iter().position(ready) else {
-            let missing = todo
-                .iter()
-                .flat_map(|nd| nd.input.iter())
-                .find(|i| !i.is_empty() && !env.contains_key(i.as_str()))
-                .cloned()
-                .unwrap_or_default();
-            return Err(bad(
-                "subgraph",
-                format!("'{}': no value '{missing}' is produced", g.name),
-            ));
-        };
-        let nd = todo.remove(at);
-        model.eval_node(nd, &mut env)?;
+    Ok(env)
+}
+
+/// The first node of `todo` whose inputs all exist in `env`.
+fn next_ready(g: &GraphProto, todo: &[&NodeProto], env: &Env<'_>) -> Result<usize> {
+    let known = |i: &String| i.is_empty() || env.contains_key(i.as_str());
+    if let Some(at) = todo.iter().position(|nd| nd.input.iter().all(known)) {
+        return Ok(at);
     }
-    g.output
+    let missing = todo
         .iter()
-        .map(|o| {
-            env.get(o.name.as_str()).cloned().ok_or_else(|| {
-                bad(
-                    "subgraph",
-                    format!("'{}' does not produce '{}'", g.name, o.name),
-                )
-            })
-        })
-        .collect()
+        .flat_map(|nd| nd.input.iter())
+        .find(|i| !known(i))
+        .cloned()
+        .unwrap_or_default();
+    let msg = format!("'{}': no value '{missing}' is produced", g.name);
+    Err(bad("subgraph", msg))
 }
 
 /// Most iterations a Loop may run (its trip count and condition are data).
@@ -190,9 +187,8 @@ fn run_scan<'a>(
     env: &Env<'a>,
 ) -> Result<Vec<Tensor>> {
     if n.opset < 9 {
-        return Err(Error::Unsupported(
-            "Scan: opset 8 (batched) Scan is not supported".into(),
-        ));
+        let msg = "Scan: opset 8 (batched) Scan is not supported";
+        return Err(Error::Unsupported(msg.into()));
     }
     let m = n.int("num_scan_inputs", 0).max(0) as usize;
     let all: Vec<Tensor> = n.inputs.iter().flatten().cloned().collect();
@@ -200,13 +196,8 @@ fn run_scan<'a>(
         return Err(bad("Scan", format!("{m} scan inputs of {}", all.len())));
     }
     let states_n = all.len() - m;
-    let axes = per_item(n, "scan_input_axes", m, 0);
+    let seqs = scan_first(n, &all[states_n..])?;
     let dirs = per_item(n, "scan_input_directions", m, 0);
-    let seqs: Vec<Tensor> = all[states_n..]
-        .iter()
-        .zip(&axes)
-        .map(|(t, &a)| t.try_transpose(0, norm(a, t.ndim())))
-        .collect::<Result<_>>()?;
     let len = seqs.first().map_or(0, |s| s.shape()[0]);
     let mut states: Vec<Tensor> = all[..states_n].to_vec();
     let mut outs: Vec<Vec<Tensor>> = Vec::new();
@@ -226,17 +217,41 @@ fn run_scan<'a>(
             o.push(t.clone());
         }
     }
+    states.extend(scan_outputs(n, outs)?);
+    Ok(states)
+}
+
+/// Each scan input with its scanned axis (`scan_input_axes`) moved first, the rest in order.
+fn scan_first(n: &Node, seqs: &[Tensor]) -> Result<Vec<Tensor>> {
+    let axes = per_item(n, "scan_input_axes", seqs.len(), 0);
+    seqs.iter()
+        .zip(&axes)
+        .map(|(t, &a)| {
+            let a = norm(a, t.ndim()) as usize;
+            let order: Vec<usize> = [a]
+                .into_iter()
+                .chain((0..t.ndim()).filter(|&i| i != a))
+                .collect();
+            t.try_permute(&order)
+        })
+        .collect()
+}
+
+/// The per-step outputs stacked along `scan_output_axes`, reversed where
+/// `scan_output_directions` says so.
+fn scan_outputs(n: &Node, outs: Vec<Vec<Tensor>>) -> Result<Vec<Tensor>> {
     let k = outs.len();
-    let oaxes = per_item(n, "scan_output_axes", k, 0);
-    let odirs = per_item(n, "scan_output_directions", k, 0);
-    for ((mut o, &a), &d) in outs.into_iter().zip(&oaxes).zip(&odirs) {
+    let axes = per_item(n, "scan_output_axes", k, 0);
+    let dirs = per_item(n, "scan_output_directions", k, 0);
+    let mut stacked = Vec::with_capacity(k);
+    for ((mut o, &a), &d) in outs.into_iter().zip(&axes).zip(&dirs) {
         if d != 0 {
             o.reverse();
         }
         let rank = o.first().map_or(1, |t| t.ndim() + 1);
-        states.push(stack(&o, norm(a, rank))?);
+        stacked.push(stack(&o, norm(a, rank))?);
     }
-    Ok(states)
+    Ok(stacked)
 }
 
 fn norm(a: i64, rank: usize) -> isize {
