@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # picograd's whole test suite: formatting, lints, every test in the workspace, and the no_std core
-# built for two microcontroller targets. Installs what it needs first (scripts/install-deps.sh).
+# built for two microcontroller targets. Installs what it needs first (scripts/install-deps.sh, and
+# scripts/python-env.sh for the ONNX tests, which skip without it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Compiled kernels are cached here unless the caller chose a place (the default needs $HOME).
@@ -20,6 +21,9 @@ step "no_std core for thumbv7em-none-eabihf and riscv32imac-unknown-none-elf"
 cargo build -p picograd-core --no-default-features --target thumbv7em-none-eabihf
 cargo build -p picograd-core --no-default-features --target riscv32imac-unknown-none-elf
 cargo build -p picograd-core --no-default-features --features defmt --target thumbv7em-none-eabihf
+
+step "Python environment for the ONNX tests (.venv: onnx, onnxruntime, numpy)"
+bash scripts/python-env.sh
 
 step "cargo test --workspace"
 mkdir -p target

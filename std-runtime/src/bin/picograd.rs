@@ -1,7 +1,8 @@
 //! The `picograd` command line: `run` an ONNX model on `.npy` inputs, `compile` it for a device
-//! target, `inspect` it. Exit codes: 0 success, 1 the model or its inputs were bad (or a run
-//! failed), 2 usage errors (clap), 3 the model uses operators picograd does not support,
-//! 4 the feature is not available in this build.
+//! target, `inspect` it. Exit codes: 0 success, 1 the model or its inputs were bad (or a run,
+//! export or device build failed), 2 usage errors (clap, or a dynamic input shape `compile` was
+//! not given), 3 the model uses operators picograd does not support, 4 the feature is not
+//! available in this build.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -9,7 +10,8 @@ use std::time::Instant;
 
 use clap::{Parser, Subcommand};
 use picograd_core::{Error, Result};
-use picograd_runtime::onnx::{npy, ops, values::onnx_type_name, Model};
+use picograd_runtime::onnx::{self, npy, ops, values::onnx_type_name, Model};
+use picograd_runtime::target::BuildOptions;
 
 /// picograd: run, compile and inspect ONNX models.
 #[derive(Parser)]
@@ -35,16 +37,28 @@ enum Command {
         #[arg(long)]
         interp: bool,
     },
-    /// Compile a model to standalone C for a device target (export bundle + flash/RAM estimates).
+    /// Compile a model to standalone C for a device target and measure it there.
+    ///
+    /// Captures the forward pass on zero-valued inputs, exports it as freestanding C99
+    /// (`model.h`, `model.c`, `model_weights.c` with `const` weights, `model.json`) into OUT, then
+    /// builds it once for the target with its cross compiler, runs it (natively or under QEMU)
+    /// on zeros and reports flash (text + data of the model's objects), RAM (static arena +
+    /// measured stack) and the instructions one `model_run` executes.
+    #[command(verbatim_doc_comment)]
     Compile {
         /// The ONNX model file.
         model: PathBuf,
-        /// The device target (`cortex-m4`, `riscv32`, `host`).
+        /// The device target: a folder of `targets/` (`cortex-m4`, `cortex-m3`, `riscv32imac`,
+        /// `riscv32imafc`, `host`).
         #[arg(long, default_value = "host")]
         target: String,
         /// The directory to write the bundle to.
         #[arg(long)]
         out: PathBuf,
+        /// The shape of an input with a symbolic axis, `NAME=D0,D1,...` (repeatable); required
+        /// for every such input.
+        #[arg(long = "shape", value_name = "NAME=DIMS")]
+        shapes: Vec<String>,
     },
     /// Show a model's inputs, outputs, operators, parameter count and picograd's support.
     Inspect {
@@ -62,7 +76,12 @@ fn main() -> ExitCode {
             out,
             interp,
         } => run(&model, &inputs, &out, interp),
-        Command::Compile { model, target, out } => compile(&model, &target, &out),
+        Command::Compile {
+            model,
+            target,
+            out,
+            shapes,
+        } => compile(&model, &target, &out, &shapes),
         Command::Inspect { model } => inspect(&model),
     };
     match result {
@@ -71,6 +90,7 @@ fn main() -> ExitCode {
             eprintln!("picograd: error: {e}");
             ExitCode::from(match e {
                 Error::Unsupported(m) if m.starts_with("compile:") => 4,
+                Error::Shape { op: "compile", .. } => 2,
                 Error::Unsupported(_) => 3,
                 _ => 1,
             })
@@ -138,15 +158,25 @@ fn sanitize(name: &str) -> String {
         .collect()
 }
 
-/// Exports a model for a device. The AOT exporter (`core/src/export`, `write_bundle`) is being
-/// built on another branch; this is the single call site to wire to it when it is merged.
-fn compile(path: &Path, target: &str, out: &Path) -> Result<()> {
+/// Exports a model for a device, builds it once and prints what it costs there.
+fn compile(path: &Path, target: &str, out: &Path, shapes: &[String]) -> Result<()> {
+    let shapes = shapes
+        .iter()
+        .map(|s| onnx::compile::parse_shape_arg(s))
+        .collect::<Result<Vec<_>>>()?;
+    picograd_runtime::install();
     let model = load(path)?;
-    model.check_supported()?;
-    let _ = (target, out);
-    Err(Error::Unsupported(
-        "compile: the exporter is not merged yet".into(),
-    ))
+    let opts = onnx::CompileOptions {
+        target: target.to_string(),
+        out: out.to_path_buf(),
+        shapes,
+        build: BuildOptions::default(),
+    };
+    let t = Instant::now();
+    let report = onnx::compile(&model, &opts)?;
+    eprintln!("compiled and measured in {:.2?}", t.elapsed());
+    println!("{report}");
+    Ok(())
 }
 
 fn inspect(path: &Path) -> Result<()> {

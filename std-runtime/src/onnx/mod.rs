@@ -4,6 +4,8 @@
 //! methods through an opset-aware handler in [`ops`]. Bad input — truncated, corrupted or
 //! hostile files — is reported as an [`picograd_core::Error`] naming what and where.
 
+pub mod compile;
+pub mod control;
 pub mod model;
 pub mod node;
 pub mod npy;
@@ -11,4 +13,5 @@ pub mod ops;
 pub mod proto;
 pub mod values;
 
+pub use compile::{compile, CompileOptions, CompileReport};
 pub use model::{Model, UnsupportedOp, ValueSpec};

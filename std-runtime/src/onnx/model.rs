@@ -211,7 +211,8 @@ impl Model {
             .iter()
             .map(|&i| (i, &self.graph.node[i]))
             .filter(|(_, n)| {
-                !is_default_domain(&n.domain) || super::ops::handler(&n.op_type).is_none()
+                let control = super::control::runs_subgraphs(&n.domain, &n.op_type);
+                super::ops::handler_in(&n.domain, &n.op_type).is_none() && !control
             })
             .map(|(i, n)| UnsupportedOp {
                 op: if is_default_domain(&n.domain) {
@@ -334,7 +335,12 @@ impl Model {
         }
     }
 
-    fn eval_node<'a>(&self, node: &'a NodeProto, env: &mut HashMap<&'a str, Tensor>) -> Result<()> {
+    /// Evaluates one node in scope `env` and binds its outputs there.
+    pub(crate) fn eval_node<'a>(
+        &self,
+        node: &'a NodeProto,
+        env: &mut HashMap<&'a str, Tensor>,
+    ) -> Result<()> {
         let inputs = node
             .input
             .iter()
@@ -348,14 +354,18 @@ impl Model {
                     .ok_or_else(|| Error::shape("onnx", format!("input '{name}' has no value")))
             })
             .collect::<Result<Vec<_>>>()?;
-        let handler = super::ops::handler(&node.op_type)
-            .ok_or_else(|| Error::Unsupported(format!("operator {}", node.op_type)))?;
         let ctx = Node {
             proto: node,
             inputs,
             opset: self.opset,
         };
-        let outs = handler(&ctx)?;
+        let outs = if super::control::runs_subgraphs(&node.domain, &node.op_type) {
+            super::control::eval(self, node, &ctx, env)?
+        } else {
+            let handler = super::ops::handler_in(&node.domain, &node.op_type)
+                .ok_or_else(|| Error::Unsupported(format!("operator {}", node.op_type)))?;
+            handler(&ctx)?
+        };
         for (k, name) in node.output.iter().enumerate() {
             if name.is_empty() {
                 continue;
@@ -370,6 +380,18 @@ impl Model {
         }
         Ok(())
     }
+}
+
+/// Every input name of the nodes inside `n`'s subgraph attributes, at any depth.
+fn subgraph_reads(n: &NodeProto) -> Vec<&str> {
+    let mut out = Vec::new();
+    for g in n.attribute.iter().filter_map(|a| a.g.as_ref()) {
+        for sn in &g.node {
+            out.extend(sn.input.iter().map(String::as_str));
+            out.extend(subgraph_reads(sn));
+        }
+    }
+    out
 }
 
 /// Orders the nodes so each comes after the producers of its inputs (Kahn's algorithm).
@@ -393,6 +415,13 @@ fn topo_order(
     let mut users: Vec<Vec<usize>> = vec![Vec::new(); graph.node.len()];
     let mut pending = vec![0usize; graph.node.len()];
     for (i, n) in graph.node.iter().enumerate() {
+        // Values a subgraph of this node reads from the enclosing scope come first too.
+        for name in subgraph_reads(n) {
+            if let Some(&p) = producer.get(name) {
+                users[p].push(i);
+                pending[i] += 1;
+            }
+        }
         for name in n.input.iter().filter(|s| !s.is_empty()) {
             match producer.get(name.as_str()) {
                 Some(&p) => {

@@ -1,6 +1,8 @@
 //! Activation functions and the softmax family: Relu, LeakyRelu, PRelu, Sigmoid, Tanh, Gelu,
 //! HardSwish, HardSigmoid, Elu, Selu, Celu, Softplus, Softsign, Mish, Swish, ThresholdedRelu,
-//! Shrink, Softmax, LogSoftmax, Hardmax (opset < 13: over the flattened trailing axes).
+//! Shrink, Softmax, LogSoftmax, Hardmax (opset < 13: over the flattened trailing axes). Where
+//! picograd's Tensor API has the function (softmax family, elu, selu, celu, softplus, mish,
+//! hard sigmoid/swish, leaky relu) the handler calls it; the rest are composed here.
 
 use picograd_core::{Result, Tensor};
 
@@ -17,28 +19,19 @@ pub fn lookup(op: &str) -> Option<Handler> {
         "PRelu" => prelu,
         "Gelu" => gelu,
         "HardSigmoid" => |n| {
-            one(hard_sigmoid(
-                n.input(0)?,
-                n.float("alpha", 0.2),
-                n.float("beta", 0.5),
-            )?)
+            let (a, b) = (n.float("alpha", 0.2), n.float("beta", 0.5));
+            one(n.input(0)?.hardsigmoid(a.into(), b.into()))
         },
-        "HardSwish" => |n| {
-            let x = n.input(0)?;
-            one(x.try_mul(hard_sigmoid(x, 1.0 / 6.0, 0.5)?)?)
-        },
-        "Elu" => |n| one(elu(n.input(0)?, n.float("alpha", 1.0) as f64)?),
-        "Celu" => celu,
+        "HardSwish" => |n| one(n.input(0)?.hardswish()),
+        "Elu" => |n| one(n.input(0)?.elu(n.float("alpha", 1.0).into())),
+        "Celu" => |n| one(n.input(0)?.celu(n.float("alpha", 1.0).into())),
         "Selu" => selu,
-        "Softplus" => |n| one(softplus(n.input(0)?)?),
+        "Softplus" => |n| one(n.input(0)?.softplus(1.0)),
         "Softsign" => |n| {
             let x = n.input(0)?;
             one(x.try_div(x.abs().try_add(1.0)?)?)
         },
-        "Mish" => |n| {
-            let x = n.input(0)?;
-            one(x.try_mul(softplus(x)?.tanh())?)
-        },
+        "Mish" => |n| one(n.input(0)?.mish()),
         "Swish" => |n| {
             let x = n.input(0)?;
             one(x.try_mul(x.try_mul(n.float("alpha", 1.0) as f64)?.sigmoid())?)
@@ -48,17 +41,20 @@ pub fn lookup(op: &str) -> Option<Handler> {
             one(x.try_gt(n.float("alpha", 1.0) as f64)?.try_where(x, 0.0)?)
         },
         "Shrink" => shrink,
-        "Softmax" => |n| softmax_like(n, softmax),
-        "LogSoftmax" => |n| softmax_like(n, log_softmax),
+        "SwiGLU" => |n| {
+            let (a, b) = (n.input(0)?, n.input(1)?);
+            let gate = a.try_mul(f64::from(n.float("alpha", 1.0)))?.sigmoid();
+            one(a.try_mul(&gate)?.try_mul(b)?)
+        },
+        "Softmax" => |n| softmax_like(n, Tensor::try_softmax),
+        "LogSoftmax" => |n| softmax_like(n, Tensor::try_log_softmax),
         "Hardmax" => |n| softmax_like(n, hardmax),
         _ => return None,
     })
 }
 
 fn leaky_relu(n: &Node) -> Result<Vec<Tensor>> {
-    let x = n.input(0)?;
-    let a = n.float("alpha", 0.01) as f64;
-    one(x.try_lt(0.0)?.try_where(x.try_mul(a)?, x)?)
+    one(n.input(0)?.leaky_relu(n.float("alpha", 0.01).into()))
 }
 
 fn prelu(n: &Node) -> Result<Vec<Tensor>> {
@@ -76,35 +72,14 @@ fn gelu(n: &Node) -> Result<Vec<Tensor>> {
     one(x.try_mul(e.try_add(1.0)?)?.try_mul(0.5)?)
 }
 
-/// `max(0, min(1, alpha·x + beta))`.
-fn hard_sigmoid(x: &Tensor, alpha: f32, beta: f32) -> Result<Tensor> {
-    let y = x.try_mul(alpha as f64)?.try_add(beta as f64)?;
-    y.try_maximum(0.0)?.try_minimum(1.0)
-}
-
-fn elu(x: &Tensor, alpha: f64) -> Result<Tensor> {
-    let neg = x.exp().try_sub(1.0)?.try_mul(alpha)?;
-    x.try_lt(0.0)?.try_where(&neg, x)
-}
-
-fn celu(n: &Node) -> Result<Vec<Tensor>> {
-    let x = n.input(0)?;
-    let a = n.float("alpha", 1.0) as f64;
-    let neg = x.try_div(a)?.exp().try_sub(1.0)?.try_mul(a)?;
-    one(x.try_lt(0.0)?.try_where(&neg, x)?)
-}
-
 fn selu(n: &Node) -> Result<Vec<Tensor>> {
     let x = n.input(0)?;
+    if !n.has("alpha") && !n.has("gamma") {
+        return one(x.selu());
+    }
     let a = n.float("alpha", 1.673_263_2) as f64;
     let g = n.float("gamma", 1.050_701) as f64;
-    one(elu(x, a)?.try_mul(g)?)
-}
-
-/// `ln(1 + eˣ)`, stable for large x: `max(x, 0) + ln(1 + e^(−|x|))`.
-fn softplus(x: &Tensor) -> Result<Tensor> {
-    let t = x.abs().neg().exp().try_add(1.0)?.log();
-    x.try_maximum(0.0)?.try_add(&t)
+    one(x.elu(a).try_mul(g)?)
 }
 
 fn shrink(n: &Node) -> Result<Vec<Tensor>> {
@@ -133,18 +108,6 @@ fn softmax_like(n: &Node, f: fn(&Tensor, isize) -> Result<Tensor>) -> Result<Vec
     let flat = x.try_reshape(&[outer as isize, -1])?;
     let s: Vec<isize> = shape.iter().map(|&d| d as isize).collect();
     one(f(&flat, 1)?.try_reshape(&s)?)
-}
-
-fn softmax(x: &Tensor, axis: isize) -> Result<Tensor> {
-    let m = x.try_max(&[axis], true)?;
-    let e = x.try_sub(&m)?.exp();
-    e.try_div(e.try_sum(&[axis], true)?)
-}
-
-fn log_softmax(x: &Tensor, axis: isize) -> Result<Tensor> {
-    let m = x.try_max(&[axis], true)?;
-    let d = x.try_sub(&m)?;
-    d.try_sub(d.exp().try_sum(&[axis], true)?.log())
 }
 
 fn hardmax(x: &Tensor, axis: isize) -> Result<Tensor> {

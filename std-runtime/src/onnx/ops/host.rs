@@ -1,6 +1,7 @@
 //! Ops computed on the host from realized values: their output shape depends on the data
 //! (NonZero, Compress) or they reorder data in ways the lazy op set cannot express cheaply yet
-//! (TopK, GatherND, ScatterND), plus the window generators. Element bytes are moved as they are,
+//! (GatherND, ScatterND), plus the window generators; TopK, once here, is the shared lazy
+//! `topk` now. Element bytes are moved as they are,
 //! so every dtype keeps its exact values. These run eagerly and are not exportable.
 
 use picograd_core::{DType, Result, Tensor};
@@ -21,6 +22,8 @@ pub fn lookup(op: &str) -> Option<Handler> {
         "HammingWindow" => |n| window(n, &[25.0 / 46.0, 21.0 / 46.0]),
         "BlackmanWindow" => |n| window(n, &[0.42, 0.5, 0.08]),
         "Resize" | "Upsample" => super::resize::resize,
+        "BitCast" => bit_cast,
+        "Det" => det,
         _ => return None,
     })
 }
@@ -43,63 +46,25 @@ impl Host {
     fn size(&self) -> usize {
         self.dtype.itemsize()
     }
-    fn elem(&self, i: usize) -> &[u8] {
-        &self.bytes[i * self.size()..(i + 1) * self.size()]
-    }
     fn tensor(bytes: &[u8], shape: &[usize], dtype: DType) -> Result<Tensor> {
         tensor_from_le_bytes(bytes, shape, dtype)
     }
 }
 
+/// TopK with the shared lazy `topk` (a stable sort: ties keep the lower index first).
 fn top_k(n: &Node) -> Result<Vec<Tensor>> {
     let x = n.input(0)?;
     let k = n
         .ints_input(1)?
         .and_then(|v| v.first().copied())
         .unwrap_or(n.int("k", 1));
-    let h = Host::of(x)?;
-    let a = norm_axis("TopK", n.int("axis", -1), h.shape.len())?;
-    let d = h.shape[a];
+    let a = norm_axis("TopK", n.int("axis", -1), x.ndim())?;
+    let d = x.shape()[a];
     if k < 0 || k as usize > d {
         return Err(bad("TopK", format!("k = {k} for an axis of {d}")));
     }
-    let k = k as usize;
-    let vals = x.to_f64_vec()?;
-    let inner: usize = h.shape[a + 1..].iter().product();
-    let outer: usize = h.shape[..a].iter().product();
-    let largest = n.int("largest", 1) != 0;
-    let (mut vb, mut ib) = (Vec::new(), Vec::new());
-    let mut out_idx = vec![0i64; outer * k * inner];
-    for o in 0..outer {
-        for i in 0..inner {
-            let at = |j: usize| o * d * inner + j * inner + i;
-            let mut order: Vec<usize> = (0..d).collect();
-            order.sort_by(|&p, &q| {
-                let c = vals[at(p)]
-                    .partial_cmp(&vals[at(q)])
-                    .unwrap_or(std::cmp::Ordering::Equal);
-                if largest {
-                    c.reverse()
-                } else {
-                    c
-                }
-            });
-            for (r, &j) in order.iter().take(k).enumerate() {
-                out_idx[o * k * inner + r * inner + i] = j as i64;
-            }
-        }
-    }
-    for (p, &j) in out_idx.iter().enumerate() {
-        let (o, i) = (p / (k * inner), p % inner);
-        vb.extend_from_slice(h.elem(o * d * inner + j as usize * inner + i));
-        ib.push(j);
-    }
-    let mut s = h.shape.clone();
-    s[a] = k;
-    Ok(vec![
-        Host::tensor(&vb, &s, h.dtype)?,
-        Tensor::try_from_slice(&ib, &s)?,
-    ])
+    let (v, i) = x.try_topk(k as usize, a as isize, n.int("largest", 1) != 0)?;
+    Ok(vec![v, i.cast(DType::I64)])
 }
 
 /// Row-major strides of `shape`.
@@ -109,6 +74,64 @@ fn strides(shape: &[usize]) -> Vec<usize> {
         s[i] = s[i + 1] * shape[i + 1];
     }
     s
+}
+
+/// Determinants of the trailing square matrices, by Gaussian elimination with partial pivoting
+/// in f64.
+fn det(n: &Node) -> Result<Vec<Tensor>> {
+    let x = n.input(0)?;
+    let s = x.shape();
+    let k = s.len();
+    if k < 2 || s[k - 1] != s[k - 2] {
+        return Err(bad(
+            "Det",
+            format!("input {s:?} is not a stack of square matrices"),
+        ));
+    }
+    let m = s[k - 1];
+    let vals = x.to_f64_vec()?;
+    let dets: Vec<f64> = vals.chunks(m * m).map(|a| lu_det(a.to_vec(), m)).collect();
+    one(Tensor::try_from_f64s(&dets, &s[..k - 2], x.dtype())?)
+}
+
+fn lu_det(mut a: Vec<f64>, m: usize) -> f64 {
+    let mut d = 1.0;
+    for c in 0..m {
+        let p = (c..m)
+            .max_by(|&i, &j| a[i * m + c].abs().total_cmp(&a[j * m + c].abs()))
+            .unwrap_or(c);
+        if a[p * m + c] == 0.0 {
+            return 0.0;
+        }
+        if p != c {
+            for j in 0..m {
+                a.swap(p * m + j, c * m + j);
+            }
+            d = -d;
+        }
+        d *= a[c * m + c];
+        for r in c + 1..m {
+            let f = a[r * m + c] / a[c * m + c];
+            for j in c..m {
+                a[r * m + j] -= f * a[c * m + j];
+            }
+        }
+    }
+    d
+}
+
+/// Reinterprets the element bytes as another type of the same width.
+fn bit_cast(n: &Node) -> Result<Vec<Tensor>> {
+    let h = Host::of(n.input(0)?)?;
+    let code = n.int("to", 0) as i32;
+    let to = dtype_of(code).ok_or_else(|| bad("BitCast", format!("to type {code}")))?;
+    if to.itemsize() != h.dtype.itemsize() {
+        return Err(bad(
+            "BitCast",
+            format!("{} to {to} changes the width", h.dtype),
+        ));
+    }
+    one(Host::tensor(&h.bytes, &h.shape, to)?)
 }
 
 fn non_zero(n: &Node) -> Result<Vec<Tensor>> {

@@ -1,8 +1,9 @@
-//! Indexing ops kept lazy by one-hot selection: Gather, GatherElements, ScatterElements (and the
-//! old Scatter) compare the indices with an `arange` and select-and-sum along the indexed axis,
-//! so data-dependent indices need no host round trip. Also Einsum, as one broadcast product
-//! summed over the contracted letters.
+//! Indexing ops, all lazy: GatherElements and ScatterElements (and the old Scatter) are the
+//! shared `gather`/`scatter`/`scatter_reduce` after wrapping negative indices; Gather compares
+//! the indices with an `arange` and selects-and-sums along the indexed axis. Also Einsum, as one
+//! broadcast product summed over the contracted letters.
 
+use picograd_core::tensor::ScatterReduce;
 use picograd_core::{DType, Result, Tensor};
 
 use super::super::node::{bad, Node};
@@ -68,87 +69,29 @@ fn gather(n: &Node) -> Result<Vec<Tensor>> {
         .cast(data.dtype()))
 }
 
-/// The permutation moving axis `a` last, and its inverse.
-fn axis_last(r: usize, a: usize) -> (Vec<usize>, Vec<usize>) {
-    let mut p: Vec<usize> = (0..r).filter(|&i| i != a).collect();
-    p.push(a);
-    let mut inv = vec![0; r];
-    for (k, &v) in p.iter().enumerate() {
-        inv[v] = k;
-    }
-    (p, inv)
-}
-
 fn gather_elements(n: &Node) -> Result<Vec<Tensor>> {
     let data = n.input(0)?;
     let ds = data.shape();
-    let r = ds.len();
-    let a = norm_axis("GatherElements", n.int("axis", 0), r)?;
-    let is = n.input(1)?.shape();
-    if is.len() != r || (0..r).any(|i| i != a && is[i] > ds[i]) {
-        return Err(bad(
-            "GatherElements",
-            format!("indices {is:?} for data {ds:?}"),
-        ));
-    }
-    let mut keep: Vec<(usize, usize)> = is.iter().map(|&d| (0, d)).collect();
-    keep[a] = (0, ds[a]);
-    let (p, inv) = axis_last(r, a);
-    let d = summable(data).try_shrink(&keep)?.try_permute(&p)?;
-    let idx = wrap_indices(n.input(1)?, ds[a])?.try_permute(&p)?;
-    let hot = idx.try_unsqueeze(-1)?.try_eq(&arange_last(ds[a], r + 1)?)?;
-    let du = d.try_unsqueeze(-2)?;
-    let picked = hot.try_where(&du, du.const_like(0.0))?;
-    let y = picked.try_sum(&[-1], false)?.try_permute(&inv)?;
-    one(y.cast(data.dtype()))
+    let a = norm_axis("GatherElements", n.int("axis", 0), ds.len())?;
+    let idx = wrap_indices(n.input(1)?, ds[a])?;
+    one(data.try_gather(a as isize, &idx)?)
 }
-
-/// A reduction over given axes.
-type Reducer = fn(&Tensor, &[isize]) -> Result<Tensor>;
 
 fn scatter_elements(n: &Node) -> Result<Vec<Tensor>> {
     let data = n.input(0)?;
+    let a = norm_axis(n.op(), n.int("axis", 0), data.ndim())?;
+    let idx = wrap_indices(n.input(1)?, data.shape()[a])?;
     let upd = n.input(2)?;
-    let ds = data.shape();
-    let r = ds.len();
-    let a = norm_axis(n.op(), n.int("axis", 0), r)?;
-    let us = upd.shape();
-    if us.len() != r || n.input(1)?.shape() != us || (0..r).any(|i| us[i] > ds[i]) {
-        return Err(bad(n.op(), format!("updates {us:?} for data {ds:?}")));
-    }
-    let (p, inv) = axis_last(r, a);
-    let idx = wrap_indices(n.input(1)?, ds[a])?.try_permute(&p)?;
-    let hot = idx.try_unsqueeze(-1)?.try_eq(&arange_last(ds[a], r + 1)?)?;
-    let u = summable(upd).try_permute(&p)?.try_unsqueeze(-1)?;
-    let mode = n.string("reduction", "none");
-    let (fill, combine): (f64, Reducer) = match mode.as_str() {
-        "mul" => (1.0, |t, a| t.try_prod(a, false)),
-        "max" => (f64::NEG_INFINITY, |t, a| t.try_max(a, false)),
-        "min" => (f64::INFINITY, |t, a| t.try_min(a, false)),
-        _ => (0.0, |t, a| t.try_sum(a, false)),
-    };
-    let fill = if u.dtype().is_float() {
-        fill
-    } else {
-        fill.clamp(u.dtype().min_value(), u.dtype().max_value())
-    };
-    let contrib = combine(&hot.try_where(&u, u.const_like(fill))?, &[-2])?;
-    let hit = hot.cast(DType::U8).try_max(&[-2], false)?.try_ne(0)?;
-    // Grow the update-shaped results to the data's shape on the non-indexed axes.
-    let mut grow: Vec<(usize, usize)> = p.iter().map(|&i| (0, ds[i] - us[i])).collect();
-    grow[r - 1] = (0, 0);
-    let contrib = contrib.try_pad(&grow)?.try_permute(&inv)?;
-    let hit = hit.try_pad(&grow)?.try_permute(&inv)?;
-    let d = summable(data);
-    let merged = match mode.as_str() {
-        "none" => contrib,
-        "add" => d.try_add(&contrib)?,
-        "mul" => d.try_mul(&contrib)?,
-        "max" => d.try_maximum(&contrib)?,
-        "min" => d.try_minimum(&contrib)?,
+    let ax = a as isize;
+    let how = match n.string("reduction", "none").as_str() {
+        "none" => return one(data.try_scatter(ax, &idx, upd)?),
+        "add" => ScatterReduce::Sum,
+        "mul" => ScatterReduce::Prod,
+        "max" => ScatterReduce::Amax,
+        "min" => ScatterReduce::Amin,
         m => return Err(bad(n.op(), format!("reduction '{m}'"))),
     };
-    one(hit.try_where(&merged, &d)?.cast(data.dtype()))
+    one(data.try_scatter_reduce(ax, &idx, upd, how, true)?)
 }
 
 fn einsum(n: &Node) -> Result<Vec<Tensor>> {

@@ -1,15 +1,18 @@
 //! The operator table: ONNX op type → handler. Each family lives in its own file and exposes a
 //! `lookup`; a handler takes the evaluated [`Node`] and returns its outputs. Handlers compose
-//! picograd's Tensor API through its `try_` forms only. Ops the shared Tensor API does not have
-//! yet (conv, pooling, gather, cumsum, ...) are written here, one function per ONNX op, so each
-//! can be swapped for the shared op when it lands.
+//! picograd's Tensor API through its `try_` forms only, calling the shared op where the Tensor
+//! API has one (conv, pools, norms, softmax family, activations, gather/scatter, scans, topk,
+//! argmax) and composing the rest here, one function per ONNX op.
 
 use picograd_core::{Result, Tensor};
 
 use super::node::Node;
 
 mod activation;
+mod attention;
+mod detect;
 mod elementwise;
+mod grid;
 mod host;
 mod index;
 mod loss;
@@ -18,7 +21,10 @@ mod nn;
 mod quant;
 mod reduce;
 mod resize;
+mod rnn;
 mod shape;
+mod signal;
+mod training;
 
 /// An operator implementation.
 pub type Handler = fn(&Node) -> Result<Vec<Tensor>>;
@@ -34,6 +40,47 @@ pub fn handler(op: &str) -> Option<Handler> {
         .or_else(|| quant::lookup(op))
         .or_else(|| loss::lookup(op))
         .or_else(|| host::lookup(op))
+        .or_else(|| attention::lookup(op))
+        .or_else(|| rnn::lookup(op))
+        .or_else(|| grid::lookup(op))
+        .or_else(|| signal::lookup(op))
+        .or_else(|| detect::lookup(op))
+}
+
+/// The handler for op `op` of operator-set `domain` (`""` and `ai.onnx` are the default one).
+pub fn handler_in(domain: &str, op: &str) -> Option<Handler> {
+    match domain {
+        "" | "ai.onnx" => handler(op),
+        "ai.onnx.preview.training" => training::lookup(op),
+        "ai.onnx.ml" => ml(op),
+        _ => None,
+    }
+}
+
+/// The few `ai.onnx.ml` ops on plain tensors: Binarizer, ArrayFeatureExtractor.
+fn ml(op: &str) -> Option<Handler> {
+    Some(match op {
+        "Binarizer" => |n| {
+            let x = n.input(0)?;
+            let t = f64::from(n.float("threshold", 0.0));
+            one(x.try_gt(t)?.cast(x.dtype()))
+        },
+        "ArrayFeatureExtractor" => |n| {
+            let x = n.input(0)?;
+            let idx = n
+                .input(1)?
+                .cast(picograd_core::DType::I64)
+                .try_reshape(&[-1])?;
+            let mut shape = x.shape();
+            let last = shape.len() - 1;
+            shape[last] = idx.numel();
+            let mut at = vec![1isize; shape.len()];
+            at[last] = -1;
+            let idx = idx.try_reshape(&at)?.try_expand(&shape)?;
+            one(x.try_gather(-1, &idx)?)
+        },
+        _ => return None,
+    })
 }
 
 /// A family's table: op type → handler.
@@ -41,7 +88,13 @@ type Lookup = fn(&str) -> Option<Handler>;
 
 /// The family (source file) of a supported op, for reports: `elementwise`, `nn`, ...
 pub fn family(op: &str) -> Option<&'static str> {
-    let table: [(&str, Lookup); 9] = [
+    if super::control::is_control(op) {
+        return Some("control");
+    }
+    if op == "FlexAttention" {
+        return Some("attention");
+    }
+    let table: [(&str, Lookup); 16] = [
         ("loss", loss::lookup),
         ("elementwise", elementwise::lookup),
         ("activation", activation::lookup),
@@ -51,12 +104,21 @@ pub fn family(op: &str) -> Option<&'static str> {
         ("index", index::lookup),
         ("quant", quant::lookup),
         ("host", host::lookup),
+        ("attention", attention::lookup),
+        ("rnn", rnn::lookup),
+        ("grid", grid::lookup),
+        ("signal", signal::lookup),
+        ("host", detect::lookup),
+        ("training", training::lookup),
+        ("ml", ml),
     ];
     table
         .iter()
         .find(|(_, f)| f(op).is_some())
         .map(|(name, _)| *name)
 }
+
+pub(crate) use attention::repeat_heads;
 
 /// One output.
 fn one(t: Tensor) -> Result<Vec<Tensor>> {

@@ -1,10 +1,11 @@
 //! Neural-network ops: Gemm, MatMul, Conv, ConvTranspose, the pools (Max, Average, Lp and their
 //! Global forms) and the normalizations (Batch, Instance, Layer, Group, RMS, Lp, MVN, LRN).
-//! Convolution and pooling gather one strided window view per kernel position (zero-copy
-//! slices), stack them, and reduce — so they stay lazy and exportable. Each op is one function,
-//! ready to be swapped for the shared Tensor op once it lands.
+//! Convolutions, Max/Average pooling, BatchNormalization and LayerNormalization are the shared
+//! Tensor ops (any spatial rank) once the ONNX attributes (`auto_pad`, `pads`, `output_shape`,
+//! ...) are resolved to explicit geometry here; LpPool reduces the shared sliding windows. All
+//! stay lazy and exportable.
 
-use picograd_core::{Result, Tensor};
+use picograd_core::{ConvOpts, Padding, PoolOpts, Result, Tensor};
 
 use super::super::node::{bad, Node};
 use super::shape::{isz, pad_full};
@@ -17,7 +18,10 @@ pub fn lookup(op: &str) -> Option<Handler> {
         "Gemm" => gemm,
         "Conv" => conv,
         "ConvTranspose" => conv_transpose,
+        "CausalConvWithState" => causal_conv,
         "MaxPool" => |n| pool(n, Pool::Max),
+        "MaxUnpool" => max_unpool,
+        "Col2Im" => col2im,
         "AveragePool" => |n| pool(n, Pool::Avg),
         "LpPool" => |n| pool(n, Pool::Lp(n.int("p", 2) as f64)),
         "GlobalAveragePool" => |n| global(n, Pool::Avg),
@@ -140,32 +144,6 @@ impl Window {
     }
 }
 
-/// Every window of a padded `[N, C, spatial...]` tensor: `[N, C, K, out...]` (K = kernel size).
-fn windows(x: &Tensor, w: &Window, out: &[usize]) -> Result<Tensor> {
-    let k = w.kernel.len();
-    let total: usize = w.kernel.iter().product();
-    let mut views = Vec::with_capacity(total);
-    let mut idx = vec![0usize; k];
-    for _ in 0..total {
-        let mut arg: Vec<(i64, i64, i64)> = vec![(0, i64::MAX, 1); 2];
-        for i in 0..k {
-            let start = (idx[i] * w.dilations[i]) as i64;
-            let end = start + ((out[i] - 1) * w.strides[i]) as i64 + 1;
-            arg.push((start, end, w.strides[i] as i64));
-        }
-        views.push(x.try_slice(&arg)?);
-        for i in (0..k).rev() {
-            idx[i] += 1;
-            if idx[i] < w.kernel[i] {
-                break;
-            }
-            idx[i] = 0;
-        }
-    }
-    let refs: Vec<&Tensor> = views.iter().collect();
-    Tensor::try_stack(&refs, 2)
-}
-
 /// Pads the spatial axes of `[N, C, ...]` by `pads` plus `extra` at the end, with `value`.
 fn pad_spatial(x: &Tensor, pads: &[(i64, i64)], extra: &[i64], value: f64) -> Result<Tensor> {
     let mut full = vec![(0, 0); 2];
@@ -174,24 +152,65 @@ fn pad_spatial(x: &Tensor, pads: &[(i64, i64)], extra: &[i64], value: f64) -> Re
 }
 
 fn conv(n: &Node) -> Result<Vec<Tensor>> {
-    let x = n.input(0)?;
-    let w = n.input(1)?;
-    let ws = w.shape();
-    let xs = x.shape();
-    if xs.len() < 3 || ws.len() != xs.len() {
-        return Err(bad("Conv", format!("input {xs:?} and weight {ws:?}")));
-    }
-    let win = Window::read(n, ws[2..].to_vec(), &xs[2..])?;
-    let y = conv_core(x, w, &win, n.int("group", 1).max(1) as usize)?;
-    one(add_bias(y, n.opt(2))?)
+    let (x, w) = (n.input(0)?, n.input(1)?);
+    one(x.try_conv2d(w, n.opt(2), &conv_opts(n, x, w)?)?)
 }
 
-/// Adds a per-channel bias `[M]` to `[N, M, ...]`.
-fn add_bias(y: Tensor, b: Option<&Tensor>) -> Result<Tensor> {
-    match b {
-        Some(b) => y.try_add(&per_channel(b, y.ndim())?),
-        None => Ok(y),
+/// The shared conv's options for a Conv-like node with input `x` and weight `w`.
+pub(super) fn conv_opts(n: &Node, x: &Tensor, w: &Tensor) -> Result<ConvOpts> {
+    let (xs, ws) = (x.shape(), w.shape());
+    if xs.len() < 3 || ws.len() != xs.len() {
+        return Err(bad(n.op(), format!("input {xs:?} and weight {ws:?}")));
     }
+    let win = Window::read(n, ws[2..].to_vec(), &xs[2..])?;
+    Ok(ConvOpts::default()
+        .groups(n.int("group", 1).max(1) as usize)
+        .stride(&win.strides)
+        .dilation(&win.dilations)
+        .padding(per_side(n.op(), &win.pads)?))
+}
+
+/// A depthwise causal 1-D conv: the carried state (or zeros) goes before the input, the
+/// shared conv runs unpadded with one group per channel, and the last `k − 1` steps of the
+/// padded input are the next state. `activation` `silu`/`swish` applies x·σ(x).
+fn causal_conv(n: &Node) -> Result<Vec<Tensor>> {
+    let (x, w) = (n.input(0)?, n.input(1)?);
+    let (xs, ws) = (x.shape(), w.shape());
+    if xs.len() != 3 || ws.len() != 3 || ws[0] != xs[1] || ws[2] == 0 {
+        return Err(bad(n.op(), format!("input {xs:?} and weight {ws:?}")));
+    }
+    let (c, k) = (xs[1], ws[2]);
+    let state = match n.opt(3) {
+        Some(s) => s.clone(),
+        None => x.try_pad(&[(0, 0), (0, 0), (k - 1, 0)])?.try_shrink(&[
+            (0, xs[0]),
+            (0, c),
+            (0, k - 1),
+        ])?,
+    };
+    let padded = Tensor::try_cat(&[&state, x], 2)?;
+    let y = padded.try_conv2d(w, n.opt(2), &ConvOpts::default().groups(c))?;
+    let y = match n.string("activation", "none").as_str() {
+        "none" => y,
+        "silu" | "swish" => y.float().silu().cast(x.dtype()),
+        a => return Err(bad(n.op(), format!("activation '{a}'"))),
+    };
+    let len = padded.shape()[2];
+    let present = padded.try_shrink(&[(0, xs[0]), (0, c), (len - (k - 1), len)])?;
+    Ok(vec![y, present])
+}
+
+/// `(before, after)` pads per axis (first axis first) as the shared ops' [`Padding::PerSide`].
+fn per_side(op: &str, pads: &[(i64, i64)]) -> Result<Padding> {
+    if pads.iter().any(|&(b, e)| b < 0 || e < 0) {
+        return Err(bad(op, format!("negative pads {pads:?}")));
+    }
+    let v = pads
+        .iter()
+        .rev()
+        .flat_map(|&(b, e)| [b as usize, e as usize])
+        .collect();
+    Ok(Padding::PerSide(v))
 }
 
 /// `[C]` reshaped to `[1, C, 1, ...]` for a rank-`r` tensor.
@@ -199,30 +218,6 @@ fn per_channel(t: &Tensor, r: usize) -> Result<Tensor> {
     let mut s = vec![1isize; r.max(2)];
     s[1] = -1;
     t.try_reshape(&s)
-}
-
-/// Grouped convolution of `x` `[N, C, S...]` with `w` `[M, C/g, K...]`.
-fn conv_core(x: &Tensor, w: &Tensor, win: &Window, g: usize) -> Result<Tensor> {
-    let xs = x.shape();
-    let ws = w.shape();
-    let (nb, c, m) = (xs[0], xs[1], ws[0]);
-    if c % g != 0 || m % g != 0 || ws[1] * g != c {
-        return Err(bad(
-            "Conv",
-            format!("{g} groups for input {xs:?} and weight {ws:?}"),
-        ));
-    }
-    let zero = vec![0; win.kernel.len()];
-    let xp = pad_spatial(x, &win.pads, &zero, 0.0)?;
-    let out = win.out_dims(&xs[2..], false)?;
-    let kk: usize = win.kernel.iter().product();
-    let o: usize = out.iter().product();
-    let p = windows(&xp, win, &out)?.try_reshape(&isz(&[nb, g, (c / g) * kk, o]))?;
-    let wm = w.try_reshape(&isz(&[1, g, m / g, (c / g) * kk]))?;
-    let y = wm.try_matmul(&p)?;
-    let mut shape = vec![nb, m];
-    shape.extend(&out);
-    y.try_reshape(&isz(&shape))
 }
 
 fn conv_transpose(n: &Node) -> Result<Vec<Tensor>> {
@@ -242,25 +237,20 @@ fn conv_transpose(n: &Node) -> Result<Vec<Tensor>> {
     let dil = list(n, "dilations", k, 1)?;
     let opad = n.ints("output_padding").unwrap_or_else(|| vec![0; k]);
     let pads = transpose_pads(n, &xs[2..], &kernel, &strides, &dil, &opad)?;
-    let up = zero_insert(x, &strides)?;
-    let mut full = vec![(0i64, 0i64); 2];
-    for i in 0..k {
-        let edge = ((kernel[i] - 1) * dil[i]) as i64;
-        full.push((
-            edge - pads[i].0,
-            edge - pads[i].1 + opad.get(i).copied().unwrap_or(0),
-        ));
+    // A negative end pad grows the output: the shared op spells that as output padding.
+    let mut out_pad = Vec::with_capacity(k);
+    let mut crop = Vec::with_capacity(k);
+    for (i, &(b, e)) in pads.iter().enumerate() {
+        out_pad.push((opad.get(i).copied().unwrap_or(0) - e.min(0)) as usize);
+        crop.push((b, e.max(0)));
     }
-    let up = pad_full(&up, &full, "constant", 0.0)?;
-    let wt = flip_transpose_weight(w, g)?;
-    let win = Window {
-        kernel,
-        strides: vec![1; k],
-        dilations: dil,
-        pads: vec![(0, 0); k],
-    };
-    let y = conv_core(&up, &wt, &win, g)?;
-    one(add_bias(y, n.opt(2))?)
+    let opts = ConvOpts::default()
+        .groups(g)
+        .stride(&strides)
+        .dilation(&dil)
+        .padding(per_side("ConvTranspose", &crop)?)
+        .output_padding(&out_pad);
+    one(x.try_conv_transpose2d(w, n.opt(2), &opts)?)
 }
 
 /// Explicit pads of a transposed convolution (from `pads`, `output_shape` or `auto_pad`).
@@ -307,47 +297,6 @@ fn transpose_pads(
         .collect())
 }
 
-/// Puts `stride − 1` zeros between neighbours along each spatial axis.
-fn zero_insert(x: &Tensor, strides: &[usize]) -> Result<Tensor> {
-    let mut y = x.clone();
-    for (i, &s) in strides.iter().enumerate() {
-        if s == 1 {
-            continue;
-        }
-        let a = i + 2;
-        let shape = y.shape();
-        let d = shape[a];
-        let mut sp: Vec<usize> = shape.clone();
-        sp.insert(a + 1, 1);
-        let mut pads = vec![(0usize, 0usize); sp.len()];
-        pads[a + 1] = (0, s - 1);
-        let z = y.try_reshape(&isz(&sp))?.try_pad(&pads)?;
-        let mut flat = shape.clone();
-        flat[a] = d * s;
-        let z = z.try_reshape(&isz(&flat))?;
-        let mut keep: Vec<(usize, usize)> = flat.iter().map(|&v| (0, v)).collect();
-        keep[a] = (0, (d - 1) * s + 1);
-        y = z.try_shrink(&keep)?;
-    }
-    Ok(y)
-}
-
-/// `[C, M/g, K...]` → `[M, C/g, K...]` with the kernel axes reversed.
-fn flip_transpose_weight(w: &Tensor, g: usize) -> Result<Tensor> {
-    let ws = w.shape();
-    let (c, mg) = (ws[0], ws[1]);
-    let ks = &ws[2..];
-    let mut s = vec![g, c / g, mg];
-    s.extend(ks);
-    let mut perm = vec![0, 2, 1];
-    perm.extend(3..3 + ks.len());
-    let t = w.try_reshape(&isz(&s))?.try_permute(&perm)?;
-    let mut out = vec![g * mg, c / g];
-    out.extend(ks);
-    let axes: Vec<isize> = (2..2 + ks.len() as isize).collect();
-    t.try_reshape(&isz(&out))?.try_flip(&axes)
-}
-
 #[derive(Clone, Copy)]
 enum Pool {
     Max,
@@ -358,48 +307,97 @@ enum Pool {
 fn pool(n: &Node, kind: Pool) -> Result<Vec<Tensor>> {
     let x = n.input(0)?;
     let xs = x.shape();
-    if n.proto.output.len() > 1 && !n.proto.output[1].is_empty() {
-        return Err(bad(n.op(), "the Indices output is not supported"));
-    }
     let k = xs.len().saturating_sub(2);
     let kernel = list(n, "kernel_shape", k, 0)?;
     let win = Window::read(n, kernel, &xs[2..])?;
     let ceil = n.int("ceil_mode", 0) != 0;
     let out = win.out_dims(&xs[2..], ceil)?;
+    let opts = PoolOpts::new(&win.kernel)
+        .stride(&win.strides)
+        .dilation(&win.dilations)
+        .padding(per_side(n.op(), &win.pads)?)
+        .ceil_mode(ceil)
+        .count_include_pad(n.int("count_include_pad", 0) != 0);
+    let wants_indices = n.proto.output.get(1).is_some_and(|o| !o.is_empty());
+    if wants_indices && matches!(kind, Pool::Max) {
+        let (y, idx) = x.try_max_pool2d_with_indices(&opts)?;
+        return Ok(vec![y, onnx_indices(n, &idx, &xs)?]);
+    }
+    let y = match kind {
+        Pool::Max => x.try_max_pool2d(&opts)?,
+        Pool::Avg => x.try_avg_pool2d(&opts)?.cast(x.dtype()),
+        Pool::Lp(e) => lp_pool(x, &win, &out, e)?,
+    };
+    one(y)
+}
+
+/// Per-plane flat indices (row-major) as ONNX's: i64 over the whole input tensor, and
+/// column-major within the plane for `storage_order` 1 (2-D).
+fn onnx_indices(n: &Node, idx: &Tensor, xs: &[usize]) -> Result<Tensor> {
+    let mut idx = idx.cast(picograd_core::DType::I64);
+    if n.int("storage_order", 0) != 0 && xs.len() == 4 {
+        let (h, w) = (xs[2] as i64, xs[3] as i64);
+        let (row, col) = (idx.try_div(w)?, idx.try_rem(w)?);
+        idx = col.try_mul(h)?.try_add(&row)?;
+    }
+    let plane: usize = xs[2..].iter().product();
+    let planes = xs[0] * xs[1];
+    let mut shape = vec![xs[0] as isize, xs[1] as isize];
+    shape.extend(vec![1isize; xs.len() - 2]);
+    let base = Tensor::arange(
+        0.0,
+        (planes * plane) as f64,
+        plane as f64,
+        picograd_core::DType::I64,
+    )
+    .try_reshape(&shape)?;
+    idx.try_add(&base)
+}
+
+/// MaxUnpool with the shared op: ONNX's whole-tensor indices made per-plane, the values placed
+/// in the size the pooling implies, then zero-padded at the end up to `output_shape`.
+fn max_unpool(n: &Node) -> Result<Vec<Tensor>> {
+    let (x, idx) = (n.input(0)?, n.input(1)?);
+    let xs = x.shape();
+    let k = xs.len().saturating_sub(2);
+    let kernel = list(n, "kernel_shape", k, 0)?;
+    let win = Window::read(n, kernel, &xs[2..])?;
+    let opts = PoolOpts::new(&win.kernel)
+        .stride(&win.strides)
+        .padding(per_side(n.op(), &win.pads)?);
+    let sizes: Vec<usize> = (0..k)
+        .map(|i| {
+            let full = (xs[2 + i] - 1) * win.strides[i] + win.kernel[i];
+            full.saturating_sub((win.pads[i].0 + win.pads[i].1) as usize)
+        })
+        .collect();
+    let local = idx.try_rem(sizes.iter().product::<usize>() as i64)?;
+    let y = x.try_max_unpool2d(&local, &opts, Some(&sizes))?;
+    let Some(out) = n.ints_input(2)? else {
+        return one(y);
+    };
+    let mut pads = vec![(0usize, 0usize); 2];
+    for (i, &have) in sizes.iter().enumerate() {
+        let want = out.get(2 + i).copied().unwrap_or(have as i64).max(0) as usize;
+        pads.push((0, want.saturating_sub(have)));
+    }
+    one(y.try_pad(&pads)?)
+}
+
+/// `(Σ |x|^p)^(1/p)` over each window of the zero-padded input (shared sliding windows).
+fn lp_pool(x: &Tensor, win: &Window, out: &[usize], p: f64) -> Result<Tensor> {
+    let xs = x.shape();
+    let k = win.kernel.len();
     let extra: Vec<i64> = (0..k)
         .map(|i| {
             let need = (out[i] - 1) * win.strides[i] + (win.kernel[i] - 1) * win.dilations[i] + 1;
             (need as i64 - (xs[2 + i] as i64 + win.pads[i].0 + win.pads[i].1)).max(0)
         })
         .collect();
-    let fill = match kind {
-        Pool::Max => f64::NEG_INFINITY,
-        _ => 0.0,
-    };
-    let fill = if x.dtype().is_float() {
-        fill
-    } else {
-        x.dtype().min_value()
-    };
-    let p = windows(&pad_spatial(x, &win.pads, &extra, fill)?, &win, &out)?;
-    let y = match kind {
-        Pool::Max => p.try_max(&[2], false)?,
-        Pool::Lp(e) => p.abs().try_pow(e)?.try_sum(&[2], false)?.try_pow(1.0 / e)?,
-        Pool::Avg => {
-            let include = n.int("count_include_pad", 0) != 0;
-            let ones = x.const_like(1.0);
-            let counted = pad_spatial(
-                &ones,
-                &win.pads,
-                &vec![0; k],
-                if include { 1.0 } else { 0.0 },
-            )?;
-            let counted = pad_spatial(&counted, &vec![(0, 0); k], &extra, 0.0)?;
-            let cnt = windows(&counted, &win, &out)?.try_sum(&[2], false)?;
-            p.try_sum(&[2], false)?.try_div(&cnt)?
-        }
-    };
-    one(y)
+    let padded = pad_spatial(x, &win.pads, &extra, 0.0)?;
+    let w = padded.try_pool_windows(&win.kernel, &win.strides, &win.dilations)?;
+    let axes: Vec<isize> = (0..k as isize).map(|i| -1 - i).collect();
+    w.abs().try_pow(p)?.try_sum(&axes, false)?.try_pow(1.0 / p)
 }
 
 fn global(n: &Node, kind: Pool) -> Result<Vec<Tensor>> {
@@ -422,19 +420,35 @@ fn normalize(x: &Tensor, axes: &[isize], eps: f64) -> Result<Tensor> {
 
 fn batch_norm(n: &Node) -> Result<Vec<Tensor>> {
     let x = n.input(0)?;
-    if n.int("training_mode", 0) != 0 {
-        return Err(bad("BatchNormalization", "training mode is not supported"));
-    }
-    let r = x.ndim();
-    let [scale, b, mean, var] = [1, 2, 3, 4].map(|i| n.input(i).and_then(|t| per_channel(t, r)));
+    let [scale, b, mean, var] = [1, 2, 3, 4].map(|i| n.input(i));
     let eps = n.float("epsilon", 1e-5) as f64;
-    let inv = var?.try_add(eps)?.sqrt();
-    let y = x
-        .try_sub(&mean?)?
-        .try_div(&inv)?
-        .try_mul(&scale?)?
-        .try_add(&b?)?;
-    one(y)
+    if n.int("training_mode", 0) != 0 {
+        return batch_norm_training(n, x, scale?, b?, (mean?, var?), eps);
+    }
+    let invstd = var?.try_add(eps)?.rsqrt();
+    one(x.try_batchnorm(Some(scale?), Some(b?), mean?, &invstd, &[1])?)
+}
+
+/// Training mode: normalizes with the batch's own statistics (biased variance) and returns the
+/// running statistics blended with them by `momentum`.
+fn batch_norm_training(
+    n: &Node,
+    x: &Tensor,
+    scale: &Tensor,
+    b: &Tensor,
+    (mean, var): (&Tensor, &Tensor),
+    eps: f64,
+) -> Result<Vec<Tensor>> {
+    let axes: Vec<isize> = (0..x.ndim() as isize).filter(|&a| a != 1).collect();
+    let m = x.try_mean(&axes, false)?;
+    let d = x.try_sub(&per_channel(&m, x.ndim())?)?;
+    let v = d.try_mul(&d)?.try_mean(&axes, false)?;
+    let y = x.try_batchnorm(Some(scale), Some(b), &m, &v.try_add(eps)?.rsqrt(), &[1])?;
+    let mom = f64::from(n.float("momentum", 0.9));
+    let blend = |run: &Tensor, now: &Tensor| -> Result<Tensor> {
+        run.try_mul(mom)?.try_add(now.try_mul(1.0 - mom)?)
+    };
+    Ok(vec![y, blend(mean, &m)?, blend(var, &v)?])
 }
 
 fn instance_norm(n: &Node) -> Result<Vec<Tensor>> {
@@ -446,6 +460,8 @@ fn instance_norm(n: &Node) -> Result<Vec<Tensor>> {
     one(y.try_add(&per_channel(n.input(2)?, r)?)?)
 }
 
+/// The shared `layernorm` for Y; the optional Mean and InvStdDev outputs are built beside it
+/// (lazy, so they cost nothing when unused).
 fn layer_norm(n: &Node) -> Result<Vec<Tensor>> {
     let x = n.input(0)?;
     let r = x.ndim();
@@ -453,13 +469,13 @@ fn layer_norm(n: &Node) -> Result<Vec<Tensor>> {
     let axes: Vec<isize> = (a as isize..r as isize).collect();
     let eps = n.float("epsilon", 1e-5) as f64;
     let xf = x.float();
-    let mean = xf.try_mean(&axes, true)?;
-    let d = xf.try_sub(&mean)?;
-    let inv = d.try_mul(&d)?.try_mean(&axes, true)?.try_add(eps)?.rsqrt();
-    let mut y = d.try_mul(&inv)?.try_mul(n.input(1)?)?;
+    let mut y = xf.try_layernorm(&axes, eps)?.try_mul(n.input(1)?)?;
     if let Some(b) = n.opt(2) {
         y = y.try_add(b)?;
     }
+    let mean = xf.try_mean(&axes, true)?;
+    let d = xf.try_sub(&mean)?;
+    let inv = d.try_mul(&d)?.try_mean(&axes, true)?.try_add(eps)?.rsqrt();
     Ok(vec![y.cast(x.dtype()), mean, inv])
 }
 
@@ -549,4 +565,129 @@ fn lrn(n: &Node) -> Result<Vec<Tensor>> {
         .try_add(bias)?
         .try_pow(beta)?;
     one(x.try_div(&den)?)
+}
+
+/// Places `t`'s spatial axes (from axis 2) at `offset + o·stride` inside zeros of `size`.
+fn scatter_strided(
+    t: &Tensor,
+    offset: &[usize],
+    stride: &[usize],
+    size: &[usize],
+) -> Result<Tensor> {
+    let mut y = t.clone();
+    for (i, &s) in stride.iter().enumerate() {
+        let a = 2 + i;
+        let sh = y.shape();
+        let o = sh[a];
+        let mut split = sh.clone();
+        split.insert(a + 1, 1);
+        let mut pads = vec![(0usize, 0usize); split.len()];
+        pads[a + 1] = (0, s - 1);
+        let mut flat = sh.clone();
+        flat[a] = o * s;
+        let z = y
+            .try_reshape(&isz(&split))?
+            .try_pad(&pads)?
+            .try_reshape(&isz(&flat))?;
+        let used = (o - 1) * s + 1;
+        let mut keep: Vec<(usize, usize)> = flat.iter().map(|&d| (0, d)).collect();
+        keep[a] = (0, used);
+        let mut place = vec![(0usize, 0usize); flat.len()];
+        place[a] = (offset[i], size[i] - offset[i] - used);
+        y = z.try_shrink(&keep)?.try_pad(&place)?;
+    }
+    Ok(y)
+}
+
+/// Col2Im geometry: image and block sizes, strides, dilations, pads (`[begin.., end..]`).
+struct Fold {
+    image: Vec<usize>,
+    block: Vec<usize>,
+    strides: Vec<usize>,
+    dil: Vec<usize>,
+    pads: Vec<i64>,
+}
+
+impl Fold {
+    fn read(n: &Node) -> Result<Fold> {
+        let sizes = |i: usize, min: i64| -> Result<Vec<usize>> {
+            let v = n.ints_input(i)?.unwrap_or_default();
+            Ok(v.iter().map(|&d| d.max(min) as usize).collect())
+        };
+        let (image, block) = (sizes(1, 0)?, sizes(2, 1)?);
+        let k = image.len();
+        if block.len() != k || k == 0 {
+            return Err(bad(n.op(), format!("image {image:?} and block {block:?}")));
+        }
+        Ok(Fold {
+            strides: list(n, "strides", k, 1)?,
+            dil: list(n, "dilations", k, 1)?,
+            pads: n.ints("pads").unwrap_or_else(|| vec![0; 2 * k]),
+            image,
+            block,
+        })
+    }
+
+    /// The padded image size per axis.
+    fn padded(&self) -> Vec<usize> {
+        let k = self.image.len();
+        (0..k)
+            .map(|i| (self.image[i] as i64 + self.pads[i] + self.pads[i + k]) as usize)
+            .collect()
+    }
+
+    /// Sliding blocks per axis.
+    fn blocks(&self) -> Vec<usize> {
+        let span = |i: usize| self.dil[i] * (self.block[i] - 1) + 1;
+        let p = self.padded();
+        (0..p.len())
+            .map(|i| (p[i] - span(i)) / self.strides[i] + 1)
+            .collect()
+    }
+
+    /// Where kernel tap `j` (row-major over the block) starts, per axis.
+    fn tap_offset(&self, j: usize) -> Vec<usize> {
+        let mut rest = j;
+        let mut offset = vec![0; self.block.len()];
+        for i in (0..self.block.len()).rev() {
+            offset[i] = (rest % self.block[i]) * self.dil[i];
+            rest /= self.block[i];
+        }
+        offset
+    }
+}
+
+/// Col2Im: sums each kernel tap's column block back into the (padded) image, then crops.
+fn col2im(n: &Node) -> Result<Vec<Tensor>> {
+    let x = n.input(0)?;
+    let f = Fold::read(n)?;
+    let xs = x.shape();
+    let taps: usize = f.block.iter().product();
+    if xs.len() != 3 || xs[1] % taps != 0 {
+        return Err(bad(
+            n.op(),
+            format!("input {xs:?} for blocks {:?}", f.block),
+        ));
+    }
+    let c = xs[1] / taps;
+    let mut cols = vec![xs[0], c, taps];
+    cols.extend(f.blocks());
+    let x = x.try_reshape(&isz(&cols))?;
+    let padded = f.padded();
+    let mut sum: Option<Tensor> = None;
+    for j in 0..taps {
+        let mut keep: Vec<(usize, usize)> = cols.iter().map(|&d| (0, d)).collect();
+        keep[2] = (j, j + 1);
+        let part = x.try_shrink(&keep)?.try_squeeze(Some(2))?;
+        let placed = scatter_strided(&part, &f.tap_offset(j), &f.strides, &padded)?;
+        sum = Some(match sum {
+            Some(s) => s.try_add(&placed)?,
+            None => placed,
+        });
+    }
+    let sum = sum.ok_or_else(|| bad(n.op(), "an empty block"))?;
+    let mut crop = vec![(0, xs[0]), (0, c)];
+    let k = f.image.len();
+    crop.extend((0..k).map(|i| (f.pads[i] as usize, f.pads[i] as usize + f.image[i])));
+    one(sum.try_shrink(&crop)?)
 }

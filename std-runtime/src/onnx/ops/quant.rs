@@ -15,6 +15,8 @@ pub fn lookup(op: &str) -> Option<Handler> {
         "DequantizeLinear" => dequantize_linear,
         "DynamicQuantizeLinear" => dynamic_quantize,
         "MatMulInteger" => matmul_integer,
+        "ConvInteger" => conv_integer,
+        "QLinearConv" => qlinear_conv,
         "QLinearMatMul" => qlinear_matmul,
         _ => return None,
     })
@@ -109,6 +111,55 @@ fn centered(x: &Tensor, zp: Option<&Tensor>, d: DType) -> Result<Tensor> {
         }
         None => Ok(v),
     }
+}
+
+/// The weight minus its zero point (one per output channel when 1-D), as i32.
+fn centered_weight(w: &Tensor, zp: Option<&Tensor>) -> Result<Tensor> {
+    let v = w.cast(DType::I32);
+    let Some(z) = zp else { return Ok(v) };
+    let z = z.cast(DType::I32);
+    if z.ndim() == 1 && z.numel() > 1 {
+        let mut s = vec![1isize; w.ndim()];
+        s[0] = -1;
+        return v.try_sub(z.try_reshape(&s)?);
+    }
+    v.try_sub(&z)
+}
+
+fn conv_integer(n: &Node) -> Result<Vec<Tensor>> {
+    let x = n.input(0)?;
+    let xc = match n.opt(2) {
+        Some(z) => x.cast(DType::I32).try_sub(z.cast(DType::I32))?,
+        None => x.cast(DType::I32),
+    };
+    let w = centered_weight(n.input(1)?, n.opt(3))?;
+    let opts = super::nn::conv_opts(n, x, n.input(1)?)?;
+    one(xc.try_conv2d(&w, None, &opts)?)
+}
+
+/// `quantize((x − xz) ⊛ (w − wz) (+ bias) · xs·ws, ys, yz)`.
+fn qlinear_conv(n: &Node) -> Result<Vec<Tensor>> {
+    let x = n.input(0)?;
+    let xc = x.cast(DType::I32).try_sub(n.input(2)?.cast(DType::I32))?;
+    let w = centered_weight(n.input(3)?, n.opt(5))?;
+    let opts = super::nn::conv_opts(n, x, n.input(3)?)?;
+    let mut acc = xc.try_conv2d(&w, None, &opts)?;
+    if let Some(b) = n.opt(8) {
+        let mut s = vec![1isize; acc.ndim()];
+        s[1] = -1;
+        acc = acc.try_add(b.cast(DType::I32).try_reshape(&s)?)?;
+    }
+    let ws = n.input(4)?.float();
+    let ws = if ws.numel() > 1 {
+        let mut s = vec![1isize; acc.ndim()];
+        s[1] = -1;
+        ws.try_reshape(&s)?
+    } else {
+        ws
+    };
+    let real = acc.float().try_mul(n.input(1)?.float())?.try_mul(&ws)?;
+    let zp = n.input(7)?;
+    one(quantize(&real, n.input(6)?, Some(zp), zp.dtype())?)
 }
 
 fn matmul_integer(n: &Node) -> Result<Vec<Tensor>> {

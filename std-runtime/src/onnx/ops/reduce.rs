@@ -1,6 +1,6 @@
 //! Reductions: the `Reduce*` family (axes from the attribute before opset 13/18, from the second
-//! input after), ArgMax/ArgMin (first or last index), CumSum/CumProd (a masked sum over a
-//! triangular mask, so they stay lazy).
+//! input after), ArgMax/ArgMin (first or last index) and CumSum/CumProd (reverse, exclusive),
+//! the last two through the shared Tensor ops, so they stay lazy and export.
 
 use picograd_core::{DType, Result, Tensor};
 
@@ -13,8 +13,8 @@ pub fn lookup(op: &str) -> Option<Handler> {
     Some(match op {
         "ReduceSum" => |n| reduce(n, 13, |x, a| x.try_sum(a, true)),
         "ReduceMean" => |n| reduce(n, 18, |x, a| x.try_mean(a, true)),
-        "ReduceMax" => |n| reduce(n, 18, |x, a| x.try_max(a, true)),
-        "ReduceMin" => |n| reduce(n, 18, |x, a| x.try_min(a, true)),
+        "ReduceMax" => |n| reduce(n, 18, |x, a| via_u8(x, |t| t.try_max(a, true))),
+        "ReduceMin" => |n| reduce(n, 18, |x, a| via_u8(x, |t| t.try_min(a, true))),
         "ReduceProd" => |n| reduce(n, 18, |x, a| x.try_prod(a, true)),
         "ReduceL1" => |n| reduce(n, 18, |x, a| x.abs().try_sum(a, true)),
         "ReduceL2" => |n| {
@@ -32,6 +32,14 @@ pub fn lookup(op: &str) -> Option<Handler> {
         "CumProd" => |n| cumulative(n, true),
         _ => return None,
     })
+}
+
+/// Bools reduced as u8 (so an empty max is false and an empty min true) and cast back.
+fn via_u8(x: &Tensor, f: impl Fn(&Tensor) -> Result<Tensor>) -> Result<Tensor> {
+    if x.dtype() != DType::Bool {
+        return f(x);
+    }
+    Ok(f(&x.cast(DType::U8))?.cast(DType::Bool))
 }
 
 fn log_sum_exp(x: &Tensor, a: &[isize]) -> Result<Tensor> {
@@ -77,23 +85,25 @@ fn reduce(
     one(y.try_reshape(&isz(&out))?)
 }
 
-/// Index (i64, kept axis) of the max (`max`) or min along `axis`, the first or the `last` one.
+/// Index (i64, kept axis) of the max (`max`) or min along `axis`, the first or the `last`
+/// one: the shared `argmax`/`argmin`, on the flipped axis for the last one.
 pub fn arg_extreme(x: &Tensor, axis: isize, max: bool, last: bool) -> Result<Tensor> {
-    let m = if max {
-        x.try_max(&[axis], true)?
+    let src = if last {
+        x.try_flip(&[axis])?
     } else {
-        x.try_min(&[axis], true)?
+        x.clone()
     };
-    let hit = x.try_eq(&m)?;
-    let d = x.shape()[axis as usize];
-    let mut s = vec![1isize; x.ndim()];
-    s[axis as usize] = d as isize;
-    let ar = Tensor::arange(0.0, d as f64, 1.0, DType::I64).try_reshape(&s)?;
-    if last {
-        hit.try_where(&ar, -1i64)?.try_max(&[axis], true)
+    let i = if max {
+        src.try_argmax(Some(axis), true)?
     } else {
-        hit.try_where(&ar, d as i64)?.try_min(&[axis], true)
+        src.try_argmin(Some(axis), true)?
+    };
+    let i = i.cast(DType::I64);
+    if last {
+        let d = x.shape()[axis as usize] as i64;
+        return i.const_like((d - 1) as f64).try_sub(&i);
     }
+    Ok(i)
 }
 
 fn arg(n: &Node, max: bool) -> Result<Vec<Tensor>> {
@@ -106,6 +116,8 @@ fn arg(n: &Node, max: bool) -> Result<Vec<Tensor>> {
     one(y.try_squeeze(Some(a as isize))?)
 }
 
+/// CumSum/CumProd with the shared scans: `reverse` flips around them, `exclusive` shifts the
+/// result by one along the axis (the identity comes in first).
 fn cumulative(n: &Node, prod: bool) -> Result<Vec<Tensor>> {
     let x = n.input(0)?;
     let axis = n
@@ -113,31 +125,23 @@ fn cumulative(n: &Node, prod: bool) -> Result<Vec<Tensor>> {
         .and_then(|v| v.first().copied())
         .ok_or_else(|| bad(n.op(), "no axis"))?;
     let a = norm_axis(n.op(), axis, x.ndim())?;
-    let r = x.ndim();
-    let mut perm: Vec<usize> = (0..r).filter(|&i| i != a).collect();
-    perm.push(a);
-    let xt = x.try_permute(&perm)?;
-    let d = x.shape()[a];
-    let i = Tensor::arange(0.0, d as f64, 1.0, DType::I64).try_reshape(&[d as isize, 1])?;
-    let j = Tensor::arange(0.0, d as f64, 1.0, DType::I64).try_reshape(&[1, d as isize])?;
+    let ax = a as isize;
     let (excl, rev) = (n.int("exclusive", 0) != 0, n.int("reverse", 0) != 0);
-    let mask = match (rev, excl) {
-        (false, false) => j.try_le(&i)?,
-        (false, true) => j.try_lt(&i)?,
-        (true, false) => j.try_ge(&i)?,
-        (true, true) => j.try_gt(&i)?,
-    };
-    let xe = xt.try_unsqueeze(-2)?;
-    let fill = if prod { 1.0 } else { 0.0 };
-    let picked = mask.try_where(&xe, xe.const_like(fill))?;
-    let y = if prod {
-        picked.try_prod(&[-1], false)?
-    } else {
-        picked.try_sum(&[-1], false)?
-    };
-    let mut inv = vec![0; r];
-    for (k, &p) in perm.iter().enumerate() {
-        inv[p] = k;
+    let mut t = if rev { x.try_flip(&[ax])? } else { x.clone() };
+    if excl && x.shape()[a] > 0 {
+        let d = x.shape()[a];
+        let mut keep: Vec<(usize, usize)> = x.shape().iter().map(|&s| (0, s)).collect();
+        keep[a] = (0, d - 1);
+        let mut pads = vec![(0, 0); x.ndim()];
+        pads[a] = (1, 0);
+        let fill = if prod { 1.0 } else { 0.0 };
+        t = t.try_shrink(&keep)?.try_pad_value(&pads, fill)?;
     }
-    one(y.cast(x.dtype()).try_permute(&inv)?)
+    let y = if prod {
+        t.try_cumprod(ax)?
+    } else {
+        t.try_cumsum(ax)?
+    };
+    let y = if rev { y.try_flip(&[ax])? } else { y };
+    one(y.cast(x.dtype()))
 }

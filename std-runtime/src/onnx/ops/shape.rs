@@ -35,6 +35,11 @@ pub fn lookup(op: &str) -> Option<Handler> {
         "EyeLike" => eye_like,
         "Trilu" => trilu,
         "OneHot" => one_hot,
+        "CenterCropPad" => center_crop_pad,
+        "OptionalHasElement" => |n| one(Tensor::from_slice(&[n.opt(0).is_some()], &[])),
+        "OptionalGetElement" => |n| one(n.input(0)?.clone()),
+        "ReverseSequence" => reverse_sequence,
+        "TensorScatter" => tensor_scatter,
         _ => return None,
     })
 }
@@ -467,9 +472,15 @@ fn space_to_depth(n: &Node) -> Result<Vec<Tensor>> {
     let x = n.input(0)?;
     let b = n.int("blocksize", 1).max(1) as usize;
     let [nn, c, h, w] = four(x, "SpaceToDepth")?;
+    // DCR puts the block offsets before the channel, CRD after it.
+    let order = if n.string("mode", "DCR") == "CRD" {
+        [0, 1, 3, 5, 2, 4]
+    } else {
+        [0, 3, 5, 1, 2, 4]
+    };
     let y = x
         .try_reshape(&isz(&[nn, c, h / b, b, w / b, b]))?
-        .try_permute(&[0, 3, 5, 1, 2, 4])?;
+        .try_permute(&order)?;
     one(y.try_reshape(&isz(&[nn, c * b * b, h / b, w / b]))?)
 }
 
@@ -539,4 +550,80 @@ fn one_hot(n: &Node) -> Result<Vec<Tensor>> {
     let off = values.try_slice(&[(0, 1, 1)])?.try_reshape(&[])?;
     let on = values.try_slice(&[(1, 2, 1)])?.try_reshape(&[])?;
     one(idx.try_eq(&ar)?.try_where(&on, &off)?)
+}
+
+/// Crops or zero-pads each listed axis to its target size, centred (the odd cell at the end).
+fn center_crop_pad(n: &Node) -> Result<Vec<Tensor>> {
+    let x = n.input(0)?;
+    let xs = x.shape();
+    let sizes = n.ints_input(1)?.unwrap_or_default();
+    let axes: Vec<usize> = match n.ints("axes") {
+        Some(a) => a
+            .iter()
+            .map(|&v| norm_axis(n.op(), v, xs.len()))
+            .collect::<Result<_>>()?,
+        None => (0..xs.len()).collect(),
+    };
+    if sizes.len() != axes.len() || sizes.iter().any(|&v| v < 0) {
+        return Err(bad(n.op(), format!("shape {sizes:?} for axes {axes:?}")));
+    }
+    let mut keep: Vec<(usize, usize)> = xs.iter().map(|&d| (0, d)).collect();
+    let mut pads = vec![(0usize, 0usize); xs.len()];
+    for (&a, &want) in axes.iter().zip(&sizes) {
+        let (have, want) = (xs[a], want as usize);
+        if want < have {
+            let start = (have - want) / 2;
+            keep[a] = (start, start + want);
+        } else {
+            let extra = want - have;
+            pads[a] = (extra / 2, extra - extra / 2);
+        }
+    }
+    one(x.try_shrink(&keep)?.try_pad(&pads)?)
+}
+
+/// `arange(n)` (i64) laid along axis `a` of a rank-`r` tensor.
+fn arange_on(n: usize, a: usize, r: usize) -> Result<Tensor> {
+    let mut s = vec![1isize; r];
+    s[a] = n as isize;
+    Tensor::arange(0.0, n as f64, 1.0, DType::I64).try_reshape(&s)
+}
+
+/// Reverses the first `sequence_lens[b]` steps of each batch entry (a gather along time).
+fn reverse_sequence(n: &Node) -> Result<Vec<Tensor>> {
+    let x = n.input(0)?;
+    let (xs, r) = (x.shape(), x.ndim());
+    let ba = norm_axis(n.op(), n.int("batch_axis", 1), r)?;
+    let ta = norm_axis(n.op(), n.int("time_axis", 0), r)?;
+    let lens = n.input(1)?.cast(DType::I64);
+    let mut ls = vec![1isize; r];
+    ls[ba] = xs[ba] as isize;
+    let lens = lens.try_reshape(&ls)?;
+    let t = arange_on(xs[ta], ta, r)?;
+    let rev = lens.try_sub(1i64)?.try_sub(&t)?;
+    let idx = t.try_lt(&lens)?.try_where(&rev, &t)?.try_expand(&xs)?;
+    one(x.try_gather(ta as isize, &idx)?)
+}
+
+/// Writes `update` into the cache along `axis` from each batch entry's write index (wrapping
+/// round in `circular` mode): a gather from the update where a cache cell is written.
+fn tensor_scatter(n: &Node) -> Result<Vec<Tensor>> {
+    let (cache, upd) = (n.input(0)?, n.input(1)?);
+    let (cs, r) = (cache.shape(), cache.ndim());
+    let a = norm_axis(n.op(), n.int("axis", -2), r)?;
+    let (len, steps) = (cs[a] as i64, upd.shape()[a] as i64);
+    let mut ws = vec![1isize; r];
+    ws[0] = cs[0] as isize;
+    let write = match n.opt(2) {
+        Some(w) => w.cast(DType::I64).try_reshape(&ws)?,
+        None => Tensor::from_slice(&[0i64], &[1]).try_reshape(&vec![1; r])?,
+    };
+    let mut s = arange_on(cs[a], a, r)?.try_sub(&write)?;
+    if n.string("mode", "linear") == "circular" {
+        s = s.try_rem(len)?.try_add(len)?.try_rem(len)?;
+    }
+    let s = s.try_ge(0i64)?.try_where(&s, steps)?;
+    let hit = s.try_lt(steps)?;
+    let idx = hit.try_where(&s, 0i64)?.try_expand(&cs)?;
+    one(hit.try_where(&upd.try_gather(a as isize, &idx)?, cache)?)
 }

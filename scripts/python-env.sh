@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The Python environment the ONNX scripts and tests share: a virtual environment in `.venv` (or
+# $ONNX_VENV) with `onnx`, `onnxruntime` and `numpy` from PyPI. Made once and reused; running this
+# again on a ready environment does nothing. Prints the environment's python on stdout.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+VENV="${ONNX_VENV:-.venv}"
+if [ ! -x "$VENV/bin/python" ]; then
+    python3 -m venv "$VENV" >&2
+fi
+if ! "$VENV/bin/python" -c "import onnx, onnxruntime, numpy" 2>/dev/null; then
+    echo "python-env: installing onnx onnxruntime numpy into $VENV" >&2
+    "$VENV/bin/pip" install --quiet onnx onnxruntime numpy >&2
+fi
+echo "$VENV/bin/python"
