@@ -4,77 +4,14 @@
 use std::sync::Arc;
 
 use half::{bf16, f16};
-use picograd_core::codegen::uops::{BufParam, KernelCost, LinearKernel, UOp, UOpKind};
+use picograd_core::codegen::uops::{LinearKernel, UOpKind};
 use picograd_core::device::{BufId, Device, Program};
 use picograd_core::ops::{AluOp, Scalar};
 use picograd_core::{DType, Error, Interp};
 
-/// Builds a kernel one UOp at a time.
-#[derive(Default)]
-struct K {
-    uops: Vec<UOp>,
-    bufs: Vec<BufParam>,
-    vars: Vec<(Arc<str>, i64, i64)>,
-}
-
-impl K {
-    fn push(&mut self, kind: UOpKind, dtype: DType, src: &[u32]) -> u32 {
-        self.uops.push(UOp {
-            kind,
-            dtype,
-            src: src.to_vec(),
-        });
-        (self.uops.len() - 1) as u32
-    }
-    fn global(&mut self, dtype: DType, size: usize, writable: bool) -> u32 {
-        let idx = self.bufs.len();
-        self.bufs.push(BufParam {
-            dtype,
-            size,
-            writable,
-        });
-        self.push(UOpKind::DefineGlobal { idx, writable }, dtype, &[])
-    }
-    fn var(&mut self, name: &str, min: i64, max: i64) -> u32 {
-        let name: Arc<str> = name.into();
-        self.vars.push((name.clone(), min, max));
-        self.push(UOpKind::DefineVar { name, min, max }, DType::I32, &[])
-    }
-    fn cst(&mut self, v: Scalar) -> u32 {
-        self.push(UOpKind::Const(v), v.dtype(), &[])
-    }
-    fn int(&mut self, v: i64) -> u32 {
-        self.cst(Scalar::from_i64(v, DType::I32))
-    }
-    fn alu(&mut self, op: AluOp, dtype: DType, src: &[u32]) -> u32 {
-        self.push(UOpKind::Alu(op), dtype, src)
-    }
-    fn load(&mut self, buf: u32, src: &[u32]) -> u32 {
-        let dt = self.uops[buf as usize].dtype;
-        let mut s = vec![buf];
-        s.extend_from_slice(src);
-        self.push(UOpKind::Load, dt, &s)
-    }
-    fn store(&mut self, buf: u32, idx: u32, val: u32) {
-        let dt = self.uops[buf as usize].dtype;
-        self.push(UOpKind::Store, dt, &[buf, idx, val]);
-    }
-    fn lp(&mut self, start: u32, end: u32) -> u32 {
-        self.push(UOpKind::Loop, DType::I32, &[start, end])
-    }
-    fn end(&mut self, lp: u32) {
-        self.push(UOpKind::EndLoop, DType::I32, &[lp]);
-    }
-    fn build(self, name: &str) -> LinearKernel {
-        LinearKernel {
-            name: name.into(),
-            uops: self.uops,
-            bufs: self.bufs,
-            vars: self.vars,
-            cost: KernelCost::default(),
-        }
-    }
-}
+#[path = "common/kernel_builder.rs"]
+mod kernel_builder;
+use kernel_builder::KernelBuilder as K;
 
 fn le<T: Copy, const N: usize>(v: &[T], f: fn(T) -> [u8; N]) -> Vec<u8> {
     v.iter().flat_map(|&x| f(x)).collect()

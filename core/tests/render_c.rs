@@ -6,89 +6,19 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::process::Command;
-use std::sync::Arc;
 
 use half::{bf16, f16};
 use picograd_core::codegen::c::{render_kernel, render_program, CRenderOpts};
-use picograd_core::codegen::uops::{BufParam, KernelCost, LinearKernel, UOp, UOpKind};
+use picograd_core::codegen::uops::{LinearKernel, UOpKind};
 use picograd_core::ops::{AluOp, Scalar};
 use picograd_core::symbolic::Node;
 use picograd_core::DType;
 
 // ---------------------------------------------------------------- kernel building
 
-#[derive(Default)]
-struct Kb {
-    uops: Vec<UOp>,
-    bufs: Vec<BufParam>,
-    vars: Vec<(Arc<str>, i64, i64)>,
-}
-
-impl Kb {
-    fn u(&mut self, kind: UOpKind, dtype: DType, src: &[u32]) -> u32 {
-        self.uops.push(UOp {
-            kind,
-            dtype,
-            src: src.to_vec(),
-        });
-        (self.uops.len() - 1) as u32
-    }
-    fn global(&mut self, dtype: DType, size: usize, writable: bool) -> u32 {
-        let idx = self.bufs.len();
-        self.bufs.push(BufParam {
-            dtype,
-            size,
-            writable,
-        });
-        self.u(UOpKind::DefineGlobal { idx, writable }, dtype, &[])
-    }
-    fn var(&mut self, name: &str, min: i64, max: i64) -> u32 {
-        self.vars.push((name.into(), min, max));
-        let k = UOpKind::DefineVar {
-            name: name.into(),
-            min,
-            max,
-        };
-        self.u(k, DType::I32, &[])
-    }
-    fn c(&mut self, s: Scalar) -> u32 {
-        self.u(UOpKind::Const(s), s.dtype(), &[])
-    }
-    fn ci(&mut self, v: i64) -> u32 {
-        self.c(Scalar::from_i64(v, DType::I32))
-    }
-    fn alu(&mut self, op: AluOp, dtype: DType, src: &[u32]) -> u32 {
-        self.u(UOpKind::Alu(op), dtype, src)
-    }
-    fn load(&mut self, buf: u32, idx: u32) -> u32 {
-        let dt = self.uops[buf as usize].dtype;
-        self.u(UOpKind::Load, dt, &[buf, idx])
-    }
-    fn store(&mut self, buf: u32, idx: u32, val: u32) {
-        let dt = self.uops[buf as usize].dtype;
-        self.u(UOpKind::Store, dt, &[buf, idx, val]);
-    }
-    fn cast(&mut self, x: u32, to: DType) -> u32 {
-        self.u(UOpKind::Cast, to, &[x])
-    }
-    fn lp(&mut self, start: u32, end: u32) -> u32 {
-        let dt = self.uops[end as usize].dtype;
-        self.u(UOpKind::Loop, dt, &[start, end])
-    }
-    fn end(&mut self, l: u32) {
-        let dt = self.uops[l as usize].dtype;
-        self.u(UOpKind::EndLoop, dt, &[l]);
-    }
-    fn finish(self, name: &str) -> LinearKernel {
-        LinearKernel {
-            name: name.into(),
-            uops: self.uops,
-            bufs: self.bufs,
-            vars: self.vars,
-            cost: KernelCost::default(),
-        }
-    }
-}
+#[path = "common/kernel_builder.rs"]
+mod kernel_builder;
+use kernel_builder::KernelBuilder as Kb;
 
 /// `for i in 0..n { out_k[i] = f_k(in_0[i], in_1[i], ...) }` with `outs` output buffers of the
 /// given dtypes and `ins` inputs of the given dtypes; `f` gets the loaded inputs.
@@ -102,15 +32,15 @@ fn elementwise(
     let mut b = Kb::default();
     let og: Vec<u32> = outs.iter().map(|&d| b.global(d, n, true)).collect();
     let ig: Vec<u32> = ins.iter().map(|&d| b.global(d, n, false)).collect();
-    let (zero, end) = (b.ci(0), b.ci(n as i64));
+    let (zero, end) = (b.int(0), b.int(n as i64));
     let i = b.lp(zero, end);
-    let xs: Vec<u32> = ig.iter().map(|&g| b.load(g, i)).collect();
+    let xs: Vec<u32> = ig.iter().map(|&g| b.load(g, &[i])).collect();
     let ys = f(&mut b, &xs);
     for (g, y) in og.iter().zip(ys) {
         b.store(*g, i, y);
     }
     b.end(i);
-    b.finish(name)
+    b.build(name)
 }
 
 // ---------------------------------------------------------------- running C
@@ -336,14 +266,14 @@ fn case_reduce() -> Case {
     let mut b = Kb::default();
     let (out, out2) = (b.global(DType::F32, 3, true), b.global(DType::F32, 3, true));
     let inp = b.global(DType::F32, 15, false);
-    let (z, three, five) = (b.ci(0), b.ci(3), b.ci(5));
+    let (z, three, five) = (b.int(0), b.int(3), b.int(5));
     let r = b.lp(z, three);
-    let acc = b.u(
+    let acc = b.push(
         UOpKind::DefineAcc(Scalar::zero(DType::F32)),
         DType::F32,
         &[],
     );
-    let macc = b.u(
+    let macc = b.push(
         UOpKind::DefineAcc(Scalar::lowest(DType::F32)),
         DType::F32,
         &[],
@@ -351,11 +281,11 @@ fn case_reduce() -> Case {
     let j = b.lp(z, five);
     let base = b.alu(AluOp::Mul, DType::I32, &[r, five]);
     let idx = b.alu(AluOp::Add, DType::I32, &[base, j]);
-    let x = b.load(inp, idx);
+    let x = b.load(inp, &[idx]);
     let s = b.alu(AluOp::Add, DType::F32, &[acc, x]);
-    let a1 = b.u(UOpKind::Assign, DType::F32, &[acc, s]);
+    let a1 = b.push(UOpKind::Assign, DType::F32, &[acc, s]);
     let m = b.alu(AluOp::Max, DType::F32, &[macc, x]);
-    b.u(UOpKind::Assign, DType::F32, &[macc, m]);
+    b.push(UOpKind::Assign, DType::F32, &[macc, m]);
     b.end(j);
     b.store(out, r, a1);
     b.store(out2, r, macc);
@@ -374,7 +304,7 @@ fn case_reduce() -> Case {
         maxs.push(m);
     }
     Case {
-        kernel: b.finish("k_reduce"),
+        kernel: b.build("k_reduce"),
         init: vec![
             sentinel(3, DType::F32),
             sentinel(3, DType::F32),
@@ -392,19 +322,19 @@ fn case_pad() -> Case {
     let mut b = Kb::default();
     let out = b.global(DType::F32, n + 2, true);
     let inp = b.global(DType::F32, n, false);
-    let (z, one, end, hi) = (b.ci(0), b.ci(1), b.ci(n as i64 + 2), b.ci(n as i64 + 1));
+    let (z, one, end, hi) = (b.int(0), b.int(1), b.int(n as i64 + 2), b.int(n as i64 + 1));
     let i = b.lp(z, end);
     let g0 = b.alu(AluOp::CmpLt, DType::Bool, &[z, i]);
     let g1 = b.alu(AluOp::CmpLt, DType::Bool, &[i, hi]);
     let g = b.alu(AluOp::And, DType::Bool, &[g0, g1]);
     let idx = b.alu(AluOp::Sub, DType::I32, &[i, one]);
-    let x = b.u(UOpKind::Load, DType::F32, &[inp, idx, g]);
+    let x = b.push(UOpKind::Load, DType::F32, &[inp, idx, g]);
     b.store(out, i, x);
     b.end(i);
     let data = [1.0f32, 2.0, 3.0, 4.0, 5.0];
     let want = [0.0f32, 1.0, 2.0, 3.0, 4.0, 5.0, 0.0];
     Case {
-        kernel: b.finish("k_pad"),
+        kernel: b.build("k_pad"),
         init: vec![sentinel(n + 2, DType::F32), f32s(&data)],
         vars: vec![],
         want: vec![f32s(&want)],
@@ -619,19 +549,19 @@ fn case_half() -> Case {
         b.global(DType::F16, n, false),
         b.global(DType::BF16, n, false),
     );
-    let (z, m, nn) = (b.ci(0), b.ci(xs.len() as i64), b.ci(n as i64));
+    let (z, m, nn) = (b.int(0), b.int(xs.len() as i64), b.int(n as i64));
     let i = b.lp(z, m);
-    let v = b.load(x, i);
+    let v = b.load(x, &[i]);
     let h = b.cast(v, DType::F16);
     b.store(oh, i, h);
     let bb = b.cast(v, DType::BF16);
     b.store(ob, i, bb);
     b.end(i);
     let i = b.lp(z, nn);
-    let h = b.load(ih, i);
+    let h = b.load(ih, &[i]);
     let hf = b.cast(h, DType::F32);
     b.store(of, i, hf);
-    let bb = b.load(ib, i);
+    let bb = b.load(ib, &[i]);
     let bf = b.cast(bb, DType::F32);
     b.store(og, i, bf);
     b.end(i);
@@ -670,7 +600,7 @@ fn case_half() -> Case {
         all,
     ];
     Case {
-        kernel: b.finish("k_half"),
+        kernel: b.build("k_half"),
         init,
         vars: vec![],
         want,
@@ -684,19 +614,19 @@ fn case_var_loop() -> Case {
     let (out, out2) = (b.global(DType::F32, 8, true), b.global(DType::I64, 8, true));
     let inp = b.global(DType::F32, 8, false);
     let nv = b.var("n", 1, 8);
-    let (z, two) = (b.ci(0), b.c(Scalar::from_f64(2.0, DType::F32)));
+    let (z, two) = (b.int(0), b.cst(Scalar::from_f64(2.0, DType::F32)));
     let i = b.lp(z, nv);
-    let x = b.load(inp, i);
+    let x = b.load(inp, &[i]);
     let y = b.alu(AluOp::Mul, DType::F32, &[x, two]);
     b.store(out, i, y);
     b.end(i);
     let (z64, e64) = (
-        b.c(Scalar::from_i64(0, DType::I64)),
-        b.c(Scalar::from_i64(8, DType::I64)),
+        b.cst(Scalar::from_i64(0, DType::I64)),
+        b.cst(Scalar::from_i64(8, DType::I64)),
     );
     let (three, two64) = (
-        b.c(Scalar::from_i64(3, DType::I64)),
-        b.c(Scalar::from_i64(2, DType::I64)),
+        b.cst(Scalar::from_i64(3, DType::I64)),
+        b.cst(Scalar::from_i64(2, DType::I64)),
     );
     let j = b.lp(z64, e64);
     let d = b.alu(AluOp::Sub, DType::I64, &[j, three]);
@@ -715,7 +645,7 @@ fn case_var_loop() -> Case {
         .map(|j| ((j - 3).div_euclid(2) + (j - 3).rem_euclid(3)) as u64)
         .collect();
     Case {
-        kernel: b.finish("k_var_loop"),
+        kernel: b.build("k_var_loop"),
         init: vec![
             sentinel(8, DType::F32),
             sentinel(8, DType::I64),
@@ -745,8 +675,8 @@ fn case_misc() -> Case {
         &[DType::F32, DType::F32],
         xs.len(),
         |k, x| {
-            let bits = k.u(UOpKind::Bitcast, DType::U32, &[x[0]]);
-            let back = k.u(UOpKind::Bitcast, DType::F32, &[bits]);
+            let bits = k.push(UOpKind::Bitcast, DType::U32, &[x[0]]);
+            let back = k.push(UOpKind::Bitcast, DType::F32, &[bits]);
             let lt = k.alu(AluOp::CmpLt, DType::Bool, &[x[0], x[1]]);
             let w = k.alu(AluOp::Where, DType::F32, &[lt, x[0], x[1]]);
             let m = k.alu(AluOp::Mod, DType::F32, &[x[0], x[1]]);
@@ -859,25 +789,25 @@ fn case_dead_and_gated_store() -> Case {
     let unused = b.global(DType::F32, 4, false);
     let inp = b.global(DType::F32, 4, false);
     b.var("m", 0, 9);
-    let (z, four, two) = (b.ci(0), b.ci(4), b.ci(2));
-    let acc = b.u(
+    let (z, four, two) = (b.int(0), b.int(4), b.int(2));
+    let acc = b.push(
         UOpKind::DefineAcc(Scalar::zero(DType::F32)),
         DType::F32,
         &[],
     );
     let i = b.lp(z, four);
-    let _dead = b.load(unused, i);
-    let x = b.load(inp, i);
+    let _dead = b.load(unused, &[i]);
+    let x = b.load(inp, &[i]);
     let s = b.alu(AluOp::Add, DType::F32, &[acc, x]);
-    b.u(UOpKind::Assign, DType::F32, &[acc, s]);
+    b.push(UOpKind::Assign, DType::F32, &[acc, s]);
     let g = b.alu(AluOp::CmpLt, DType::Bool, &[i, two]);
-    b.u(UOpKind::Store, DType::F32, &[out, i, x, g]);
+    b.push(UOpKind::Store, DType::F32, &[out, i, x, g]);
     b.end(i);
     let data = [1.0f32, 2.0, 3.0, 4.0];
     let mut want = f32s(&data[..2]);
     want.extend([SENT32, SENT32]);
     Case {
-        kernel: b.finish("k_dead"),
+        kernel: b.build("k_dead"),
         init: vec![sentinel(4, DType::F32), f32s(&data), f32s(&data)],
         vars: vec![3],
         want: vec![want],
@@ -955,17 +885,17 @@ fn golden_relu_roll() {
     let out = b.global(DType::F32, 16, true);
     let a = b.global(DType::F32, 16, false);
     let n = b.var("n", 1, 16);
-    let (z, one, fz) = (b.ci(0), b.ci(1), b.c(Scalar::zero(DType::F32)));
+    let (z, one, fz) = (b.int(0), b.int(1), b.cst(Scalar::zero(DType::F32)));
     let i = b.lp(z, n);
-    let x = b.load(a, i);
+    let x = b.load(a, &[i]);
     let r = b.alu(AluOp::Max, DType::F32, &[x, fz]);
     let im1 = b.alu(AluOp::Sub, DType::I32, &[i, one]);
     let j = b.alu(AluOp::FloorMod, DType::I32, &[im1, n]);
-    let y = b.load(a, j);
+    let y = b.load(a, &[j]);
     let s = b.alu(AluOp::Add, DType::F32, &[r, y]);
     b.store(out, i, s);
     b.end(i);
-    let got = render_kernel(&b.finish("E_n"), &CRenderOpts::default());
+    let got = render_kernel(&b.build("E_n"), &CRenderOpts::default());
     let want = r#"/* generated by picograd */
 #include <stdint.h>
 
