@@ -1,5 +1,6 @@
-//! Running a schedule: for each item, allocate its output, lower its AST to UOps (once per
-//! distinct AST), compile for the device (once per distinct kernel and device), and run.
+//! Running a schedule: lower every item's AST to UOps (once per distinct AST) and compile the
+//! kernels the device has no program for yet, all at once; then for each item, allocate its
+//! output and run.
 //! Also the counters the tests and `PICOGRAD_DEBUG=1` read.
 //!
 //! Invariant: a base is realized only after every item it depends on has run; lowering and
@@ -13,7 +14,7 @@ use alloc::vec::Vec;
 use hashbrown::HashMap;
 use spin::Mutex;
 
-use crate::ast::Ast;
+use crate::ast::{Ast, AstOp};
 use crate::codegen::kernel::Kernel;
 use crate::codegen::linearizer::linearize;
 use crate::codegen::opt::{hand_coded, OptConfig};
@@ -148,6 +149,77 @@ fn program(device: &Arc<dyn Device>, k: &LinearKernel) -> Result<Arc<dyn Program
     Ok(p)
 }
 
+/// Compiles every kernel of `items` that will run and has no program yet, all at once per
+/// device ([`Device::compile_many`]), so a device can overlap or batch the compiles instead of
+/// paying for them one at a time between runs.
+fn prepare(items: &[ScheduleItem], recording: bool) -> Result<()> {
+    let mut pending: Vec<(Arc<dyn Device>, Vec<LinearKernel>)> = Vec::new();
+    let runs_kernel = |it: &&ScheduleItem| {
+        !it.is_copy && it.out.realized().is_none() && (recording || !is_zero_fill(it))
+    };
+    for it in items.iter().filter(runs_kernel) {
+        let device = it.out.device().clone();
+        let k = lower(it)?;
+        let key = (Arc::as_ptr(&device) as *const u8 as usize, k);
+        if PROGRAM_CACHE
+            .lock()
+            .get_or_insert_with(HashMap::new)
+            .contains_key(&key)
+        {
+            continue;
+        }
+        match pending.iter_mut().find(|(d, _)| Arc::ptr_eq(d, &device)) {
+            Some((_, ks)) if ks.contains(&key.1) => {}
+            Some((_, ks)) => ks.push(key.1),
+            None => pending.push((device, alloc::vec![key.1])),
+        }
+    }
+    for (device, ks) in pending {
+        let refs: Vec<&LinearKernel> = ks.iter().collect();
+        let progs = device.compile_many(&refs)?;
+        if progs.len() != ks.len() {
+            return Err(Error::Device(format!(
+                "{}: compile_many returned {} programs for {} kernels",
+                device.name(),
+                progs.len(),
+                ks.len()
+            )));
+        }
+        let dev = Arc::as_ptr(&device) as *const u8 as usize;
+        COUNTERS.lock().compiled += progs.len() as u64;
+        let mut cache = PROGRAM_CACHE.lock();
+        let cache = cache.get_or_insert_with(HashMap::new);
+        for (k, p) in ks.into_iter().zip(progs) {
+            cache.insert((dev, k), p);
+        }
+    }
+    Ok(())
+}
+
+/// Whether `item` stores the constant zero (+0.0, 0, false) into a fresh buffer: the allocator
+/// hands out zeroed memory, so such an item needs no kernel (no compile on a cold start).
+fn is_zero_fill(item: &ScheduleItem) -> bool {
+    let fresh = !matches!(item.out.op(), Some((LazyOp::Assign, _)));
+    let zero_const = |a: &Ast| matches!(a.op(), AstOp::Const { val, .. } if val.bits() == 0);
+    fresh
+        && item.inputs.is_empty()
+        && matches!(item.ast.op(), AstOp::Store { .. })
+        && matches!(item.ast.src(), [c] if zero_const(c) && c.dtype() == item.out.dtype())
+}
+
+/// The output of a zero-fill item ([`is_zero_fill`]): a freshly allocated, zeroed buffer.
+fn run_zero_fill(item: &ScheduleItem) -> Result<Arc<Buffer>> {
+    let out = Buffer::new(
+        item.out.device().clone(),
+        item.out.dtype(),
+        max_size(item.out.shape()),
+    )?;
+    if debug() >= 1 {
+        log(1, &format!("*** {:<8} zero fill {:?}", out.device().name(), item.out.shape()));
+    }
+    Ok(Arc::new(out))
+}
+
 fn run_copy(item: &ScheduleItem) -> Result<Arc<Buffer>> {
     let src = item
         .inputs
@@ -266,12 +338,18 @@ pub fn realize_recorded(outs: &[LazyBuffer]) -> Result<Vec<ExecItem>> {
 }
 
 fn run_recorded(items: &[ScheduleItem], mut rec: Option<&mut Vec<ExecItem>>) -> Result<()> {
+    // A capture replays every step, so there even a zero fill stays a kernel (a later step may
+    // write into its buffer in place).
+    let recording = rec.is_some();
+    prepare(items, recording)?;
     for it in items {
         if it.out.realized().is_some() {
             continue;
         }
         let (buf, kernel, program) = if it.is_copy {
             (run_copy(it)?, None, None)
+        } else if !recording && is_zero_fill(it) {
+            (run_zero_fill(it)?, None, None)
         } else {
             run_kernel(it)?
         };
