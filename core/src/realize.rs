@@ -8,7 +8,7 @@
 
 use alloc::format;
 use alloc::string::String;
-use alloc::sync::Arc;
+use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
 
 use hashbrown::HashMap;
@@ -62,7 +62,7 @@ pub fn counters() -> Counters {
     *COUNTERS.lock()
 }
 
-type ProgramCache = HashMap<(usize, LinearKernel), Arc<dyn Program>>;
+type ProgramCache = HashMap<(usize, LinearKernel), (Weak<dyn Device>, Arc<dyn Program>)>;
 type LowerKey = (Ast, Option<OptConfig>);
 static LOWER_CACHE: Mutex<Option<HashMap<LowerKey, LinearKernel>>> = Mutex::new(None);
 static PROGRAM_CACHE: Mutex<Option<ProgramCache>> = Mutex::new(None);
@@ -131,21 +131,38 @@ pub fn lower(item: &ScheduleItem) -> Result<LinearKernel> {
     Ok(lk)
 }
 
-fn program(device: &Arc<dyn Device>, k: &LinearKernel) -> Result<Arc<dyn Program>> {
+/// The program cached for `k` on `device`. Entries are keyed by the device's address, so each
+/// remembers its device weakly: a dead device's entry is stale (a new device may reuse the
+/// address) and is dropped instead of returned.
+fn cached_program(device: &Arc<dyn Device>, k: &LinearKernel) -> Option<Arc<dyn Program>> {
     let key = (Arc::as_ptr(device) as *const u8 as usize, k.clone());
-    if let Some(p) = PROGRAM_CACHE
-        .lock()
-        .get_or_insert_with(HashMap::new)
-        .get(&key)
-    {
-        return Ok(p.clone());
+    let mut cache = PROGRAM_CACHE.lock();
+    let cache = cache.get_or_insert_with(HashMap::new);
+    match cache.get(&key) {
+        Some((dev, p)) if dev.strong_count() > 0 => Some(p.clone()),
+        Some(_) => {
+            cache.remove(&key);
+            None
+        }
+        None => None,
     }
-    let p = device.compile(k)?;
-    COUNTERS.lock().compiled += 1;
+}
+
+fn cache_program(device: &Arc<dyn Device>, k: LinearKernel, p: Arc<dyn Program>) {
+    let key = (Arc::as_ptr(device) as *const u8 as usize, k);
     PROGRAM_CACHE
         .lock()
         .get_or_insert_with(HashMap::new)
-        .insert(key, p.clone());
+        .insert(key, (Arc::downgrade(device), p));
+}
+
+fn program(device: &Arc<dyn Device>, k: &LinearKernel) -> Result<Arc<dyn Program>> {
+    if let Some(p) = cached_program(device, k) {
+        return Ok(p);
+    }
+    let p = device.compile(k)?;
+    COUNTERS.lock().compiled += 1;
+    cache_program(device, k.clone(), p.clone());
     Ok(p)
 }
 
@@ -160,18 +177,13 @@ fn prepare(items: &[ScheduleItem], recording: bool) -> Result<()> {
     for it in items.iter().filter(runs_kernel) {
         let device = it.out.device().clone();
         let k = lower(it)?;
-        let key = (Arc::as_ptr(&device) as *const u8 as usize, k);
-        if PROGRAM_CACHE
-            .lock()
-            .get_or_insert_with(HashMap::new)
-            .contains_key(&key)
-        {
+        if cached_program(&device, &k).is_some() {
             continue;
         }
         match pending.iter_mut().find(|(d, _)| Arc::ptr_eq(d, &device)) {
-            Some((_, ks)) if ks.contains(&key.1) => {}
-            Some((_, ks)) => ks.push(key.1),
-            None => pending.push((device, alloc::vec![key.1])),
+            Some((_, ks)) if ks.contains(&k) => {}
+            Some((_, ks)) => ks.push(k),
+            None => pending.push((device, alloc::vec![k])),
         }
     }
     for (device, ks) in pending {
@@ -185,12 +197,9 @@ fn prepare(items: &[ScheduleItem], recording: bool) -> Result<()> {
                 ks.len()
             )));
         }
-        let dev = Arc::as_ptr(&device) as *const u8 as usize;
         COUNTERS.lock().compiled += progs.len() as u64;
-        let mut cache = PROGRAM_CACHE.lock();
-        let cache = cache.get_or_insert_with(HashMap::new);
         for (k, p) in ks.into_iter().zip(progs) {
-            cache.insert((dev, k), p);
+            cache_program(&device, k, p);
         }
     }
     Ok(())
