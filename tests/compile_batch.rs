@@ -31,7 +31,9 @@ fn fresh_dir(name: &str) -> PathBuf {
 
 /// A compiler of its own (its counters see only this test's work) filling `dir`.
 fn compiler(dir: &PathBuf) -> &'static Compiler {
-    let cc = Compiler::detect().expect("a C compiler").with_cache_dir(dir);
+    let cc = Compiler::detect()
+        .expect("a C compiler")
+        .with_cache_dir(dir);
     Box::leak(Box::new(cc))
 }
 
@@ -67,7 +69,9 @@ impl Device for OneByOne {
 /// Deterministic inputs with odd sizes (no multiple of a vector width).
 fn data(n: usize, seed: u32) -> Vec<f32> {
     (0..n)
-        .map(|i| ((i as u32).wrapping_mul(2654435761).wrapping_add(seed) % 1000) as f32 / 250.0 - 2.0)
+        .map(|i| {
+            ((i as u32).wrapping_mul(2654435761).wrapping_add(seed) % 1000) as f32 / 250.0 - 2.0
+        })
         .collect()
 }
 
@@ -82,7 +86,7 @@ fn mlp(dev: &Arc<dyn Device>) -> Tensor {
     let w2 = t(29 * 5, &[29, 5], 4);
     let h = x.matmul(&w1).add(&b1).relu();
     let y = h.matmul(&w2);
-    y.sub(&y.max(&[1], true))
+    y.sub(y.max(&[1], true))
 }
 
 fn bits(t: &Tensor) -> Vec<u32> {
@@ -108,7 +112,10 @@ fn batched_schedule_matches_interp_and_one_by_one() {
         let got = bits(&mlp(&clang(cc, threads)));
         assert_eq!(got, want, "batched Clang ({threads} threads) vs Interp");
         let alone: Arc<dyn Device> = Arc::new(OneByOne(
-            Clang::new().unwrap().with_compiler(cc).with_threads(threads, 0),
+            Clang::new()
+                .unwrap()
+                .with_compiler(cc)
+                .with_threads(threads, 0),
         ));
         assert_eq!(bits(&mlp(&alone)), want, "one-by-one Clang vs Interp");
     }
@@ -121,7 +128,10 @@ fn a_schedule_compiles_once_per_translation_unit_and_hits_the_disk_cache() {
     let dev = clang(cc, 2);
     let y = mlp(&dev);
     let n = kernels_in(&y);
-    assert!(n >= 3, "the test needs a schedule of several kernels, got {n}");
+    assert!(
+        n >= 3,
+        "the test needs a schedule of several kernels, got {n}"
+    );
     let items = schedule(&[y.lazy().contiguous()]).unwrap();
     let lowered: Vec<LinearKernel> = items
         .iter()
@@ -154,7 +164,10 @@ fn corrupt_batch_entries_are_rebuilt() {
     let mut entries = 0;
     for e in std::fs::read_dir(&dir).unwrap() {
         let path = e.unwrap().path();
-        if path.file_name().is_some_and(|n| !n.to_string_lossy().starts_with('.')) {
+        if path
+            .file_name()
+            .is_some_and(|n| !n.to_string_lossy().starts_with('.'))
+        {
             let mut b = std::fs::read(&path).unwrap();
             let mid = b.len() / 2;
             b[mid] ^= 0x40;
@@ -177,7 +190,11 @@ fn corrupt_batch_entries_are_rebuilt() {
 fn zero_fills_need_no_kernel() {
     let cc = compiler(&fresh_dir("zeros"));
     let dev = clang(cc, 1);
-    let like = |dt: DType| Tensor::from_slice(&[1.0f32; 6], &[2, 3]).to_device(&dev).cast(dt);
+    let like = |dt: DType| {
+        Tensor::from_slice(&[1.0f32; 6], &[2, 3])
+            .to_device(&dev)
+            .cast(dt)
+    };
     let z = like(DType::F32).zeros_like();
     z.realize().unwrap();
     assert_eq!(z.to_vec::<f32>().unwrap(), vec![0.0; 6]);
@@ -188,7 +205,12 @@ fn zero_fills_need_no_kernel() {
     // -0.0 is not all-zero bits: it needs its kernel, and keeps its sign.
     let nz = like(DType::F32).full_like(-0.0);
     nz.realize().unwrap();
-    let got: Vec<u32> = nz.to_vec::<f32>().unwrap().iter().map(|v| v.to_bits()).collect();
+    let got: Vec<u32> = nz
+        .to_vec::<f32>()
+        .unwrap()
+        .iter()
+        .map(|v| v.to_bits())
+        .collect();
     assert_eq!(got, vec![(-0.0f32).to_bits(); 6]);
     assert_eq!(cc.stats().compiles, 1, "{:?}", cc.stats());
 }

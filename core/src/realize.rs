@@ -224,7 +224,11 @@ fn run_zero_fill(item: &ScheduleItem) -> Result<Arc<Buffer>> {
         max_size(item.out.shape()),
     )?;
     if debug() >= 1 {
-        log(1, &format!("*** {:<8} zero fill {:?}", out.device().name(), item.out.shape()));
+        let shape = crate::lazy::fmt_shape(item.out.shape());
+        log(
+            1,
+            &format!("*** {:<8} zero fill {shape}", out.device().name()),
+        );
     }
     Ok(Arc::new(out))
 }

@@ -54,8 +54,21 @@ impl HostAllocator {
         f(block)
     }
 
-    fn ptr(&self, b: BufId) -> Result<*mut u8> {
-        self.with_block(b, |blk| Ok(blk.ptr))
+    /// The memory of each buffer of one kernel call, under one lock (dispatch cost matters
+    /// when a JIT replays many small kernels).
+    fn ptrs(&self, bufs: &[BufId]) -> Result<Vec<*mut core::ffi::c_void>> {
+        let blocks = self
+            .blocks
+            .lock()
+            .map_err(|_| Error::Device("host allocator lock poisoned".into()))?;
+        bufs.iter()
+            .map(|b| {
+                blocks
+                    .get(&b.0)
+                    .map(|blk| blk.ptr.cast())
+                    .ok_or_else(|| Error::Device(format!("no host buffer {}", b.0)))
+            })
+            .collect()
     }
 }
 
@@ -230,10 +243,7 @@ impl Program for ClangProgram {
                 vars.len()
             )));
         }
-        let ptrs = bufs
-            .iter()
-            .map(|b| self.alloc.ptr(*b).map(|p| p.cast()))
-            .collect::<Result<Vec<*mut core::ffi::c_void>>>()?;
+        let ptrs = self.alloc.ptrs(bufs)?;
         let mut vals = Vec::with_capacity(vars.len());
         for (v, (lo, hi)) in vars.iter().zip(&self.vars) {
             if v < lo || v > hi {
@@ -308,7 +318,12 @@ impl Device for Clang {
         let mut progs: Vec<Option<Arc<dyn Program>>> = vec![None; ks.len()];
         for (g, lib) in groups.iter().zip(libs) {
             for &i in g {
-                progs[i] = Some(self.program(ks[i], lib.clone(), &batch_symbol(ks[i], i), self.cores_for(ks[i]))?);
+                progs[i] = Some(self.program(
+                    ks[i],
+                    lib.clone(),
+                    &batch_symbol(ks[i], i),
+                    self.cores_for(ks[i]),
+                )?);
             }
         }
         // Every index is in exactly one group, so every slot is filled.
