@@ -8,7 +8,7 @@
 //! the batch's library.
 
 use std::alloc::{alloc_zeroed, dealloc, Layout};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -38,7 +38,9 @@ unsafe impl Send for Block {}
 /// Host memory for the Clang device.
 #[derive(Default)]
 pub struct HostAllocator {
-    blocks: Mutex<HashMap<u64, Block>>,
+    /// By id. A B-tree, not a hash map: ids are small sequential integers, and hashing them
+    /// (SipHash) was a visible part of a JIT replay's per-kernel dispatch.
+    blocks: Mutex<BTreeMap<u64, Block>>,
     next: AtomicU64,
 }
 
