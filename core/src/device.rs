@@ -6,6 +6,7 @@
 //! core's [`Error`](crate::Error).
 
 use alloc::sync::Arc;
+use alloc::vec::Vec;
 
 use crate::codegen::opt::OptConfig;
 use crate::codegen::uops::LinearKernel;
@@ -43,6 +44,12 @@ pub trait Device: Send + Sync {
     fn allocator(&self) -> &dyn Allocator;
     /// Turns a lowered kernel into something that runs.
     fn compile(&self, k: &LinearKernel) -> Result<Arc<dyn Program>>;
+    /// Turns several kernels into programs at once (one per kernel, in order): realize hands a
+    /// schedule's uncompiled kernels here before running any of them. The default compiles them
+    /// one by one; a device whose compiler costs a process per call batches or parallelizes.
+    fn compile_many(&self, ks: &[&LinearKernel]) -> Result<Vec<Arc<dyn Program>>> {
+        ks.iter().map(|k| self.compile(k)).collect()
+    }
     /// How the kernel optimizer shapes kernels for this device; `None` (the default) lowers
     /// kernels unoptimized.
     fn opt_config(&self) -> Option<OptConfig> {

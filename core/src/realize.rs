@@ -1,5 +1,6 @@
-//! Running a schedule: for each item, allocate its output, lower its AST to UOps (once per
-//! distinct AST), compile for the device (once per distinct kernel and device), and run.
+//! Running a schedule: lower every item's AST to UOps (once per distinct AST) and compile the
+//! kernels the device has no program for yet, all at once; then for each item, allocate its
+//! output and run.
 //! Also the counters the tests and `PICOGRAD_DEBUG=1` read.
 //!
 //! Invariant: a base is realized only after every item it depends on has run; lowering and
@@ -7,13 +8,13 @@
 
 use alloc::format;
 use alloc::string::String;
-use alloc::sync::Arc;
+use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
 
 use hashbrown::HashMap;
 use spin::Mutex;
 
-use crate::ast::Ast;
+use crate::ast::{Ast, AstOp};
 use crate::codegen::kernel::Kernel;
 use crate::codegen::linearizer::linearize;
 use crate::codegen::opt::{hand_coded, OptConfig};
@@ -61,7 +62,7 @@ pub fn counters() -> Counters {
     *COUNTERS.lock()
 }
 
-type ProgramCache = HashMap<(usize, LinearKernel), Arc<dyn Program>>;
+type ProgramCache = HashMap<(usize, LinearKernel), (Weak<dyn Device>, Arc<dyn Program>)>;
 type LowerKey = (Ast, Option<OptConfig>);
 static LOWER_CACHE: Mutex<Option<HashMap<LowerKey, LinearKernel>>> = Mutex::new(None);
 static PROGRAM_CACHE: Mutex<Option<ProgramCache>> = Mutex::new(None);
@@ -130,22 +131,106 @@ pub fn lower(item: &ScheduleItem) -> Result<LinearKernel> {
     Ok(lk)
 }
 
-fn program(device: &Arc<dyn Device>, k: &LinearKernel) -> Result<Arc<dyn Program>> {
+/// The program cached for `k` on `device`. Entries are keyed by the device's address, so each
+/// remembers its device weakly: a dead device's entry is stale (a new device may reuse the
+/// address) and is dropped instead of returned.
+fn cached_program(device: &Arc<dyn Device>, k: &LinearKernel) -> Option<Arc<dyn Program>> {
     let key = (Arc::as_ptr(device) as *const u8 as usize, k.clone());
-    if let Some(p) = PROGRAM_CACHE
-        .lock()
-        .get_or_insert_with(HashMap::new)
-        .get(&key)
-    {
-        return Ok(p.clone());
+    let mut cache = PROGRAM_CACHE.lock();
+    let cache = cache.get_or_insert_with(HashMap::new);
+    match cache.get(&key) {
+        Some((dev, p)) if dev.strong_count() > 0 => Some(p.clone()),
+        Some(_) => {
+            cache.remove(&key);
+            None
+        }
+        None => None,
     }
-    let p = device.compile(k)?;
-    COUNTERS.lock().compiled += 1;
+}
+
+fn cache_program(device: &Arc<dyn Device>, k: LinearKernel, p: Arc<dyn Program>) {
+    let key = (Arc::as_ptr(device) as *const u8 as usize, k);
     PROGRAM_CACHE
         .lock()
         .get_or_insert_with(HashMap::new)
-        .insert(key, p.clone());
+        .insert(key, (Arc::downgrade(device), p));
+}
+
+fn program(device: &Arc<dyn Device>, k: &LinearKernel) -> Result<Arc<dyn Program>> {
+    if let Some(p) = cached_program(device, k) {
+        return Ok(p);
+    }
+    let p = device.compile(k)?;
+    COUNTERS.lock().compiled += 1;
+    cache_program(device, k.clone(), p.clone());
     Ok(p)
+}
+
+/// Compiles every kernel of `items` that will run and has no program yet, all at once per
+/// device ([`Device::compile_many`]), so a device can overlap or batch the compiles instead of
+/// paying for them one at a time between runs.
+fn prepare(items: &[ScheduleItem], recording: bool) -> Result<()> {
+    let mut pending: Vec<(Arc<dyn Device>, Vec<LinearKernel>)> = Vec::new();
+    let runs_kernel = |it: &&ScheduleItem| {
+        !it.is_copy && it.out.realized().is_none() && (recording || !is_zero_fill(it))
+    };
+    for it in items.iter().filter(runs_kernel) {
+        let device = it.out.device().clone();
+        let k = lower(it)?;
+        if cached_program(&device, &k).is_some() {
+            continue;
+        }
+        match pending.iter_mut().find(|(d, _)| Arc::ptr_eq(d, &device)) {
+            Some((_, ks)) if ks.contains(&k) => {}
+            Some((_, ks)) => ks.push(k),
+            None => pending.push((device, alloc::vec![k])),
+        }
+    }
+    for (device, ks) in pending {
+        let refs: Vec<&LinearKernel> = ks.iter().collect();
+        let progs = device.compile_many(&refs)?;
+        if progs.len() != ks.len() {
+            return Err(Error::Device(format!(
+                "{}: compile_many returned {} programs for {} kernels",
+                device.name(),
+                progs.len(),
+                ks.len()
+            )));
+        }
+        COUNTERS.lock().compiled += progs.len() as u64;
+        for (k, p) in ks.into_iter().zip(progs) {
+            cache_program(&device, k, p);
+        }
+    }
+    Ok(())
+}
+
+/// Whether `item` stores the constant zero (+0.0, 0, false) into a fresh buffer: the allocator
+/// hands out zeroed memory, so such an item needs no kernel (no compile on a cold start).
+fn is_zero_fill(item: &ScheduleItem) -> bool {
+    let fresh = !matches!(item.out.op(), Some((LazyOp::Assign, _)));
+    let zero_const = |a: &Ast| matches!(a.op(), AstOp::Const { val, .. } if val.bits() == 0);
+    fresh
+        && item.inputs.is_empty()
+        && matches!(item.ast.op(), AstOp::Store { .. })
+        && matches!(item.ast.src(), [c] if zero_const(c) && c.dtype() == item.out.dtype())
+}
+
+/// The output of a zero-fill item ([`is_zero_fill`]): a freshly allocated, zeroed buffer.
+fn run_zero_fill(item: &ScheduleItem) -> Result<Arc<Buffer>> {
+    let out = Buffer::new(
+        item.out.device().clone(),
+        item.out.dtype(),
+        max_size(item.out.shape()),
+    )?;
+    if debug() >= 1 {
+        let shape = crate::lazy::fmt_shape(item.out.shape());
+        log(
+            1,
+            &format!("*** {:<8} zero fill {shape}", out.device().name()),
+        );
+    }
+    Ok(Arc::new(out))
 }
 
 fn run_copy(item: &ScheduleItem) -> Result<Arc<Buffer>> {
@@ -266,12 +351,18 @@ pub fn realize_recorded(outs: &[LazyBuffer]) -> Result<Vec<ExecItem>> {
 }
 
 fn run_recorded(items: &[ScheduleItem], mut rec: Option<&mut Vec<ExecItem>>) -> Result<()> {
+    // A capture replays every step, so there even a zero fill stays a kernel (a later step may
+    // write into its buffer in place).
+    let recording = rec.is_some();
+    prepare(items, recording)?;
     for it in items {
         if it.out.realized().is_some() {
             continue;
         }
         let (buf, kernel, program) = if it.is_copy {
             (run_copy(it)?, None, None)
+        } else if !recording && is_zero_fill(it) {
+            (run_zero_fill(it)?, None, None)
         } else {
             run_kernel(it)?
         };

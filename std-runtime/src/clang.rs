@@ -1,15 +1,20 @@
 //! The Clang device: kernels rendered to C, compiled by [`Compiler`] into the disk cache, loaded,
-//! and called on host memory.
+//! and called on host memory. Several kernels asked for at once (a schedule's) are compiled as a
+//! few translation units in parallel, since each compiler run costs a driver and a linker process.
 //!
-//! Invariant: a buffer's memory never moves while it is allocated (programs receive raw pointers
-//! to it), and it is 64-byte aligned so any dtype and vector load is aligned.
+//! Invariants: a buffer's memory never moves while it is allocated (programs receive raw pointers
+//! to it), and it is 64-byte aligned so any dtype and vector load is aligned. A kernel compiled
+//! in a batch is never compiled again alone by the same device: its stand-alone source maps to
+//! the batch's library.
 
 use std::alloc::{alloc_zeroed, dealloc, Layout};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use picograd_core::codegen::c::{render_kernel, render_kernel_split, CRenderOpts};
+use picograd_core::codegen::c::{
+    render_kernel, render_kernel_split, render_program_split, CRenderOpts,
+};
 use picograd_core::codegen::opt::OptConfig;
 use picograd_core::codegen::split::outer_split;
 use picograd_core::codegen::uops::LinearKernel;
@@ -33,7 +38,9 @@ unsafe impl Send for Block {}
 /// Host memory for the Clang device.
 #[derive(Default)]
 pub struct HostAllocator {
-    blocks: Mutex<HashMap<u64, Block>>,
+    /// By id. A B-tree, not a hash map: ids are small sequential integers, and hashing them
+    /// (SipHash) was a visible part of a JIT replay's per-kernel dispatch.
+    blocks: Mutex<BTreeMap<u64, Block>>,
     next: AtomicU64,
 }
 
@@ -49,8 +56,21 @@ impl HostAllocator {
         f(block)
     }
 
-    fn ptr(&self, b: BufId) -> Result<*mut u8> {
-        self.with_block(b, |blk| Ok(blk.ptr))
+    /// The memory of each buffer of one kernel call, under one lock (dispatch cost matters
+    /// when a JIT replays many small kernels).
+    fn ptrs(&self, bufs: &[BufId]) -> Result<Vec<*mut core::ffi::c_void>> {
+        let blocks = self
+            .blocks
+            .lock()
+            .map_err(|_| Error::Device("host allocator lock poisoned".into()))?;
+        bufs.iter()
+            .map(|b| {
+                blocks
+                    .get(&b.0)
+                    .map(|blk| blk.ptr.cast())
+                    .ok_or_else(|| Error::Device(format!("no host buffer {}", b.0)))
+            })
+            .collect()
     }
 }
 
@@ -124,6 +144,9 @@ pub struct Clang {
     threads: usize,
     /// Kernels with less work than this (flops + bytes / 4) run on one core.
     min_split_work: u64,
+    /// Kernels compiled in a batch: stand-alone source -> (the batch's library, the kernel's
+    /// symbol in it).
+    batched: Mutex<HashMap<String, (Arc<CompiledLib>, String)>>,
 }
 
 /// Below about a million operations, waking workers costs more than it saves.
@@ -139,7 +162,14 @@ impl Clang {
             opt: crate::tuning::host_opt_config(),
             threads: crate::tuning::thread_count(),
             min_split_work: MIN_SPLIT_WORK,
+            batched: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// The same device compiling with `compiler` (e.g. one with its own cache directory).
+    pub fn with_compiler(mut self, compiler: &'static Compiler) -> Clang {
+        self.compiler = compiler;
+        self
     }
 
     /// The same device splitting kernels with at least `min_work` work (flops + bytes / 4)
@@ -215,10 +245,7 @@ impl Program for ClangProgram {
                 vars.len()
             )));
         }
-        let ptrs = bufs
-            .iter()
-            .map(|b| self.alloc.ptr(*b).map(|p| p.cast()))
-            .collect::<Result<Vec<*mut core::ffi::c_void>>>()?;
+        let ptrs = self.alloc.ptrs(bufs)?;
         let mut vals = Vec::with_capacity(vars.len());
         for (v, (lo, hi)) in vars.iter().zip(&self.vars) {
             if v < lo || v > hi {
@@ -255,14 +282,102 @@ impl Device for Clang {
 
     fn compile(&self, k: &LinearKernel) -> Result<Arc<dyn Program>> {
         let cores = self.cores_for(k);
-        let src = if cores > 1 {
+        let src = self.render_alone(k, cores);
+        picograd_core::context::log(4, &src);
+        let found = lock(&self.batched).get(&src).cloned();
+        let (lib, symbol) = match found {
+            Some(b) => b,
+            None => (self.compiler.compile(&src)?, k.name.clone()),
+        };
+        self.program(k, lib, &symbol, cores)
+    }
+
+    fn compile_many(&self, ks: &[&LinearKernel]) -> Result<Vec<Arc<dyn Program>>> {
+        if ks.len() < 2 {
+            return ks.iter().map(|k| self.compile(k)).collect();
+        }
+        let t0 = std::time::Instant::now();
+        let groups = balanced_groups(ks, self.threads);
+        let libs = std::thread::scope(|s| {
+            let handles: Vec<_> = groups
+                .iter()
+                .map(|g| s.spawn(|| self.compile_group(ks, g)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| Err(panicked())))
+                .collect::<Result<Vec<_>>>()
+        })?;
+        picograd_core::context::log(
+            1,
+            &format!(
+                "compiled {} kernels as {} translation units in {:.1} ms",
+                ks.len(),
+                groups.len(),
+                t0.elapsed().as_secs_f64() * 1e3
+            ),
+        );
+        let mut progs: Vec<Option<Arc<dyn Program>>> = vec![None; ks.len()];
+        for (g, lib) in groups.iter().zip(libs) {
+            for &i in g {
+                progs[i] = Some(self.program(
+                    ks[i],
+                    lib.clone(),
+                    &batch_symbol(ks[i], i),
+                    self.cores_for(ks[i]),
+                )?);
+            }
+        }
+        // Every index is in exactly one group, so every slot is filled.
+        progs
+            .into_iter()
+            .map(|p| p.ok_or_else(|| Error::Device("a kernel was left out of every batch".into())))
+            .collect()
+    }
+}
+
+impl Clang {
+    /// The translation unit `k` compiles to on its own.
+    fn render_alone(&self, k: &LinearKernel, cores: usize) -> String {
+        if cores > 1 {
             render_kernel_split(k, &self.opts)
         } else {
             render_kernel(k, &self.opts)
-        };
+        }
+    }
+
+    /// Compiles kernels `idx` of `ks` as one translation unit (each under its
+    /// [`batch_symbol`]) and remembers each kernel's stand-alone source as compiled by it.
+    fn compile_group(&self, ks: &[&LinearKernel], idx: &[usize]) -> Result<Arc<CompiledLib>> {
+        let renamed: Vec<(LinearKernel, bool)> = idx
+            .iter()
+            .map(|&i| {
+                let mut k = ks[i].clone();
+                k.name = batch_symbol(ks[i], i);
+                (k, self.cores_for(ks[i]) > 1)
+            })
+            .collect();
+        let refs: Vec<(&LinearKernel, bool)> = renamed.iter().map(|(k, s)| (k, *s)).collect();
+        let src = render_program_split(&refs, &self.opts);
         picograd_core::context::log(4, &src);
         let lib = self.compiler.compile(&src)?;
-        let entry = lib.entry(&k.name)?;
+        let mut batched = lock(&self.batched);
+        for &i in idx {
+            let alone = self.render_alone(ks[i], self.cores_for(ks[i]));
+            batched.insert(alone, (lib.clone(), batch_symbol(ks[i], i)));
+        }
+        Ok(lib)
+    }
+
+    /// A program running `symbol` of `lib`, which was compiled from `k` for `cores` cores.
+    fn program(
+        &self,
+        k: &LinearKernel,
+        lib: Arc<CompiledLib>,
+        symbol: &str,
+        cores: usize,
+    ) -> Result<Arc<dyn Program>> {
+        let entry = lib.entry(symbol)?;
         Ok(Arc::new(ClangProgram {
             _lib: lib,
             entry,
@@ -273,4 +388,42 @@ impl Device for Clang {
             cores,
         }))
     }
+}
+
+/// The name kernel `i` of a batch has in the batch's translation unit: distinct even when two
+/// kernels share a name.
+fn batch_symbol(k: &LinearKernel, i: usize) -> String {
+    format!("{}_b{i}", k.name)
+}
+
+/// Splits kernel indices into at most `jobs` groups of similar size (UOp count), each in
+/// ascending order. Deterministic, so the same schedule makes the same translation units (and
+/// hits the same disk-cache entries) in every process.
+fn balanced_groups(ks: &[&LinearKernel], jobs: usize) -> Vec<Vec<usize>> {
+    let n = jobs.clamp(1, ks.len());
+    let mut order: Vec<usize> = (0..ks.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(ks[i].uops.len()));
+    let mut groups: Vec<(usize, Vec<usize>)> = vec![(0, Vec::new()); n];
+    for i in order {
+        if let Some(g) = groups.iter_mut().min_by_key(|g| g.0) {
+            g.0 += ks[i].uops.len();
+            g.1.push(i);
+        }
+    }
+    groups
+        .into_iter()
+        .filter(|g| !g.1.is_empty())
+        .map(|mut g| {
+            g.1.sort_unstable();
+            g.1
+        })
+        .collect()
+}
+
+fn panicked() -> Error {
+    Error::Device("a kernel compile thread panicked".into())
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }

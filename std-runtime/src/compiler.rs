@@ -130,8 +130,14 @@ impl Compiler {
             cc.to_path_buf()
         };
         let flags: Vec<String> = DEFAULT_FLAGS.iter().map(|f| f.to_string()).collect();
-        let version = first_line(&probe(&path, &["--version"], "")?);
-        let target = target_fingerprint(&path, &flags)?;
+        // One probe, not three (`--version`, `-dumpmachine`, macros): each run of the compiler
+        // costs tens of milliseconds, and cold start pays for every one.
+        let macros = predefined_macros(&path, &flags)?;
+        let version = match macro_value(&macros, "__VERSION__") {
+            Some(v) => v.to_string(),
+            None => first_line(&probe(&path, &["--version"], "")?),
+        };
+        let target = target_fingerprint(&macros);
         Ok(Compiler {
             path,
             version,
@@ -174,8 +180,8 @@ impl Compiler {
         &self.flags
     }
 
-    /// What the compiler targets: its `-dumpmachine` triple and a hash of the macros it predefines
-    /// under the flags (this captures the CPU features `-march=native` turns on).
+    /// What the compiler targets: a hash of the macros it predefines under the flags (they name
+    /// the architecture, OS and ABI, and the CPU features `-march=native` turns on).
     pub fn target(&self) -> &str {
         &self.target
     }
@@ -410,9 +416,8 @@ fn first_line(s: &str) -> String {
     s.lines().next().unwrap_or("").trim().to_string()
 }
 
-/// `-dumpmachine` plus a hash of the macros predefined under the code-generation flags.
-fn target_fingerprint(cc: &Path, flags: &[String]) -> Result<String> {
-    let triple = first_line(&probe(cc, &["-dumpmachine"], "")?);
+/// The macros the compiler predefines under the code-generation flags, as `-E -dM` prints them.
+fn predefined_macros(cc: &Path, flags: &[String]) -> Result<String> {
     let mut args: Vec<&str> = vec!["-x", "c", "-", "-E", "-dM"];
     args.extend(
         flags
@@ -420,8 +425,21 @@ fn target_fingerprint(cc: &Path, flags: &[String]) -> Result<String> {
             .map(String::as_str)
             .filter(|f| *f != "-shared" && !f.starts_with("-l")),
     );
-    let macros = probe(cc, &args, "")?;
+    probe(cc, &args, "")
+}
+
+/// The string value of `#define name "value"` in `-E -dM` output.
+fn macro_value<'a>(macros: &'a str, name: &str) -> Option<&'a str> {
+    macros.lines().find_map(|l| {
+        let rest = l.strip_prefix("#define ")?.strip_prefix(name)?;
+        let v = rest.strip_prefix(' ')?.trim();
+        Some(v.trim_matches('"')).filter(|v| !v.is_empty())
+    })
+}
+
+/// A hash of the predefined macros, which pin the target triple, ABI and CPU features.
+fn target_fingerprint(macros: &str) -> String {
     let mut h = cache::Fnv128::new();
     h.write(macros.as_bytes());
-    Ok(format!("{triple} {:032x}", h.finish()))
+    format!("macros {:032x}", h.finish())
 }

@@ -107,6 +107,27 @@ pub fn render_program_aliased(kernels: &[(&LinearKernel, bool)], opts: &CRenderO
     out
 }
 
+/// One C99 translation unit of several kernels, each flagged `true` rendered split among cores
+/// as [`render_kernel_split`] renders it: one compile for a whole schedule. Kernel names must be
+/// distinct C identifiers.
+pub fn render_program_split(kernels: &[(&LinearKernel, bool)], opts: &CRenderOpts) -> String {
+    let mut needs = Needs::default();
+    let bodies: Vec<String> = kernels
+        .iter()
+        .map(|(k, split)| {
+            let mut w = Writer::new(k, opts, &mut needs);
+            w.split = split.then(|| super::split::outer_split(k)).flatten();
+            w.render()
+        })
+        .collect();
+    let mut out = needs.prelude();
+    for b in bodies {
+        out.push('\n');
+        out.push_str(&b);
+    }
+    out
+}
+
 /// The C definitions of picograd's freestanding f32 math (`pg_exp2f`, `pg_log2f`, `pg_sinf`,
 /// `pg_sqrtf`, `pg_fmodf`) with the bit helpers they use, as one translation unit's prelude:
 /// for tests, and for targets that want the functions outside a rendered program.
