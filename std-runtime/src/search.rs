@@ -615,3 +615,100 @@ fn measure(
         candidates: cands.len(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn found(opts: Vec<Opt>) -> Found {
+        Found {
+            opts,
+            best_ns: 12_345,
+            hand_ns: 20_000,
+            timed: 3,
+            candidates: 9,
+        }
+    }
+
+    fn sample() -> (u128, String, Vec<Opt>) {
+        let opts = vec![
+            Opt::Upcast {
+                axis: 1,
+                amount: 16,
+            },
+            Opt::Unroll { axis: 0, amount: 4 },
+        ];
+        let key = 0x0123_4567_89ab_cdef_0011_2233_4455_6677;
+        (key, choice_text(key, &found(opts.clone())), opts)
+    }
+
+    #[test]
+    fn a_choice_file_reads_back() {
+        let (key, text, opts) = sample();
+        assert_eq!(parse_choice(text.as_bytes(), key), Ok(opts));
+        let none = choice_text(key, &found(Vec::new()));
+        assert_eq!(parse_choice(none.as_bytes(), key), Ok(Vec::new()));
+    }
+
+    #[test]
+    fn every_byte_flip_and_truncation_is_caught() {
+        let (key, text, _) = sample();
+        let bytes = text.as_bytes();
+        for i in 0..bytes.len() {
+            for bit in [0x01, 0x20] {
+                let mut bad = bytes.to_vec();
+                bad[i] ^= bit;
+                assert!(parse_choice(&bad, key).is_err(), "flip {bit:#x} at {i}");
+            }
+        }
+        for n in 0..bytes.len() {
+            assert!(parse_choice(&bytes[..n], key).is_err(), "cut to {n}");
+        }
+    }
+
+    #[test]
+    fn another_kernels_file_is_refused() {
+        let (key, text, _) = sample();
+        let e = parse_choice(text.as_bytes(), key ^ 1).unwrap_err();
+        assert!(e.contains("another kernel's key"), "{e}");
+    }
+
+    #[test]
+    fn opts_that_do_not_fit_are_refused() {
+        let ast = {
+            use picograd_core::ast::AstOp;
+            use picograd_core::ops::AluOp;
+            use picograd_core::shape::ShapeTracker;
+            let st = ShapeTracker::from_shape(&[picograd_core::shape::Sint::cst(12)]);
+            let load = Ast::new(
+                AstOp::Load {
+                    buf: 1,
+                    st: st.clone(),
+                },
+                DType::F32,
+                vec![],
+            );
+            let neg = Ast::new(AstOp::Alu(AluOp::Neg), DType::F32, vec![load]);
+            Ast::new(AstOp::Store { buf: 0, st }, DType::F32, vec![neg])
+        };
+        let k = Kernel::new(&ast).unwrap();
+        let ok = vec![Opt::Upcast { axis: 0, amount: 4 }];
+        assert_eq!(fits(&k, ok.clone()), Ok(ok));
+        let e = fits(&k, vec![Opt::Upcast { axis: 0, amount: 5 }]).unwrap_err();
+        assert!(e.contains("do not fit"), "{e}");
+        let e = fits(&k, vec![Opt::Unroll { axis: 0, amount: 2 }]).unwrap_err();
+        assert!(e.contains("do not fit"), "{e}");
+    }
+
+    #[test]
+    fn scratch_patterns_are_sized_and_ordinary() {
+        for dtype in picograd_core::dtype::ALL_DTYPES {
+            assert_eq!(pattern(dtype, 37).len(), 37 * dtype.itemsize(), "{dtype}");
+        }
+        let f = pattern(DType::F32, 100);
+        for c in f.chunks(4) {
+            let v = f32::from_le_bytes(c.try_into().unwrap());
+            assert!(v.is_finite() && (v == 0.0 || v.abs() > 1e-3), "{v}");
+        }
+    }
+}
