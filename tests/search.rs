@@ -125,7 +125,10 @@ fn temp_dir(name: &str) -> PathBuf {
 }
 
 fn searching(dir: &Path, ms: u64) -> Arc<Clang> {
-    let s = Search::new(Duration::from_millis(ms)).with_dir(dir);
+    // Every kernel is searched, however small: test kernels are tiny.
+    let s = Search::new(Duration::from_millis(ms))
+        .with_dir(dir)
+        .with_min_work(0);
     Arc::new(clang(1).with_search(Some(s)))
 }
 
@@ -306,4 +309,16 @@ fn realizing_on_a_searching_device_gives_the_unoptimized_bits() {
     let s = dev.search().unwrap().stats();
     assert!(s.searches >= 1, "{s:?}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn kernels_too_small_to_time_are_not_searched() {
+    let dir = temp_dir("small");
+    let item = single_item(&t(&[7]).relu());
+    let s = Search::new(Duration::from_millis(50)).with_dir(&dir);
+    let dev = clang(1).with_search(Some(s));
+    assert_eq!(dev.choose_opts(&item.ast, &bufparams(&item)), None);
+    let s = dev.search().unwrap().stats();
+    assert_eq!((s.searches, s.timed), (0, 0), "{s:?}");
+    assert!(choice_files(&dir).is_empty());
 }

@@ -53,6 +53,11 @@ const MAGIC: &str = "PGSEARCH1";
 const MAX_CANDIDATES: usize = 48;
 /// Timed runs per candidate (after one verifying run), fewer when it is clearly slower.
 const REPS: usize = 3;
+/// Kernels with less work than this (flops + bytes / 4) are not searched: their time is mostly
+/// the call, so no choice of opts shows.
+pub const MIN_SEARCH_WORK: u64 = 1 << 16;
+/// A timing sample of a short kernel repeats it until the sample is at least this long.
+const MIN_SAMPLE_NS: u64 = 200_000;
 /// Another candidate replaces the hand-coded one only when it is faster by this fraction, so
 /// timing noise alone does not change (and cache) the choice.
 const MIN_GAIN: f64 = 0.02;
@@ -93,6 +98,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 pub struct Search {
     budget: Duration,
     dir: Option<PathBuf>,
+    /// Smaller kernels keep the hand-coded opts unsearched.
+    min_work: u64,
     /// Choices by key; `None` where searching failed (the hand-coded opts are used).
     chosen: Mutex<HashMap<u128, Option<Vec<Opt>>>>,
     /// Held while searching, so two searches never time their kernels against each other.
@@ -116,6 +123,7 @@ impl Search {
         Search {
             budget,
             dir: default_dir(),
+            min_work: MIN_SEARCH_WORK,
             chosen: Mutex::new(HashMap::new()),
             busy: Mutex::new(()),
             counters: Counters::default(),
@@ -130,6 +138,13 @@ impl Search {
     /// The same search keeping its choice files in `dir` (created on first write).
     pub fn with_dir(mut self, dir: impl Into<PathBuf>) -> Search {
         self.dir = Some(dir.into());
+        self
+    }
+
+    /// The same search, searching kernels with at least `work` (flops + bytes / 4) instead of
+    /// [`MIN_SEARCH_WORK`].
+    pub fn with_min_work(mut self, work: u64) -> Search {
+        self.min_work = work;
         self
     }
 
@@ -165,7 +180,8 @@ impl Search {
 
     /// The opts to lower `ast` with on `dev` (whose identity for the key is `ident`): from
     /// memory, else from an intact choice file, else by searching (and writing the file).
-    /// `None` when the device has no optimizer settings or the search failed.
+    /// `None` (the hand-coded opts) when the device has no optimizer settings, the kernel is
+    /// too small to search, or the search failed.
     pub fn choose(
         &self,
         dev: &dyn Device,
@@ -184,12 +200,21 @@ impl Search {
             return c;
         }
         let kernel = Kernel::new(ast).ok()?;
-        let choice = match self.read_choice(key, &kernel) {
-            Some(opts) => Some(opts),
-            None => self.search_and_save(dev, key, ast, &kernel, bufs, &cfg),
+        let choice = if self.too_small(ast, bufs, &cfg) {
+            None
+        } else if let Some(opts) = self.read_choice(key, &kernel) {
+            Some(opts)
+        } else {
+            self.search_and_save(dev, key, ast, &kernel, bufs, &cfg)
         };
         lock(&self.chosen).insert(key, choice.clone());
         choice
+    }
+
+    /// Is the hand-coded kernel below the work worth searching?
+    fn too_small(&self, ast: &Ast, bufs: &[BufParam], cfg: &OptConfig) -> bool {
+        lower_ast_with(ast, bufs.to_vec(), Some(cfg), None)
+            .is_ok_and(|lk| lk.cost.flops.saturating_add(lk.cost.bytes / 4) < self.min_work)
     }
 
     fn remembered(&self, key: u128) -> Option<Option<Vec<Opt>>> {
@@ -486,21 +511,31 @@ fn build_batch(
     })
 }
 
-/// The best of up to [`REPS`] timed runs in nanoseconds; stops early once a run is twice the
-/// best time so far (`beat`) or the deadline has passed.
+/// The best of up to [`REPS`] timing samples in nanoseconds per run, given the verifying
+/// run's time `first`. A sample of a short kernel repeats it for at least [`MIN_SAMPLE_NS`].
+/// Stops early once the candidate is twice the best time so far (`beat`) or the deadline has
+/// passed.
 fn time_runs(
     prog: &dyn Program,
     ids: &[BufId],
     vars: &[i64],
+    first: u64,
     beat: Option<u64>,
     deadline: Instant,
 ) -> Result<u64> {
-    let mut best = u64::MAX;
+    let slower = |t: u64| beat.is_some_and(|b| t > 2 * b);
+    if slower(first) {
+        return Ok(first);
+    }
+    let inner = (MIN_SAMPLE_NS / first.max(1)).clamp(1, 1000);
+    let mut best = if inner == 1 { first } else { u64::MAX };
     for _ in 0..REPS {
         let t = Instant::now();
-        prog.run(ids, vars)?;
-        best = best.min(t.elapsed().as_nanos().max(1) as u64);
-        if beat.is_some_and(|b| best > 2 * b) || Instant::now() >= deadline {
+        for _ in 0..inner {
+            prog.run(ids, vars)?;
+        }
+        best = best.min((t.elapsed().as_nanos() as u64 / inner).max(1));
+        if slower(best) || Instant::now() >= deadline {
             break;
         }
     }
@@ -595,9 +630,11 @@ fn measure(
             };
             let vars: Vec<i64> = lk.vars.iter().map(|(_, _, hi)| *hi).collect();
             scratch.reset()?;
+            let t = Instant::now();
             prog.run(&scratch.ids, &vars)?;
+            let first = t.elapsed().as_nanos().max(1) as u64;
             tally.record(i, scratch.output()?, |beat| {
-                time_runs(&*prog, &scratch.ids, &vars, beat, deadline)
+                time_runs(&*prog, &scratch.ids, &vars, first, beat, deadline)
             })?;
             if Instant::now() >= deadline {
                 break 'batches;

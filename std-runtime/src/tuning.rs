@@ -49,9 +49,9 @@ pub fn thread_count() -> usize {
     })
 }
 
-/// The search bound with `PICOGRAD_SEARCH=1`: per kernel, long enough for a dozen or so
-/// candidates of a large kernel on a desktop.
-pub const DEFAULT_SEARCH_BUDGET: Duration = Duration::from_millis(2000);
+/// The search bound with `PICOGRAD_SEARCH=1`, per kernel: compiling a candidate takes a few
+/// hundred milliseconds, so this tries about ten on a 2-core desktop.
+pub const DEFAULT_SEARCH_BUDGET: Duration = Duration::from_millis(4000);
 
 /// Reads a `PICOGRAD_SEARCH` value: unset, empty or `0` is off; `1` searches each new kernel
 /// for [`DEFAULT_SEARCH_BUDGET`]; a larger number is the bound in milliseconds. Anything else

@@ -1,7 +1,7 @@
 //! The candidate space of a measured kernel search: the hand-coded choice first, then register
 //! tiles (upcasts of up to two output axes) combined with unrolls of the innermost reduce axes,
-//! ordered by how close each is to the hand-coded choice so a time-bounded search tries the
-//! likeliest ones first.
+//! ordered by how close each is to the hand-coded choice (and whether its fastest-varying
+//! accumulators are neighbouring outputs) so a time-bounded search tries the likeliest first.
 //!
 //! Invariants: every candidate applies cleanly to the kernel it was made for, no two candidates
 //! lower to the same kernel, and each is made only of order-preserving opts — upcasts of output
@@ -16,7 +16,7 @@ use hashbrown::HashSet;
 
 use super::kernel::{Kernel, Opt};
 use super::opt::{hand_coded, OptConfig};
-use crate::ast::Ast;
+use crate::ast::{Ast, AstOp};
 
 /// At most this many unrolled reduce copies: beyond it the body grows without fewer loads.
 const MAX_REDUCE_UNROLL: usize = 64;
@@ -33,8 +33,16 @@ pub fn candidates(k: &Kernel, cfg: &OptConfig, limit: usize) -> Vec<Vec<Opt>> {
     let target = products(&hand_k);
     let mut seen = HashSet::new();
     seen.insert(signature(&hand_k));
+    let contiguous = output_contiguous_axis(k);
     let mut scored = Vec::new();
-    for tile in tiles(k, cfg) {
+    for (tile, last) in tiles(k, cfg) {
+        // Accumulators vectorize when the fastest-varying upcast is the output-contiguous axis;
+        // other tiles are kept, but tried later.
+        let penalty = if contiguous.is_some() && last != contiguous {
+            4
+        } else {
+            0
+        };
         for plan in unroll_plans(k) {
             let mut opts = tile.clone();
             opts.extend(plan.iter().copied());
@@ -45,7 +53,7 @@ pub fn candidates(k: &Kernel, cfg: &OptConfig, limit: usize) -> Vec<Vec<Opt>> {
             if body > cfg.max_unrolled || !seen.insert(signature(&out)) {
                 continue;
             }
-            scored.push((distance((accs, body), target), opts));
+            scored.push((distance((accs, body), target) + penalty, opts));
         }
     }
     // A stable sort keeps generation order (smaller tiles first) among equally near ones.
@@ -114,22 +122,38 @@ fn amounts(s: usize, limit: usize, tried: &[usize]) -> Vec<usize> {
     v
 }
 
-/// Register tiles as opt lists: none, one output axis, or two in either order (the last one
-/// upcast varies fastest among the accumulators), within `cfg.max_accs` accumulators.
-fn tiles(k: &Kernel, cfg: &OptConfig) -> Vec<Vec<Opt>> {
+/// The global axis the output is stored contiguously along (stride 1), if any.
+fn output_contiguous_axis(k: &Kernel) -> Option<usize> {
+    let AstOp::Store { st, .. } = k.ast.op() else {
+        return None;
+    };
+    let strides = st.real_strides();
+    (0..k.first_reduce).rev().find(|&a| {
+        size(k, a) > 1
+            && strides
+                .get(a)
+                .and_then(|s| s.as_ref().and_then(|n| n.as_const()))
+                == Some(1)
+    })
+}
+
+/// Register tiles as opt lists, each with the (original) axis upcast last: none, one output
+/// axis, or two in either order (the last one varies fastest among the accumulators), within
+/// `cfg.max_accs` accumulators.
+fn tiles(k: &Kernel, cfg: &OptConfig) -> Vec<(Vec<Opt>, Option<usize>)> {
     let axes: Vec<usize> = (0..k.first_reduce).filter(|&a| size(k, a) > 1).collect();
-    let mut out = alloc::vec![Vec::new()];
+    let mut out = alloc::vec![(Vec::new(), None)];
     for &a in &axes {
         for n in amounts(size(k, a), cfg.max_accs, &TILE_AMOUNTS) {
-            out.push(upcasts(k, &[(a, n)]));
+            out.push((upcasts(k, &[(a, n)]), Some(a)));
         }
     }
     for (i, &a) in axes.iter().enumerate() {
         for &b in &axes[i + 1..] {
             for n in amounts(size(k, a), cfg.max_accs, &TILE_AMOUNTS) {
                 for m in amounts(size(k, b), cfg.max_accs / n, &TILE_AMOUNTS) {
-                    out.push(upcasts(k, &[(a, n), (b, m)]));
-                    out.push(upcasts(k, &[(b, m), (a, n)]));
+                    out.push((upcasts(k, &[(a, n), (b, m)]), Some(b)));
+                    out.push((upcasts(k, &[(b, m), (a, n)]), Some(a)));
                 }
             }
         }
