@@ -58,6 +58,8 @@ const REPS: usize = 3;
 pub const MIN_SEARCH_WORK: u64 = 1 << 16;
 /// A timing sample of a short kernel repeats it until the sample is at least this long.
 const MIN_SAMPLE_NS: u64 = 200_000;
+/// Rounds of alternate timing that confirm a candidate beats the hand-coded one.
+const CONFIRM_ROUNDS: usize = 5;
 /// Another candidate replaces the hand-coded one only when it is faster by this fraction, so
 /// timing noise alone does not change (and cache) the choice.
 const MIN_GAIN: f64 = 0.02;
@@ -94,14 +96,17 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// A measured search with a time bound per kernel and a directory of remembered choices.
+/// A measured search with a time bound per kernel and a directory of remembered choices; one
+/// search serves one device.
 pub struct Search {
     budget: Duration,
     dir: Option<PathBuf>,
     /// Smaller kernels keep the hand-coded opts unsearched.
     min_work: u64,
-    /// Choices by key; `None` where searching failed (the hand-coded opts are used).
-    chosen: Mutex<HashMap<u128, Option<Vec<Opt>>>>,
+    /// Choices by AST and settings (one search serves one device, so its identity is fixed);
+    /// `None` where the hand-coded opts are used (too small, or the search failed). Looked up
+    /// before the disk key is even computed, as realizing asks on every lowering.
+    chosen: Mutex<HashMap<(Ast, OptConfig), Option<Vec<Opt>>>>,
     /// Held while searching, so two searches never time their kernels against each other.
     busy: Mutex<()>,
     counters: Counters,
@@ -190,15 +195,16 @@ impl Search {
         bufs: &[BufParam],
     ) -> Option<Vec<Opt>> {
         let cfg = dev.opt_config()?;
-        let key = choice_key(ident, &cfg, ast, bufs);
-        if let Some(c) = self.remembered(key) {
+        let memo = (ast.clone(), cfg);
+        if let Some(c) = self.remembered(&memo) {
             return c;
         }
         let _busy = lock(&self.busy);
         // Another thread may have searched this kernel while we waited.
-        if let Some(c) = self.remembered(key) {
+        if let Some(c) = self.remembered(&memo) {
             return c;
         }
+        let key = choice_key(ident, &cfg, ast, bufs);
         let kernel = Kernel::new(ast).ok()?;
         let choice = if self.too_small(ast, bufs, &cfg) {
             None
@@ -207,7 +213,7 @@ impl Search {
         } else {
             self.search_and_save(dev, key, ast, &kernel, bufs, &cfg)
         };
-        lock(&self.chosen).insert(key, choice.clone());
+        lock(&self.chosen).insert(memo, choice.clone());
         choice
     }
 
@@ -217,8 +223,8 @@ impl Search {
             .is_ok_and(|lk| lk.cost.flops.saturating_add(lk.cost.bytes / 4) < self.min_work)
     }
 
-    fn remembered(&self, key: u128) -> Option<Option<Vec<Opt>>> {
-        let c = lock(&self.chosen).get(&key).cloned()?;
+    fn remembered(&self, memo: &(Ast, OptConfig)) -> Option<Option<Vec<Opt>>> {
+        let c = lock(&self.chosen).get(memo).cloned()?;
         bump(&self.counters.memory_hits, 1);
         Some(c)
     }
@@ -530,11 +536,7 @@ fn time_runs(
     let inner = (MIN_SAMPLE_NS / first.max(1)).clamp(1, 1000);
     let mut best = if inner == 1 { first } else { u64::MAX };
     for _ in 0..REPS {
-        let t = Instant::now();
-        for _ in 0..inner {
-            prog.run(ids, vars)?;
-        }
-        best = best.min((t.elapsed().as_nanos() as u64 / inner).max(1));
+        best = best.min(sample(prog, ids, vars, inner)?);
         if slower(best) || Instant::now() >= deadline {
             break;
         }
@@ -542,11 +544,13 @@ fn time_runs(
     Ok(best)
 }
 
-/// Running state of one search: the reference output and the best candidate so far.
+/// Running state of one search: the reference output, and the hand-coded and best candidates
+/// so far with their programs.
+#[derive(Default)]
 struct Tally {
     reference: Option<Vec<u8>>,
-    best: Option<(u64, usize)>,
-    hand_ns: Option<u64>,
+    hand: Option<(u64, Arc<dyn Program>)>,
+    best: Option<(u64, usize, Arc<dyn Program>)>,
     timed: usize,
 }
 
@@ -555,6 +559,7 @@ impl Tally {
     fn record(
         &mut self,
         i: usize,
+        prog: &Arc<dyn Program>,
         out: Vec<u8>,
         ns: impl FnOnce(Option<u64>) -> Result<u64>,
     ) -> Result<()> {
@@ -569,26 +574,74 @@ impl Tally {
             }
             Some(_) => {}
         }
-        let ns = ns(self.best.map(|b| b.0))?;
+        let ns = ns(self.best.as_ref().map(|b| b.0))?;
         if i == 0 {
-            self.hand_ns = Some(ns);
+            self.hand = Some((ns, prog.clone()));
         }
-        if self.best.is_none_or(|(b, _)| ns < b) {
-            self.best = Some((ns, i));
+        if self.best.as_ref().is_none_or(|b| ns < b.0) {
+            self.best = Some((ns, i, prog.clone()));
         }
         self.timed += 1;
         Ok(())
     }
 
-    /// The winner: the fastest, unless it beats the hand-coded candidate by less than
-    /// [`MIN_GAIN`].
-    fn winner(&self) -> Option<(u64, usize)> {
-        let (ns, i) = self.best?;
-        match self.hand_ns {
-            Some(h) if (ns as f64) * (1.0 + MIN_GAIN) > h as f64 => Some((h, 0)),
-            _ => Some((ns, i)),
+    /// The winner as (time, candidate index, hand-coded time): the fastest, when it still beats
+    /// the hand-coded candidate by [`MIN_GAIN`] once both are timed again alternately.
+    fn winner(
+        &self,
+        ids: &[BufId],
+        vars: &[i64],
+        limit: Duration,
+    ) -> Result<Option<(u64, usize, u64)>> {
+        let Some((best_ns, i, best)) = &self.best else {
+            return Ok(None);
+        };
+        let Some((hand_ns, hand)) = self.hand.as_ref().filter(|_| *i != 0) else {
+            return Ok(Some((
+                *best_ns,
+                *i,
+                self.hand.as_ref().map_or(*best_ns, |h| h.0),
+            )));
+        };
+        let inner = (MIN_SAMPLE_NS / (*hand_ns).max(1)).clamp(1, 1000);
+        let (h, b) = confirm(&**hand, &**best, ids, vars, inner, limit)?;
+        Ok(Some(if (b as f64) * (1.0 + MIN_GAIN) < h as f64 {
+            (b, *i, h)
+        } else {
+            (h, 0, h)
+        }))
+    }
+}
+
+/// One timing sample: `inner` runs, in nanoseconds per run.
+fn sample(prog: &dyn Program, ids: &[BufId], vars: &[i64], inner: u64) -> Result<u64> {
+    let t = Instant::now();
+    for _ in 0..inner {
+        prog.run(ids, vars)?;
+    }
+    Ok((t.elapsed().as_nanos() as u64 / inner).max(1))
+}
+
+/// Times two programs alternately — at least one round, at most [`CONFIRM_ROUNDS`], within
+/// `limit` — so one lucky sample under load cannot decide; the best time of each.
+fn confirm(
+    a: &dyn Program,
+    b: &dyn Program,
+    ids: &[BufId],
+    vars: &[i64],
+    inner: u64,
+    limit: Duration,
+) -> Result<(u64, u64)> {
+    let start = Instant::now();
+    let (mut ta, mut tb) = (u64::MAX, u64::MAX);
+    for _ in 0..CONFIRM_ROUNDS {
+        ta = ta.min(sample(a, ids, vars, inner)?);
+        tb = tb.min(sample(b, ids, vars, inner)?);
+        if start.elapsed() >= limit {
+            break;
         }
     }
+    Ok((ta, tb))
 }
 
 /// Times the candidates of `kernel` in order, batch by batch, until the budget is spent (the
@@ -601,25 +654,18 @@ fn measure(
     cfg: &OptConfig,
     budget: Duration,
 ) -> Result<Found> {
-    let start = Instant::now();
-    let deadline = start + budget;
+    let deadline = Instant::now() + budget;
     let cands = candidates(kernel, cfg, MAX_CANDIDATES);
     let scratch = Scratch::new(dev.allocator(), bufs)?;
     let width = std::thread::available_parallelism().map_or(1, |n| n.get().clamp(1, 4));
-    let mut tally = Tally {
-        reference: None,
-        best: None,
-        hand_ns: None,
-        timed: 0,
-    };
+    let mut tally = Tally::default();
+    let mut vars = Vec::new();
     'batches: for (b, batch) in cands.chunks(width).enumerate() {
         if b > 0 && Instant::now() >= deadline {
             break;
         }
-        for (j, built) in build_batch(dev, ast, bufs, cfg, batch)
-            .into_iter()
-            .enumerate()
-        {
+        let built = build_batch(dev, ast, bufs, cfg, batch);
+        for (j, built) in built.into_iter().enumerate() {
             let i = b * width + j;
             let (lk, prog) = match built {
                 Ok(x) => x,
@@ -628,12 +674,12 @@ fn measure(
                     continue;
                 }
             };
-            let vars: Vec<i64> = lk.vars.iter().map(|(_, _, hi)| *hi).collect();
+            vars = lk.vars.iter().map(|(_, _, hi)| *hi).collect();
             scratch.reset()?;
             let t = Instant::now();
             prog.run(&scratch.ids, &vars)?;
             let first = t.elapsed().as_nanos().max(1) as u64;
-            tally.record(i, scratch.output()?, |beat| {
+            tally.record(i, &prog, scratch.output()?, |beat| {
                 time_runs(&*prog, &scratch.ids, &vars, first, beat, deadline)
             })?;
             if Instant::now() >= deadline {
@@ -641,13 +687,13 @@ fn measure(
             }
         }
     }
-    let (best_ns, i) = tally
-        .winner()
+    let (best_ns, i, hand_ns) = tally
+        .winner(&scratch.ids, &vars, budget / 4)?
         .ok_or_else(|| Error::Device(format!("search {}: no candidate ran", kernel.name())))?;
     Ok(Found {
         opts: cands[i].clone(),
         best_ns,
-        hand_ns: tally.hand_ns.unwrap_or(best_ns),
+        hand_ns,
         timed: tally.timed,
         candidates: cands.len(),
     })
