@@ -96,6 +96,9 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// What a search remembers a choice by in memory: the AST and the optimizer settings.
+type Memo = (Ast, OptConfig);
+
 /// A measured search with a time bound per kernel and a directory of remembered choices; one
 /// search serves one device.
 pub struct Search {
@@ -106,7 +109,7 @@ pub struct Search {
     /// Choices by AST and settings (one search serves one device, so its identity is fixed);
     /// `None` where the hand-coded opts are used (too small, or the search failed). Looked up
     /// before the disk key is even computed, as realizing asks on every lowering.
-    chosen: Mutex<HashMap<(Ast, OptConfig), Option<Vec<Opt>>>>,
+    chosen: Mutex<HashMap<Memo, Option<Vec<Opt>>>>,
     /// Held while searching, so two searches never time their kernels against each other.
     busy: Mutex<()>,
     counters: Counters,
@@ -223,7 +226,7 @@ impl Search {
             .is_ok_and(|lk| lk.cost.flops.saturating_add(lk.cost.bytes / 4) < self.min_work)
     }
 
-    fn remembered(&self, memo: &(Ast, OptConfig)) -> Option<Option<Vec<Opt>>> {
+    fn remembered(&self, memo: &Memo) -> Option<Option<Vec<Opt>>> {
         let c = lock(&self.chosen).get(memo).cloned()?;
         bump(&self.counters.memory_hits, 1);
         Some(c)
