@@ -62,7 +62,7 @@ const MIN_SAMPLE_NS: u64 = 200_000;
 const CONFIRM_ROUNDS: usize = 5;
 /// Another candidate replaces the hand-coded one only when it is faster by this fraction, so
 /// timing noise alone does not change (and cache) the choice.
-const MIN_GAIN: f64 = 0.02;
+const MIN_GAIN: f64 = 0.05;
 
 /// Counters of a [`Search`]'s work, for tests and diagnostics.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
