@@ -6,7 +6,9 @@
 //!
 //! Run: `scripts/bench.sh` (sets up the peers), or `cargo run --release --example bench`.
 //! The 1-thread matmul and the cold start run in child processes of this example
-//! (`PICOGRAD_THREADS=1`; a fresh kernel cache).
+//! (`PICOGRAD_THREADS=1`; a fresh kernel cache). With `PICOGRAD_SEARCH=1` every row but the cold
+//! start runs searched kernels: a kernel's first (untimed warm-up) run searches, or reuses a
+//! choice cached by an earlier run; the cold start never searches.
 
 #[path = "common/digits.rs"]
 #[allow(dead_code)]
@@ -74,6 +76,8 @@ fn child_time(arg: &str) -> std::result::Result<f64, Box<dyn std::error::Error>>
         let dir = std::env::temp_dir().join(format!("picograd-cold-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         cmd.env("PICOGRAD_CACHE", &dir);
+        // Cold start measures compiling, not searching (an empty cache would search everything).
+        cmd.env_remove("PICOGRAD_SEARCH");
     }
     let out = cmd.output()?;
     let text = String::from_utf8_lossy(&out.stdout);

@@ -8,8 +8,10 @@
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
+use crate::ast::Ast;
+use crate::codegen::kernel::Opt;
 use crate::codegen::opt::OptConfig;
-use crate::codegen::uops::LinearKernel;
+use crate::codegen::uops::{BufParam, LinearKernel};
 use crate::dtype::DType;
 use crate::error::Result;
 
@@ -53,6 +55,15 @@ pub trait Device: Send + Sync {
     /// How the kernel optimizer shapes kernels for this device; `None` (the default) lowers
     /// kernels unoptimized.
     fn opt_config(&self) -> Option<OptConfig> {
+        None
+    }
+    /// The opts to lower `ast` (over buffers `bufs`, output first) with, when the device picks
+    /// them itself — e.g. by timing the candidates of [`crate::codegen::search_space`]. `None`
+    /// (the default) leaves the choice to the hand-coded optimizer. Asked only when
+    /// [`Device::opt_config`] is `Some`; the opts must be order-preserving ones, so results do
+    /// not depend on the answer.
+    fn choose_opts(&self, ast: &Ast, bufs: &[BufParam]) -> Option<Vec<Opt>> {
+        let _ = (ast, bufs);
         None
     }
 }

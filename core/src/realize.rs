@@ -15,7 +15,7 @@ use hashbrown::HashMap;
 use spin::Mutex;
 
 use crate::ast::{Ast, AstOp};
-use crate::codegen::kernel::Kernel;
+use crate::codegen::kernel::{Kernel, Opt};
 use crate::codegen::linearizer::linearize;
 use crate::codegen::opt::{hand_coded, OptConfig};
 use crate::codegen::uops::{BufParam, LinearKernel};
@@ -63,7 +63,8 @@ pub fn counters() -> Counters {
 }
 
 type ProgramCache = HashMap<(usize, LinearKernel), (Weak<dyn Device>, Arc<dyn Program>)>;
-type LowerKey = (Ast, Option<OptConfig>);
+/// (AST, optimizer settings, the device's own choice of opts if it made one).
+type LowerKey = (Ast, Option<OptConfig>, Option<Vec<Opt>>);
 static LOWER_CACHE: Mutex<Option<HashMap<LowerKey, LinearKernel>>> = Mutex::new(None);
 static PROGRAM_CACHE: Mutex<Option<ProgramCache>> = Mutex::new(None);
 
@@ -87,19 +88,56 @@ fn max_size(shape: &[Sint]) -> usize {
 /// Lowers a kernel AST to UOps over buffers `bufs` (output first), optimized by `cfg` when
 /// given. Export calls this to lower captured kernels for a device's own description.
 pub fn lower_ast(ast: &Ast, bufs: Vec<BufParam>, cfg: Option<&OptConfig>) -> Result<LinearKernel> {
+    lower_ast_with(ast, bufs, cfg, None)
+}
+
+/// Like [`lower_ast`], but with `chosen` opts (a device's search result) applied instead of the
+/// hand-coded ones when given; an opt that does not fit the kernel is an error.
+pub fn lower_ast_with(
+    ast: &Ast,
+    bufs: Vec<BufParam>,
+    cfg: Option<&OptConfig>,
+    chosen: Option<&[Opt]>,
+) -> Result<LinearKernel> {
     let mut kernel = Kernel::new(ast)?;
-    if let Some(cfg) = cfg {
-        let opts = hand_coded(&mut kernel, cfg);
-        if debug() >= 3 && !opts.is_empty() {
-            log(3, &format!("opts {opts:?} -> {}", kernel.describe()));
+    let opts = match (chosen, cfg) {
+        (Some(opts), _) => {
+            opts.iter().try_for_each(|o| kernel.apply_opt(*o))?;
+            opts.to_vec()
         }
+        (None, Some(cfg)) => hand_coded(&mut kernel, cfg),
+        (None, None) => Vec::new(),
+    };
+    if debug() >= 3 && !opts.is_empty() {
+        log(3, &format!("opts {opts:?} -> {}", kernel.describe()));
     }
     linearize(&kernel, bufs, kernel.name())
 }
 
-/// Lowers an item's AST to UOps, optimized as its device asks (cached by AST and options).
+/// The buffers of an item's kernel: the output, then the inputs.
+fn buf_params(item: &ScheduleItem) -> Vec<BufParam> {
+    let mut bufs = alloc::vec![BufParam {
+        dtype: item.out.dtype(),
+        size: max_size(item.out.shape()),
+        writable: true
+    }];
+    bufs.extend(item.inputs.iter().map(|b| BufParam {
+        dtype: b.dtype(),
+        size: max_size(b.shape()),
+        writable: false,
+    }));
+    bufs
+}
+
+/// Lowers an item's AST to UOps, optimized as its device asks — with the device's own choice
+/// of opts when it makes one ([`Device::choose_opts`]), else hand-coded (cached by AST, options
+/// and choice).
 pub fn lower(item: &ScheduleItem) -> Result<LinearKernel> {
-    let key = (item.ast.clone(), item.out.device().opt_config());
+    let device = item.out.device();
+    let cfg = device.opt_config();
+    let bufs = buf_params(item);
+    let chosen = cfg.and_then(|_| device.choose_opts(&item.ast, &bufs));
+    let key = (item.ast.clone(), cfg, chosen);
     if let Some(k) = LOWER_CACHE
         .lock()
         .get_or_insert_with(HashMap::new)
@@ -107,19 +145,7 @@ pub fn lower(item: &ScheduleItem) -> Result<LinearKernel> {
     {
         return Ok(k.clone());
     }
-    let mut bufs = alloc::vec![BufParam {
-        dtype: item.out.dtype(),
-        size: max_size(item.out.shape()),
-        writable: true
-    }];
-    for b in &item.inputs {
-        bufs.push(BufParam {
-            dtype: b.dtype(),
-            size: max_size(b.shape()),
-            writable: false,
-        });
-    }
-    let lk = lower_ast(&item.ast, bufs, key.1.as_ref())?;
+    let lk = lower_ast_with(&item.ast, bufs, key.1.as_ref(), key.2.as_deref())?;
     COUNTERS.lock().lowered += 1;
     if debug() >= 3 {
         log(3, &format!("{}", lk));

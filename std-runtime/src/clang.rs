@@ -12,17 +12,20 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use picograd_core::ast::Ast;
 use picograd_core::codegen::c::{
     render_kernel, render_kernel_split, render_program_split, CRenderOpts,
 };
+use picograd_core::codegen::kernel::Opt;
 use picograd_core::codegen::opt::OptConfig;
 use picograd_core::codegen::split::outer_split;
-use picograd_core::codegen::uops::LinearKernel;
+use picograd_core::codegen::uops::{BufParam, LinearKernel};
 use picograd_core::device::{Allocator, BufId, Device, Program};
 use picograd_core::{Error, Result};
 
 use crate::compiler::{CompiledLib, Compiler, EntryFn};
 use crate::pool::Pool;
+use crate::search::Search;
 
 const ALIGN: usize = 64;
 
@@ -147,6 +150,9 @@ pub struct Clang {
     /// Kernels compiled in a batch: stand-alone source -> (the batch's library, the kernel's
     /// symbol in it).
     batched: Mutex<HashMap<String, (Arc<CompiledLib>, String)>>,
+    /// The measured search choosing each kernel's opts (`PICOGRAD_SEARCH`); `None`: the
+    /// hand-coded optimizer decides.
+    search: Option<Arc<Search>>,
 }
 
 /// Below about a million operations, waking workers costs more than it saves.
@@ -163,6 +169,7 @@ impl Clang {
             threads: crate::tuning::thread_count(),
             min_split_work: MIN_SPLIT_WORK,
             batched: Mutex::new(HashMap::new()),
+            search: Search::from_env().map(Arc::new),
         })
     }
 
@@ -170,6 +177,34 @@ impl Clang {
     pub fn with_compiler(mut self, compiler: &'static Compiler) -> Clang {
         self.compiler = compiler;
         self
+    }
+
+    /// The same device choosing kernel opts with `search` (`None`: hand-coded only, whatever
+    /// `PICOGRAD_SEARCH` says).
+    pub fn with_search(mut self, search: Option<Search>) -> Clang {
+        self.search = search.map(Arc::new);
+        self
+    }
+
+    /// The measured search in use, if any.
+    pub fn search(&self) -> Option<&Search> {
+        self.search.as_deref()
+    }
+
+    /// Everything besides the kernel that decides how fast a kernel runs here, for keying
+    /// searched choices: the compiler, its flags and target, the renderer and the thread split.
+    fn identity(&self) -> String {
+        let c = self.compiler;
+        format!(
+            "{} | {} | {:?} | {} | {:?} | threads {} from {}",
+            c.path().display(),
+            c.version(),
+            c.flags(),
+            c.target(),
+            self.opts,
+            self.threads,
+            self.min_split_work
+        )
     }
 
     /// The same device splitting kernels with at least `min_work` work (flops + bytes / 4)
@@ -278,6 +313,11 @@ impl Device for Clang {
 
     fn opt_config(&self) -> Option<OptConfig> {
         self.opt
+    }
+
+    fn choose_opts(&self, ast: &Ast, bufs: &[BufParam]) -> Option<Vec<Opt>> {
+        let search = self.search.as_ref()?;
+        search.choose(self, &self.identity(), ast, bufs)
     }
 
     fn compile(&self, k: &LinearKernel) -> Result<Arc<dyn Program>> {

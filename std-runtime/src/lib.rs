@@ -14,6 +14,7 @@ pub mod install;
 pub mod onnx;
 pub mod pool;
 pub mod safetensors;
+pub mod search;
 pub mod tuning;
 
 pub use clang::Clang;

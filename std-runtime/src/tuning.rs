@@ -1,11 +1,13 @@
 //! Host tuning knobs read from the environment: the kernel optimizer's settings
-//! (`PICOGRAD_NOOPT=1` turns it off) and the thread count (`PICOGRAD_THREADS`, default the
-//! available parallelism).
+//! (`PICOGRAD_NOOPT=1` turns it off), the thread count (`PICOGRAD_THREADS`, default the
+//! available parallelism) and the measured search's time bound (`PICOGRAD_SEARCH`, off by
+//! default).
 //!
 //! Invariant: read once per process; the values never change afterwards, so kernels lowered
 //! and compiled with them stay valid for the process's lifetime.
 
 use std::sync::OnceLock;
+use std::time::Duration;
 
 use picograd_core::codegen::opt::OptConfig;
 
@@ -45,4 +47,60 @@ pub fn thread_count() -> usize {
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
             .clamp(1, 256)
     })
+}
+
+/// The search bound with `PICOGRAD_SEARCH=1`, per kernel: compiling a candidate takes a few
+/// hundred milliseconds, so this tries about ten on a 2-core desktop.
+pub const DEFAULT_SEARCH_BUDGET: Duration = Duration::from_millis(4000);
+
+/// Reads a `PICOGRAD_SEARCH` value: unset, empty or `0` is off; `1` searches each new kernel
+/// for [`DEFAULT_SEARCH_BUDGET`]; a larger number is the bound in milliseconds. Anything else
+/// is an error naming the value.
+pub fn parse_search(value: Option<&str>) -> Result<Option<Duration>, String> {
+    match value.map(str::trim) {
+        None | Some("") | Some("0") => Ok(None),
+        Some("1") => Ok(Some(DEFAULT_SEARCH_BUDGET)),
+        Some(v) => v
+            .parse::<u64>()
+            .map(|ms| Some(Duration::from_millis(ms)))
+            .map_err(|_| {
+                format!(
+                    "PICOGRAD_SEARCH={v:?} is neither 0/1 nor a number of milliseconds per kernel"
+                )
+            }),
+    }
+}
+
+/// The measured search's time bound per kernel from `PICOGRAD_SEARCH` (see [`parse_search`]);
+/// `None` when off. An unreadable value turns the search off, said once on stderr.
+pub fn search_budget() -> Option<Duration> {
+    static B: OnceLock<Option<Duration>> = OnceLock::new();
+    *B.get_or_init(
+        || match parse_search(std::env::var("PICOGRAD_SEARCH").ok().as_deref()) {
+            Ok(b) => b,
+            Err(e) => {
+                eprintln!("picograd: {e}; the kernel search stays off");
+                None
+            }
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn search_switch_values() {
+        assert_eq!(parse_search(None), Ok(None));
+        assert_eq!(parse_search(Some("")), Ok(None));
+        assert_eq!(parse_search(Some("0")), Ok(None));
+        assert_eq!(parse_search(Some("1")), Ok(Some(DEFAULT_SEARCH_BUDGET)));
+        assert_eq!(
+            parse_search(Some("250")),
+            Ok(Some(Duration::from_millis(250)))
+        );
+        let e = parse_search(Some("fast")).unwrap_err();
+        assert!(e.contains("\"fast\"") && e.contains("milliseconds"), "{e}");
+    }
 }
