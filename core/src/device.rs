@@ -48,6 +48,13 @@ pub trait Device: Send + Sync {
     fn opt_config(&self) -> Option<OptConfig> {
         None
     }
+    /// Does the device have hardware fused multiply-add? Then a reduce's multiply-accumulate
+    /// lowers to [`AluOp::Fma`](crate::ops::AluOp::Fma) (one rounding) instead of `MulAcc` (two
+    /// roundings), optimized or not, so the choice never depends on the kernel optimizer.
+    /// Default: no.
+    fn fused_mulacc(&self) -> bool {
+        false
+    }
 }
 
 /// An allocation on a device, freed when dropped.

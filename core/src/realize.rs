@@ -62,7 +62,7 @@ pub fn counters() -> Counters {
 }
 
 type ProgramCache = HashMap<(usize, LinearKernel), Arc<dyn Program>>;
-type LowerKey = (Ast, Option<OptConfig>);
+type LowerKey = (Ast, Option<OptConfig>, bool);
 static LOWER_CACHE: Mutex<Option<HashMap<LowerKey, LinearKernel>>> = Mutex::new(None);
 static PROGRAM_CACHE: Mutex<Option<ProgramCache>> = Mutex::new(None);
 
@@ -84,8 +84,14 @@ fn max_size(shape: &[Sint]) -> usize {
 }
 
 /// Lowers a kernel AST to UOps over buffers `bufs` (output first), optimized by `cfg` when
-/// given. Export calls this to lower captured kernels for a device's own description.
-pub fn lower_ast(ast: &Ast, bufs: Vec<BufParam>, cfg: Option<&OptConfig>) -> Result<LinearKernel> {
+/// given, with fused multiply-accumulates when `fused` (see [`linearize`]). Export calls this to
+/// lower captured kernels for a device's own description.
+pub fn lower_ast(
+    ast: &Ast,
+    bufs: Vec<BufParam>,
+    cfg: Option<&OptConfig>,
+    fused: bool,
+) -> Result<LinearKernel> {
     let mut kernel = Kernel::new(ast)?;
     if let Some(cfg) = cfg {
         let opts = hand_coded(&mut kernel, cfg);
@@ -93,12 +99,13 @@ pub fn lower_ast(ast: &Ast, bufs: Vec<BufParam>, cfg: Option<&OptConfig>) -> Res
             log(3, &format!("opts {opts:?} -> {}", kernel.describe()));
         }
     }
-    linearize(&kernel, bufs, kernel.name())
+    linearize(&kernel, bufs, kernel.name(), fused)
 }
 
 /// Lowers an item's AST to UOps, optimized as its device asks (cached by AST and options).
 pub fn lower(item: &ScheduleItem) -> Result<LinearKernel> {
-    let key = (item.ast.clone(), item.out.device().opt_config());
+    let dev = item.out.device();
+    let key = (item.ast.clone(), dev.opt_config(), dev.fused_mulacc());
     if let Some(k) = LOWER_CACHE
         .lock()
         .get_or_insert_with(HashMap::new)
@@ -118,7 +125,7 @@ pub fn lower(item: &ScheduleItem) -> Result<LinearKernel> {
             writable: false,
         });
     }
-    let lk = lower_ast(&item.ast, bufs, key.1.as_ref())?;
+    let lk = lower_ast(&item.ast, bufs, key.1.as_ref(), key.2)?;
     COUNTERS.lock().lowered += 1;
     if debug() >= 3 {
         log(3, &format!("{}", lk));

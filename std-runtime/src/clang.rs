@@ -120,6 +120,8 @@ pub struct Clang {
     opts: CRenderOpts,
     /// The kernel optimizer's settings (`None` with `PICOGRAD_NOOPT=1`).
     opt: Option<OptConfig>,
+    /// Lower multiply-accumulates fused (the host has FMA; `PICOGRAD_NOFMA=1` turns it off).
+    fused: bool,
     /// Cores a large kernel is split across (`PICOGRAD_THREADS`).
     threads: usize,
     /// Kernels with less work than this (flops + bytes / 4) run on one core.
@@ -137,6 +139,7 @@ impl Clang {
             alloc: Arc::new(HostAllocator::default()),
             opts: CRenderOpts::default(),
             opt: crate::tuning::host_opt_config(),
+            fused: crate::tuning::host_fma(),
             threads: crate::tuning::thread_count(),
             min_split_work: MIN_SPLIT_WORK,
         })
@@ -164,6 +167,14 @@ impl Clang {
     /// The same device with other optimizer settings (`None`: kernels unoptimized).
     pub fn with_opt_config(mut self, opt: Option<OptConfig>) -> Clang {
         self.opt = opt;
+        self
+    }
+
+    /// The same device lowering reduce multiply-accumulates fused (one rounding) or not. Fused
+    /// needs a CPU with FMA to be fast (it is correct anywhere: `__builtin_fmaf` falls back to
+    /// libm's `fmaf`).
+    pub fn with_fused_mulacc(mut self, fused: bool) -> Clang {
+        self.fused = fused;
         self
     }
 
@@ -251,6 +262,10 @@ impl Device for Clang {
 
     fn opt_config(&self) -> Option<OptConfig> {
         self.opt
+    }
+
+    fn fused_mulacc(&self) -> bool {
+        self.fused
     }
 
     fn compile(&self, k: &LinearKernel) -> Result<Arc<dyn Program>> {
