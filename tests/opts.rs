@@ -195,6 +195,9 @@ use picograd::{ConvOpts, Padding};
 
 /// Kernels of awkward sizes: primes, 1, and sizes that are not multiples of a vector width.
 fn awkward_items() -> Vec<ScheduleItem> {
+    // `init` installs the default device; done first, or a test thread running it meanwhile
+    // could put one operand of a matmul below on another device than the other.
+    picograd::init();
     let mut items = Vec::new();
     for (m, k, n) in [
         (1, 5, 7),
