@@ -1,7 +1,8 @@
 //! Backends agree: random programs of tensor ops give the same values on the interpreter, on
 //! compiled C (Clang), and in an eager reference evaluator written here on flat arrays (it shares
 //! no code with the ShapeTracker, the scheduler or codegen). Integers must match exactly, floats
-//! within a small relative tolerance.
+//! within a small relative tolerance; and the interpreter lowering kernels as Clang does (fused
+//! multiply-adds on an FMA host) must match Clang bit for bit.
 
 use std::sync::Arc;
 
@@ -354,8 +355,12 @@ fn program(
     };
     let interp = picograd::context::interp();
     let clang: Arc<dyn Device> = clang();
+    // The interpreter lowering kernels as the Clang device does (fused multiply-adds when the
+    // host has FMA) must agree with it bit for bit: these programs use only exact IEEE ops.
+    let like_clang: Arc<dyn Device> =
+        Arc::new(picograd::Interp::new().with_fused_mulacc(clang.fused_mulacc()));
     let mut outs = Vec::new();
-    for dev in [&interp, &clang] {
+    for dev in [&interp, &clang, &like_clang] {
         let mut run = Run {
             t: tensor_on(&input, dtype, dev),
             r: input.clone(),
@@ -372,6 +377,12 @@ fn program(
     }
     check(&outs[0].0, &outs[0].1, dtype, "interp")?;
     check(&outs[1].0, &outs[1].1, dtype, "clang")?;
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    prop_assert_eq!(
+        bits(&outs[2].0),
+        bits(&outs[1].0),
+        "interp lowered like clang differs from clang"
+    );
     Ok(())
 }
 

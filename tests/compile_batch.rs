@@ -64,6 +64,9 @@ impl Device for OneByOne {
     fn opt_config(&self) -> Option<OptConfig> {
         self.0.opt_config()
     }
+    fn fused_mulacc(&self) -> bool {
+        self.0.fused_mulacc()
+    }
 }
 
 /// Deterministic inputs with odd sizes (no multiple of a vector width).
@@ -105,7 +108,9 @@ fn kernels_in(t: &Tensor) -> usize {
 
 #[test]
 fn batched_schedule_matches_interp_and_one_by_one() {
-    let interp: Arc<dyn Device> = Arc::new(Interp::new());
+    // The interpreter rounds multiply-accumulates as the host's Clang device does (fused or not).
+    let fused = picograd::runtime::tuning::host_fma();
+    let interp: Arc<dyn Device> = Arc::new(Interp::new().with_fused_mulacc(fused));
     let want = bits(&mlp(&interp));
     for threads in [1, 2, 3] {
         let cc = compiler(&fresh_dir("match"));

@@ -29,6 +29,11 @@ fn bufparams(item: &ScheduleItem) -> Vec<BufParam> {
 
 /// Runs `item` lowered with `opts` on `dev`, returning the output bytes.
 fn run(item: &ScheduleItem, opts: &[Opt], dev: &Arc<dyn Device>) -> Vec<u8> {
+    run_lowered(item, opts, dev, false)
+}
+
+/// [`run`], with multiply-accumulates `fused` or not.
+fn run_lowered(item: &ScheduleItem, opts: &[Opt], dev: &Arc<dyn Device>, fused: bool) -> Vec<u8> {
     let mut k = Kernel::new(&item.ast).unwrap();
     for o in opts {
         k.apply_opt(*o).unwrap();
@@ -39,7 +44,7 @@ fn run(item: &ScheduleItem, opts: &[Opt], dev: &Arc<dyn Device>) -> Vec<u8> {
         "every opt adds one unrolled axis: {}",
         k.describe()
     );
-    let lk = linearize(&k, bufparams(item), format!("opt_{}", k.name())).unwrap();
+    let lk = linearize(&k, bufparams(item), format!("opt_{}", k.name()), fused).unwrap();
     let loops = lk
         .uops
         .iter()
@@ -190,6 +195,9 @@ use picograd::{ConvOpts, Padding};
 
 /// Kernels of awkward sizes: primes, 1, and sizes that are not multiples of a vector width.
 fn awkward_items() -> Vec<ScheduleItem> {
+    // `init` installs the default device; done first, or a test thread running it meanwhile
+    // could put one operand of a matmul below on another device than the other.
+    picograd::init();
     let mut items = Vec::new();
     for (m, k, n) in [
         (1, 5, 7),
@@ -252,6 +260,32 @@ fn heuristic_opts_keep_results_on_awkward_sizes() {
     }
 }
 
+/// With fused multiply-adds (one rounding per step) the same holds, and the interpreter and
+/// compiled C agree bit for bit on every fused kernel.
+#[test]
+fn fused_kernels_keep_results_on_awkward_sizes_on_both_backends() {
+    let items = awkward_items();
+    realize_inputs(&items);
+    let devs = devices();
+    for item in &items {
+        let base = run_lowered(item, &[], &devs[0], true);
+        for dev in &devs {
+            assert_eq!(run_lowered(item, &[], dev, true), base, "on {}", dev.name());
+            for width in [4, 8, 16] {
+                let mut k = Kernel::new(&item.ast).unwrap();
+                let opts = hand_coded(&mut k, &OptConfig::for_vec_width(width));
+                assert_eq!(
+                    run_lowered(item, &opts, dev, true),
+                    base,
+                    "fused {opts:?} ({}) on {}",
+                    k.describe(),
+                    dev.name()
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn heuristic_tiles_matmuls_and_vectorizes_elementwise() {
     let a = Tensor::from_slice(&data(64 * 32), &[64, 32]);
@@ -295,7 +329,7 @@ fn hoisting_leaves_no_invariant_arithmetic_in_loops() {
     for item in awkward_items() {
         let mut k = Kernel::new(&item.ast).unwrap();
         hand_coded(&mut k, &OptConfig::for_vec_width(8));
-        let lk = linearize(&k, bufparams(&item), k.name()).unwrap();
+        let lk = linearize(&k, bufparams(&item), k.name(), false).unwrap();
         let depth = depths(&lk);
         // A loop's counter lives one level deeper than the Loop UOp itself.
         let defined_at = |s: u32| {
@@ -336,7 +370,7 @@ fn threaded_kernels_equal_single_threaded_ones() {
     // The split kernel really takes the core arguments.
     let x = Tensor::from_slice(&data(37), &[37]);
     let k = Kernel::new(&single_item(&x.relu()).ast).unwrap();
-    let lk = linearize(&k, bufparams(&single_item(&x.relu())), k.name()).unwrap();
+    let lk = linearize(&k, bufparams(&single_item(&x.relu())), k.name(), false).unwrap();
     let src = picograd::codegen::c::render_kernel_split(&lk, &Default::default());
     assert!(src.contains("int32_t core_id, int32_t core_count"), "{src}");
 }

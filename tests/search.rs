@@ -37,7 +37,7 @@ fn bufparams(item: &ScheduleItem) -> Vec<BufParam> {
 /// Runs `item` lowered with `opts` (`None`: unoptimized) on `dev`; the output bytes.
 fn run(item: &ScheduleItem, opts: Option<&[Opt]>, dev: &Arc<dyn Device>) -> Vec<u8> {
     let opts = opts.unwrap_or(&[]);
-    let lk = lower_ast_with(&item.ast, bufparams(item), None, Some(opts)).unwrap();
+    let lk = lower_ast_with(&item.ast, bufparams(item), None, Some(opts), false).unwrap();
     let prog = dev.compile(&lk).unwrap();
     let out = Buffer::new(dev.clone(), item.out.dtype(), lk.bufs[0].size).unwrap();
     let ins: Vec<Buffer> = item
@@ -284,10 +284,18 @@ fn with_the_search_off_nothing_changes() {
     assert_eq!(off.choose_opts(&item.ast, &bufparams(&item)), None);
     // Lowering for a device without a search is exactly the hand-coded lowering.
     let cfg = off.opt_config();
-    let hand = picograd::realize::lower_ast(&item.ast, bufparams(&item), cfg.as_ref()).unwrap();
+    let hand =
+        picograd::realize::lower_ast(&item.ast, bufparams(&item), cfg.as_ref(), false).unwrap();
     let mut k = Kernel::new(&item.ast).unwrap();
     let opts = picograd::codegen::opt::hand_coded(&mut k, &cfg.unwrap());
-    let same = lower_ast_with(&item.ast, bufparams(&item), cfg.as_ref(), Some(&opts)).unwrap();
+    let same = lower_ast_with(
+        &item.ast,
+        bufparams(&item),
+        cfg.as_ref(),
+        Some(&opts),
+        false,
+    )
+    .unwrap();
     assert_eq!(hand, same);
 }
 

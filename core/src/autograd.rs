@@ -191,7 +191,7 @@ fn alu_backward(
                 Some(alu(Where, &[&x[0], &zero, g])?)
             ])
         }
-        MulAcc => Ok(alloc::vec![
+        MulAcc | Fma => Ok(alloc::vec![
             Some(mul(g, &x[1])?),
             Some(mul(g, &x[0])?),
             Some(g.clone())

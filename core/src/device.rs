@@ -66,6 +66,14 @@ pub trait Device: Send + Sync {
         let _ = (ast, bufs);
         None
     }
+
+    /// Does the device have hardware fused multiply-add? Then a reduce's multiply-accumulate
+    /// lowers to [`AluOp::Fma`](crate::ops::AluOp::Fma) (one rounding) instead of `MulAcc` (two
+    /// roundings), optimized or not, so the choice never depends on the kernel optimizer.
+    /// Default: no.
+    fn fused_mulacc(&self) -> bool {
+        false
+    }
 }
 
 /// An allocation on a device, freed when dropped.

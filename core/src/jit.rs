@@ -169,16 +169,22 @@ impl Capture {
     }
 
     /// The same capture with every kernel lowered again from its AST by `cfg` (`None`:
-    /// unoptimized) — how export shapes kernels for a device rather than for the desktop that
-    /// recorded them. Programs are kept (they compute the same values).
-    pub fn relowered(&self, cfg: Option<&crate::codegen::opt::OptConfig>) -> Result<Capture> {
+    /// unoptimized) and `fused` (multiply-accumulates with one rounding, see
+    /// [`Device::fused_mulacc`](crate::device::Device::fused_mulacc)) — how export shapes
+    /// kernels for a device rather than for the desktop that recorded them. Programs are kept
+    /// (they compute the same values up to the rounding of fused multiply-adds).
+    pub fn relowered(
+        &self,
+        cfg: Option<&crate::codegen::opt::OptConfig>,
+        fused: bool,
+    ) -> Result<Capture> {
         let steps = self
             .steps
             .iter()
             .map(|st| {
                 let kernel = match (&st.ast, &st.kernel) {
                     (Some(ast), Some(k)) => {
-                        let mut lk = crate::realize::lower_ast(ast, k.bufs.clone(), cfg)?;
+                        let mut lk = crate::realize::lower_ast(ast, k.bufs.clone(), cfg, fused)?;
                         lk.name.clone_from(&k.name);
                         Some(lk)
                     }

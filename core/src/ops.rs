@@ -54,6 +54,11 @@ pub enum AluOp {
     Where,
     /// a * b + c, two roundings (no fused multiply-add).
     MulAcc,
+    /// a * b + c rounded once: IEEE-754 fusedMultiplyAdd (floats only). The linearizer emits it
+    /// for a reduce's multiply-accumulate only on devices that declare hardware FMA
+    /// ([`Device::fused_mulacc`](crate::device::Device::fused_mulacc)); it is never a
+    /// compiler's contraction, so the interpreter and C compute it identically.
+    Fma,
 }
 
 impl AluOp {
@@ -64,7 +69,7 @@ impl AluOp {
             Exp2 | Log2 | Sin | Sqrt | Neg | Recip => 1,
             Add | Sub | Mul | Div | Max | Mod | CmpLt | CmpEq | Xor | And | Or | FloorDiv
             | FloorMod => 2,
-            Where | MulAcc => 3,
+            Where | MulAcc | Fma => 3,
         }
     }
 
@@ -98,6 +103,7 @@ impl AluOp {
             FloorMod => "floormod",
             Where => "where",
             MulAcc => "mulacc",
+            Fma => "fma",
         }
     }
 }

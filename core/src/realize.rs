@@ -63,8 +63,8 @@ pub fn counters() -> Counters {
 }
 
 type ProgramCache = HashMap<(usize, LinearKernel), (Weak<dyn Device>, Arc<dyn Program>)>;
-/// (AST, optimizer settings, the device's own choice of opts if it made one).
-type LowerKey = (Ast, Option<OptConfig>, Option<Vec<Opt>>);
+/// (AST, optimizer settings, the device's own choice of opts if it made one, fused MULACC).
+type LowerKey = (Ast, Option<OptConfig>, Option<Vec<Opt>>, bool);
 static LOWER_CACHE: Mutex<Option<HashMap<LowerKey, LinearKernel>>> = Mutex::new(None);
 static PROGRAM_CACHE: Mutex<Option<ProgramCache>> = Mutex::new(None);
 
@@ -86,9 +86,15 @@ fn max_size(shape: &[Sint]) -> usize {
 }
 
 /// Lowers a kernel AST to UOps over buffers `bufs` (output first), optimized by `cfg` when
-/// given. Export calls this to lower captured kernels for a device's own description.
-pub fn lower_ast(ast: &Ast, bufs: Vec<BufParam>, cfg: Option<&OptConfig>) -> Result<LinearKernel> {
-    lower_ast_with(ast, bufs, cfg, None)
+/// given, with fused multiply-accumulates when `fused` (see [`linearize`]). Export calls this to
+/// lower captured kernels for a device's own description.
+pub fn lower_ast(
+    ast: &Ast,
+    bufs: Vec<BufParam>,
+    cfg: Option<&OptConfig>,
+    fused: bool,
+) -> Result<LinearKernel> {
+    lower_ast_with(ast, bufs, cfg, None, fused)
 }
 
 /// Like [`lower_ast`], but with `chosen` opts (a device's search result) applied instead of the
@@ -98,6 +104,7 @@ pub fn lower_ast_with(
     bufs: Vec<BufParam>,
     cfg: Option<&OptConfig>,
     chosen: Option<&[Opt]>,
+    fused: bool,
 ) -> Result<LinearKernel> {
     let mut kernel = Kernel::new(ast)?;
     let opts = match (chosen, cfg) {
@@ -111,7 +118,7 @@ pub fn lower_ast_with(
     if debug() >= 3 && !opts.is_empty() {
         log(3, &format!("opts {opts:?} -> {}", kernel.describe()));
     }
-    linearize(&kernel, bufs, kernel.name())
+    linearize(&kernel, bufs, kernel.name(), fused)
 }
 
 /// The buffers of an item's kernel: the output, then the inputs.
@@ -137,7 +144,7 @@ pub fn lower(item: &ScheduleItem) -> Result<LinearKernel> {
     let cfg = device.opt_config();
     let bufs = buf_params(item);
     let chosen = cfg.and_then(|_| device.choose_opts(&item.ast, &bufs));
-    let key = (item.ast.clone(), cfg, chosen);
+    let key = (item.ast.clone(), cfg, chosen, device.fused_mulacc());
     if let Some(k) = LOWER_CACHE
         .lock()
         .get_or_insert_with(HashMap::new)
@@ -145,7 +152,7 @@ pub fn lower(item: &ScheduleItem) -> Result<LinearKernel> {
     {
         return Ok(k.clone());
     }
-    let lk = lower_ast_with(&item.ast, bufs, key.1.as_ref(), key.2.as_deref())?;
+    let lk = lower_ast_with(&item.ast, bufs, key.1.as_ref(), key.2.as_deref(), key.3)?;
     COUNTERS.lock().lowered += 1;
     if debug() >= 3 {
         log(3, &format!("{}", lk));

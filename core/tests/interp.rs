@@ -521,6 +521,26 @@ fn float_ops_match_plain_rust() {
 }
 
 #[test]
+fn fma_rounds_once() {
+    // x = 1+2^-h: x*x - (1+2^-(h-1)) is exactly 2^-2h, which a fused multiply-add keeps and two
+    // roundings lose (2^-2h is below half an ulp of x*x in the dtype).
+    for (dt, h, want) in [
+        (DType::F32, 12, 2f32.powi(-24).to_le_bytes().to_vec()),
+        (DType::F64, 30, 2f64.powi(-60).to_le_bytes().to_vec()),
+    ] {
+        let mut k = K::default();
+        let out = k.global(dt, 1, true);
+        let x = k.cst(Scalar::from_f64(1.0 + 2f64.powi(-h), dt));
+        let c = k.cst(Scalar::from_f64(-(1.0 + 2f64.powi(1 - h)), dt));
+        let zero = k.int(0);
+        let m = k.alu(AluOp::Fma, dt, &[x, x, c]);
+        k.store(out, zero, m);
+        let got = run(&k.build("fma"), &[vec![0; dt.itemsize()]], &[]).unwrap();
+        assert_eq!(got[0], want, "{dt}");
+    }
+}
+
+#[test]
 fn unary_float_ops() {
     let xs = [0.0f32, 1.0, 2.0, 0.5, 9.0, -1.0];
     let run_op = |op: AluOp| {

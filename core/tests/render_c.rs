@@ -720,6 +720,59 @@ fn case_misc() -> Case {
 
 /// Bool arithmetic (add = or, mul = and, sub = xor, neg = not), comparisons, bool → int cast,
 /// and i8/u16 wrapping arithmetic (which C would otherwise promote to int).
+/// `Fma` rounds once (C's `__builtin_fmaf`/`__builtin_fma`), `MulAcc` twice: checked against
+/// Rust's `mul_add` and `a * b + c`, on values where the two differ.
+fn case_fma() -> Case {
+    let e = 1.0 + 2f32.powi(-12);
+    let xs = [e, 0.1, -3.7, 1e30, 7.0];
+    let ys = [e, 0.3, 0.3, 1e10, -0.5];
+    let cs = [-(1.0 + 2f32.powi(-11)), -0.03, 1.11, 1.0, 3.5];
+    let wide = |v: &[f32]| v.iter().map(|&x| f64::from(x) / 3.0).collect::<Vec<f64>>();
+    let (xd, yd, cd) = (wide(&xs), wide(&ys), wide(&cs));
+    let outs = [DType::F32, DType::F32, DType::F64];
+    let ins = [
+        DType::F32,
+        DType::F32,
+        DType::F32,
+        DType::F64,
+        DType::F64,
+        DType::F64,
+    ];
+    let k = elementwise("k_fma", &outs, &ins, xs.len(), |k, x| {
+        vec![
+            k.alu(AluOp::Fma, DType::F32, &[x[0], x[1], x[2]]),
+            k.alu(AluOp::MulAcc, DType::F32, &[x[0], x[1], x[2]]),
+            k.alu(AluOp::Fma, DType::F64, &[x[3], x[4], x[5]]),
+        ]
+    });
+    let fused: Vec<f32> = (0..xs.len()).map(|i| xs[i].mul_add(ys[i], cs[i])).collect();
+    let twice: Vec<f32> = (0..xs.len()).map(|i| xs[i] * ys[i] + cs[i]).collect();
+    assert_eq!(
+        fused[0],
+        2f32.powi(-24),
+        "the probe tells fused from unfused"
+    );
+    assert_eq!(twice[0], 0.0);
+    let f64s = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<u64>>();
+    let fused64: Vec<f64> = (0..xs.len()).map(|i| xd[i].mul_add(yd[i], cd[i])).collect();
+    let n = xs.len();
+    let mut init: Vec<Vec<u64>> = outs.iter().map(|d| sentinel(n, *d)).collect();
+    init.extend([
+        f32s(&xs),
+        f32s(&ys),
+        f32s(&cs),
+        f64s(&xd),
+        f64s(&yd),
+        f64s(&cd),
+    ]);
+    Case {
+        kernel: k,
+        init,
+        vars: vec![],
+        want: vec![f32s(&fused), f32s(&twice), f64s(&fused64)],
+    }
+}
+
 fn case_small_ints() -> Case {
     let a: [u8; 4] = [0, 0, 1, 1];
     let b: [u8; 4] = [0, 1, 0, 1];
@@ -864,6 +917,7 @@ fn kernels_compute_the_contract_under_clang_and_gcc() {
         case_half(),
         case_var_loop(),
         case_misc(),
+        case_fma(),
         case_small_ints(),
         case_dead_and_gated_store(),
     ];

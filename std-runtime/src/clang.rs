@@ -143,6 +143,8 @@ pub struct Clang {
     opts: CRenderOpts,
     /// The kernel optimizer's settings (`None` with `PICOGRAD_NOOPT=1`).
     opt: Option<OptConfig>,
+    /// Lower multiply-accumulates fused (the host has FMA; `PICOGRAD_NOFMA=1` turns it off).
+    fused: bool,
     /// Cores a large kernel is split across (`PICOGRAD_THREADS`).
     threads: usize,
     /// Kernels with less work than this (flops + bytes / 4) run on one core.
@@ -155,8 +157,10 @@ pub struct Clang {
     search: Option<Arc<Search>>,
 }
 
-/// Below about a million operations, waking workers costs more than it saves.
-const MIN_SPLIT_WORK: u64 = 1 << 20;
+/// Below about four million operations, waking workers costs more than it saves: a split
+/// kernel waits for a worker's wake-up (tens of µs on a shared or virtual machine), longer than
+/// a matrix-vector product of an MLP layer at batch 1 (784×512: about 1.2M) takes on one core.
+const MIN_SPLIT_WORK: u64 = 1 << 22;
 
 impl Clang {
     /// A Clang device using the process's shared compiler. Errors when no C compiler is found.
@@ -166,6 +170,7 @@ impl Clang {
             alloc: Arc::new(HostAllocator::default()),
             opts: CRenderOpts::default(),
             opt: crate::tuning::host_opt_config(),
+            fused: crate::tuning::host_fma(),
             threads: crate::tuning::thread_count(),
             min_split_work: MIN_SPLIT_WORK,
             batched: Mutex::new(HashMap::new()),
@@ -229,6 +234,14 @@ impl Clang {
     /// The same device with other optimizer settings (`None`: kernels unoptimized).
     pub fn with_opt_config(mut self, opt: Option<OptConfig>) -> Clang {
         self.opt = opt;
+        self
+    }
+
+    /// The same device lowering reduce multiply-accumulates fused (one rounding) or not. Fused
+    /// needs a CPU with FMA to be fast (it is correct anywhere: `__builtin_fmaf` falls back to
+    /// libm's `fmaf`).
+    pub fn with_fused_mulacc(mut self, fused: bool) -> Clang {
+        self.fused = fused;
         self
     }
 
@@ -318,6 +331,10 @@ impl Device for Clang {
     fn choose_opts(&self, ast: &Ast, bufs: &[BufParam]) -> Option<Vec<Opt>> {
         let search = self.search.as_ref()?;
         search.choose(self, &self.identity(), ast, bufs)
+    }
+
+    fn fused_mulacc(&self) -> bool {
+        self.fused
     }
 
     fn compile(&self, k: &LinearKernel) -> Result<Arc<dyn Program>> {

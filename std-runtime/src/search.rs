@@ -222,7 +222,7 @@ impl Search {
 
     /// Is the hand-coded kernel below the work worth searching?
     fn too_small(&self, ast: &Ast, bufs: &[BufParam], cfg: &OptConfig) -> bool {
-        lower_ast_with(ast, bufs.to_vec(), Some(cfg), None)
+        lower_ast_with(ast, bufs.to_vec(), Some(cfg), None, false)
             .is_ok_and(|lk| lk.cost.flops.saturating_add(lk.cost.bytes / 4) < self.min_work)
     }
 
@@ -492,7 +492,13 @@ fn build(
     cfg: &OptConfig,
     opts: &[Opt],
 ) -> Result<(LinearKernel, Arc<dyn Program>)> {
-    let lk = lower_ast_with(ast, bufs.to_vec(), Some(cfg), Some(opts))?;
+    let lk = lower_ast_with(
+        ast,
+        bufs.to_vec(),
+        Some(cfg),
+        Some(opts),
+        dev.fused_mulacc(),
+    )?;
     let prog = dev.compile(&lk)?;
     Ok((lk, prog))
 }

@@ -1,5 +1,6 @@
 //! Host tuning knobs read from the environment: the kernel optimizer's settings
-//! (`PICOGRAD_NOOPT=1` turns it off), the thread count (`PICOGRAD_THREADS`, default the
+//! (`PICOGRAD_NOOPT=1` turns it off), fused multiply-add (on when the CPU has it;
+//! `PICOGRAD_NOFMA=1` turns it off), the thread count (`PICOGRAD_THREADS`, default the
 //! available parallelism) and the measured search's time bound (`PICOGRAD_SEARCH`, off by
 //! default).
 //!
@@ -35,6 +36,29 @@ pub fn host_opt_config() -> Option<OptConfig> {
     *CFG.get_or_init(|| {
         (!env_flag("PICOGRAD_NOOPT")).then(|| OptConfig::for_vec_width(host_vec_width()))
     })
+}
+
+/// Does the host CPU have fused multiply-add (and is it not turned off by `PICOGRAD_NOFMA`)?
+/// Kernels are compiled with `-march=native`, so `__builtin_fmaf` is then one instruction.
+pub fn host_fma() -> bool {
+    static FMA: OnceLock<bool> = OnceLock::new();
+    *FMA.get_or_init(|| !env_flag("PICOGRAD_NOFMA") && cpu_has_fma())
+}
+
+fn cpu_has_fma() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("fma")
+    }
+    // AArch64 always has FMA (fmadd, and fmla on vectors).
+    #[cfg(target_arch = "aarch64")]
+    {
+        true
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        false
+    }
 }
 
 /// Worker threads kernels may split across: `PICOGRAD_THREADS`, else the available parallelism.

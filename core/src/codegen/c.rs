@@ -449,6 +449,12 @@ impl<'a> Writer<'a> {
             }
             AluOp::Max => format!("({0} > {1} || {0} != {0}) ? {0} : {1}", a[0], a[1]),
             AluOp::MulAcc => format!("{} * {} + {}", a[0], a[1], a[2]),
+            // The builtin, not `fmaf` from <math.h>: it needs no libm, and with hardware FMA
+            // (the only targets the linearizer emits it for) it compiles to one instruction.
+            AluOp::Fma if dt == DType::F64 => {
+                format!("__builtin_fma({}, {}, {})", a[0], a[1], a[2])
+            }
+            AluOp::Fma => format!("__builtin_fmaf({}, {}, {})", a[0], a[1], a[2]),
             _ => panic!("C renderer: {op} is not defined on {dt}"),
         }
     }

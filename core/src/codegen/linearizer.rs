@@ -2,7 +2,8 @@
 //!
 //! Layout of the output: buffer and variable definitions; one loop per global axis; one
 //! accumulator per unrolled output position; the reduce loops, inside which each unrolled
-//! position's value is folded into its accumulator (a `MULACC` when a sum reduces a product);
+//! position's value is folded into its accumulator (a `MULACC` when a sum reduces a product, or
+//! an `FMA` — one rounding — when the device has hardware fused multiply-add);
 //! then the post-reduce ops and the stores, once per unrolled output position.
 //!
 //! Invariants: UOps are hash-consed (common subexpressions share one UOp) but only within the
@@ -33,6 +34,8 @@ struct Lin {
     /// Product of the trip counts of the open loops, and the log marks where they opened.
     trips: Vec<(u64, usize)>,
     cost: KernelCost,
+    /// Fold float sums of products with `Fma` (one rounding) rather than `MulAcc`.
+    fused: bool,
 }
 
 impl Lin {
@@ -233,12 +236,17 @@ impl Lin {
         dtype: DType,
     ) -> Result<()> {
         let new = match (op, src.op()) {
-            // sum(a*b): acc = a*b + acc, rounded twice like the unfused form.
+            // sum(a*b): acc = a*b + acc, rounded twice like the unfused form, or once when fused.
             (ReduceOp::Sum, AstOp::Alu(AluOp::Mul)) => {
                 let a = self.value(&src.src()[0], idxs, None)?;
                 let b = self.value(&src.src()[1], idxs, None)?;
                 self.count_flop();
-                self.alu(AluOp::MulAcc, dtype, alloc::vec![a, b, acc])
+                let op = if self.fused && dtype.is_float() {
+                    AluOp::Fma
+                } else {
+                    AluOp::MulAcc
+                };
+                self.alu(op, dtype, alloc::vec![a, b, acc])
             }
             _ => {
                 let v = self.value(src, idxs, None)?;
@@ -295,8 +303,15 @@ fn subnodes_exceed(n: &Node) -> bool {
     }
 }
 
-/// Lowers a kernel to UOps. `bufs` describes buffer 0 (the output) and the inputs.
-pub fn linearize(k: &Kernel, bufs: Vec<BufParam>, name: String) -> Result<LinearKernel> {
+/// Lowers a kernel to UOps. `bufs` describes buffer 0 (the output) and the inputs. `fused`:
+/// float sums of products accumulate with one rounding per step ([`AluOp::Fma`]), for devices
+/// with hardware FMA ([`Device::fused_mulacc`](crate::device::Device::fused_mulacc)).
+pub fn linearize(
+    k: &Kernel,
+    bufs: Vec<BufParam>,
+    name: String,
+    fused: bool,
+) -> Result<LinearKernel> {
     let rank = k.rank();
     let up_sizes: Vec<i64> = k.full_shape[k.first_upcast..]
         .iter()
@@ -332,6 +347,7 @@ pub fn linearize(k: &Kernel, bufs: Vec<BufParam>, name: String) -> Result<Linear
         idx_dtype: index_dtype(k, &loop_idxs),
         trips: Vec::new(),
         cost: KernelCost::default(),
+        fused,
     };
     for (i, b) in bufs.iter().enumerate() {
         l.push(

@@ -157,7 +157,11 @@ fn register_tile(k: &mut Kernel, cfg: &OptConfig, applied: &mut Vec<Opt>) {
     } else {
         &[4 * v, 2 * v, v, 8, 4, 2]
     };
-    for &amt in amounts {
+    // A short output axis (an MLP's 10 logits) is upcast whole: its width is the best vector
+    // available, where a divisor (2 for 10) would leave scalar code.
+    let whole = size(k, wide) as usize;
+    let whole = (whole > 2 && whole <= 2 * v && !amounts.contains(&whole)).then_some(whole);
+    for amt in whole.into_iter().chain(amounts.iter().copied()) {
         if amt <= room
             && try_opt(
                 k,

@@ -126,7 +126,9 @@ impl Bundle {
 
 /// Exports a capture as C files.
 pub fn export(capture: &Capture, names: &ExportNames, opts: &ExportOptions) -> Result<Bundle> {
-    let capture = &capture.relowered(opts.opt.as_ref())?;
+    // Device kernels keep two roundings per multiply-accumulate (no FMA assumed), as the
+    // interpreter that export is checked against computes by default.
+    let capture = &capture.relowered(opts.opt.as_ref(), false)?;
     check_names(capture, names, opts)?;
     let plan = plan::plan(capture, opts.io_in_arena)?;
     emit::emit(capture, names, opts, plan)

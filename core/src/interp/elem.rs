@@ -58,6 +58,8 @@ pub(crate) trait Float: Arith {
     fn sin(self) -> Self;
     fn sqrt(self) -> Self;
     fn recip(self) -> Self;
+    /// `self * b + c` rounded once (libm's correctly rounded fma, as C's `__builtin_fma`).
+    fn fma(self, b: Self, c: Self) -> Self;
 }
 
 /// A buffer element type: its stored size and its conversion to and from registers.
@@ -318,7 +320,8 @@ impl Storage for bool {
 }
 
 macro_rules! float_type {
-    ($t:ty, $bits:ty, $conv:ident, $fmod:path, $exp2:path, $log2:path, $sin:path, $sqrt:path) => {
+    ($t:ty, $bits:ty, $conv:ident, $fmod:path, $exp2:path, $log2:path, $sin:path, $sqrt:path,
+     $fma:path) => {
         impl Reg for $t {
             fn from_reg(r: u64) -> Self {
                 <$t>::from_bits(r as $bits)
@@ -398,6 +401,9 @@ macro_rules! float_type {
             fn recip(self) -> Self {
                 1.0 / self
             }
+            fn fma(self, b: Self, c: Self) -> Self {
+                $fma(self, b, c)
+            }
         }
         impl Storage for $t {
             const SIZE: usize = core::mem::size_of::<$t>();
@@ -425,7 +431,8 @@ float_type!(
     libm::exp2f,
     libm::log2f,
     libm::sinf,
-    libm::sqrtf
+    libm::sqrtf,
+    libm::fmaf
 );
 float_type!(
     f64,
@@ -435,7 +442,8 @@ float_type!(
     libm::exp2,
     libm::log2,
     libm::sin,
-    libm::sqrt
+    libm::sqrt,
+    libm::fma
 );
 
 /// Rounds an f32 register value to f16 and back (the value a `Cast` to f16 gives).

@@ -430,6 +430,7 @@ fn elementwise(op: AluOp, dt: DType, d: usize, src: &[usize]) -> Option<Instr> {
         Add | Sub | Mul | Div | Max | Mod => any_type!(dt, T => arith::<T>(op, d, src[0], src[1])),
         Neg => any_type!(dt, T => unary::<T, T>(d, src[0], T::neg)),
         MulAcc => any_type!(dt, T => ternary::<T>(d, [src[0], src[1], src[2]], mulacc::<T>)),
+        Fma => float_type!(dt, T => ternary::<T>(d, [src[0], src[1], src[2]], T::fma)),
         Xor | And | Or | FloorDiv | FloorMod => {
             bits_type!(dt, T => bitwise::<T>(op, d, src[0], src[1]))
         }

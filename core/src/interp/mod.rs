@@ -4,7 +4,8 @@
 //! Invariant: numeric results are those of the C renderer (see DESIGN.md, "Numeric semantics"):
 //! ints wrap, `/` truncates, `%` takes the dividend's sign, x/0 and x%0 give 0, float → int casts
 //! truncate and saturate with NaN → 0, f16/bf16 compute in f32 and round to nearest-even on store
-//! and on casts, and no operation is fused. A kernel is lowered once (module `lower`) into closures
+//! and on casts, and no operation is fused except the explicit `Fma` (one rounding, libm's
+//! `fma`/`fmaf`), which kernels contain only when lowered for a device with hardware FMA. A kernel is lowered once (module `lower`) into closures
 //! specialised per dtype (module `instr`); a run never dispatches on a dtype per element.
 //!
 //! Decisions the C renderer must share:
@@ -39,12 +40,21 @@ use crate::error::Result;
 #[derive(Default)]
 pub struct Interp {
     mem: Arc<InterpAllocator>,
+    /// Lower kernels with fused multiply-accumulates (to stand in for an FMA device).
+    fused: bool,
 }
 
 impl Interp {
     /// A device with empty memory.
     pub fn new() -> Interp {
         Interp::default()
+    }
+
+    /// The same device lowering reduce multiply-accumulates fused (`true`: as a device with
+    /// hardware FMA does, so it computes bit for bit what such a device computes).
+    pub fn with_fused_mulacc(mut self, fused: bool) -> Interp {
+        self.fused = fused;
+        self
     }
 
     /// Lowers `k` into an [`InterpProgram`] (what [`Device::compile`] returns, with its type).
@@ -69,5 +79,9 @@ impl Device for Interp {
 
     fn compile(&self, k: &LinearKernel) -> Result<Arc<dyn Program>> {
         Ok(Arc::new(self.compile_program(k)?))
+    }
+
+    fn fused_mulacc(&self) -> bool {
+        self.fused
     }
 }
