@@ -6,5 +6,6 @@ pub mod hoist;
 pub mod kernel;
 pub mod linearizer;
 pub mod opt;
+mod opt_conv;
 pub mod split;
 pub mod uops;
