@@ -1,4 +1,5 @@
-//! Convolutions as pooling: pad the input, take sliding windows ([`Tensor::try_pool_windows`]),
+//! Convolutions as pooling: pad the input (a padded input is copied into its own buffer, so the
+//! conv reads it without bounds checks), take sliding windows ([`Tensor::try_pool_windows`]),
 //! broadcast-multiply with the weight and sum over `(cin, taps)` — one reduce, so a conv with
 //! bias and activation fuses into one kernel. `conv_transpose2d` is a conv over a zero-stuffed
 //! input with the weight's channels swapped and its taps flipped. Spatial rank is free
