@@ -223,8 +223,17 @@ fn awkward_items() -> Vec<ScheduleItem> {
         ..ConvOpts::default()
     };
     let y = x.conv2d(&w, None, &opts).relu();
-    items.extend(schedule(&[y.lazy().contiguous()]).unwrap());
+    items.push(last_item(&y));
     items
+}
+
+/// The last kernel of `t`'s schedule, after running the ones before it (a padded conv input
+/// is its own kernel), so that all its inputs are realized.
+fn last_item(t: &Tensor) -> ScheduleItem {
+    let mut items = schedule(&[t.lazy().contiguous()]).unwrap();
+    let last = items.pop().unwrap();
+    picograd::realize::run_schedule(&items).unwrap();
+    last
 }
 
 fn realize_inputs(items: &[ScheduleItem]) {
@@ -373,4 +382,225 @@ fn threaded_kernels_equal_single_threaded_ones() {
     let lk = linearize(&k, bufparams(&single_item(&x.relu())), k.name(), false).unwrap();
     let src = picograd::codegen::c::render_kernel_split(&lk, &Default::default());
     assert!(src.contains("int32_t core_id, int32_t core_count"), "{src}");
+}
+
+// ---- convolutions: conv-shaped tiles against unoptimized kernels and a naive reference ----
+
+/// One conv case: input `[n, c, h, w]`, weight `[o, c/g, kh, kw]`, groups, stride, dilation,
+/// padding `(top, bottom, left, right)`, bias.
+struct ConvCase {
+    xs: [usize; 4],
+    ws: [usize; 4],
+    groups: usize,
+    stride: [usize; 2],
+    dilation: [usize; 2],
+    pad: [usize; 4],
+    bias: bool,
+}
+
+impl ConvCase {
+    fn out_hw(&self) -> [usize; 2] {
+        let o =
+            |i: usize, k: usize, s: usize, d: usize, p: usize| (i + p - d * (k - 1) - 1) / s + 1;
+        [
+            o(
+                self.xs[2],
+                self.ws[2],
+                self.stride[0],
+                self.dilation[0],
+                self.pad[0] + self.pad[1],
+            ),
+            o(
+                self.xs[3],
+                self.ws[3],
+                self.stride[1],
+                self.dilation[1],
+                self.pad[2] + self.pad[3],
+            ),
+        ]
+    }
+
+    fn tensor(&self) -> Tensor {
+        let x = Tensor::from_slice(&data(self.xs.iter().product()), &self.xs);
+        let w = Tensor::from_slice(&self.weights(), &self.ws);
+        let b = Tensor::from_slice(&data(self.ws[0]), &[self.ws[0]]);
+        let [t, bo, l, r] = self.pad;
+        let opts = ConvOpts::default()
+            .groups(self.groups)
+            .stride(&self.stride)
+            .dilation(&self.dilation)
+            .padding(Padding::PerSide(vec![l, r, t, bo]));
+        x.conv2d(&w, self.bias.then_some(&b), &opts)
+    }
+
+    /// Weights a third the size of the inputs, so sums stay moderate.
+    fn weights(&self) -> Vec<f32> {
+        let n = self.ws.iter().product();
+        data(n).iter().map(|v| v * 0.3).collect()
+    }
+
+    /// Direct loops in f64 over the same data.
+    fn reference(&self) -> Vec<f64> {
+        let (x, w, b) = (
+            data(self.xs.iter().product()),
+            self.weights(),
+            data(self.ws[0]),
+        );
+        let ([n, c, h, wd], [o, cg, kh, kw]) = (self.xs, self.ws);
+        let [oh, ow] = self.out_hw();
+        let mut out = Vec::with_capacity(n * o * oh * ow);
+        for (bi, oc, y, xx) in (0..n).flat_map(|bi| {
+            (0..o).flat_map(move |oc| {
+                (0..oh).flat_map(move |y| (0..ow).map(move |xx| (bi, oc, y, xx)))
+            })
+        }) {
+            let ch0 = oc / (o / self.groups) * cg;
+            let mut acc = if self.bias { f64::from(b[oc]) } else { 0.0 };
+            for (ic, ky, kx) in (0..cg)
+                .flat_map(|ic| (0..kh).flat_map(move |ky| (0..kw).map(move |kx| (ic, ky, kx))))
+            {
+                let iy = (y * self.stride[0] + ky * self.dilation[0]) as i64 - self.pad[0] as i64;
+                let ix = (xx * self.stride[1] + kx * self.dilation[1]) as i64 - self.pad[2] as i64;
+                if iy < 0 || ix < 0 || iy >= h as i64 || ix >= wd as i64 {
+                    continue;
+                }
+                let xi = ((bi * c + ch0 + ic) * h + iy as usize) * wd + ix as usize;
+                let wi = ((oc * cg + ic) * kh + ky) * kw + kx;
+                acc += f64::from(x[xi]) * f64::from(w[wi]);
+            }
+            out.push(acc);
+        }
+        out
+    }
+}
+
+/// Odd convs: primes, stride 2, dilation, groups, asymmetric padding, widths that are and are
+/// not multiples of a vector, a 1×1 conv, and enough channels for a full channel tile.
+fn conv_cases() -> Vec<ConvCase> {
+    let case = |xs, ws, groups, stride, dilation, pad, bias| ConvCase {
+        xs,
+        ws,
+        groups,
+        stride,
+        dilation,
+        pad,
+        bias,
+    };
+    vec![
+        case(
+            [2, 3, 7, 13],
+            [5, 3, 3, 3],
+            1,
+            [1, 1],
+            [1, 1],
+            [1, 1, 1, 1],
+            false,
+        ),
+        case(
+            [1, 4, 11, 16],
+            [6, 2, 3, 3],
+            2,
+            [2, 1],
+            [1, 2],
+            [0, 2, 1, 0],
+            true,
+        ),
+        case(
+            [3, 2, 9, 9],
+            [7, 2, 2, 3],
+            1,
+            [2, 2],
+            [2, 1],
+            [2, 0, 0, 3],
+            false,
+        ),
+        case(
+            [2, 8, 6, 32],
+            [16, 8, 3, 3],
+            1,
+            [1, 1],
+            [1, 1],
+            [1, 1, 1, 1],
+            true,
+        ),
+        case(
+            [1, 6, 5, 17],
+            [12, 3, 1, 1],
+            2,
+            [1, 1],
+            [1, 1],
+            [0, 0, 0, 0],
+            false,
+        ),
+        case(
+            [1, 1, 1, 1],
+            [3, 1, 1, 1],
+            1,
+            [1, 1],
+            [1, 1],
+            [0, 0, 0, 0],
+            false,
+        ),
+    ]
+}
+
+fn f32s(bytes: &[u8]) -> Vec<f32> {
+    bytes
+        .chunks(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect()
+}
+
+#[test]
+fn conv_kernels_match_reference_optimized_and_not() {
+    for (ci, case) in conv_cases().iter().enumerate() {
+        let item = last_item(&case.tensor());
+        let want = case.reference();
+        for dev in devices() {
+            let base = run(&item, &[], &dev);
+            let got = f32s(&base);
+            assert_eq!(got.len(), want.len(), "conv case {ci}");
+            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                let tol = 1e-4 * (1.0 + w.abs());
+                assert!(
+                    (f64::from(*g) - w).abs() <= tol,
+                    "conv case {ci} [{i}]: {g} vs {w} on {}",
+                    dev.name()
+                );
+            }
+            for width in [2, 4, 8, 16] {
+                for cfg in [OptConfig::for_vec_width(width), OptConfig::small_device()] {
+                    let mut k = Kernel::new(&item.ast).unwrap();
+                    let opts = hand_coded(&mut k, &cfg);
+                    assert_eq!(
+                        run(&item, &opts, &dev),
+                        base,
+                        "conv case {ci}: {opts:?} ({}) on {}",
+                        k.describe(),
+                        dev.name()
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn heuristic_tiles_convs_over_channels_and_width() {
+    // [b, cout, oy, ox | cin, ky, kx]: the tile pairs output channels (one input vector feeds
+    // them all) with the output's contiguous axis (one broadcast weight feeds a vector): 8
+    // channels × 8 lanes fill AVX2's accumulator budget.
+    let case = &conv_cases()[3];
+    let item = last_item(&case.tensor());
+    let mut k = Kernel::new(&item.ast).unwrap();
+    let opts = hand_coded(&mut k, &OptConfig::for_vec_width(8));
+    assert_eq!(
+        opts[..2],
+        [
+            Opt::Upcast { axis: 1, amount: 8 },
+            Opt::Upcast { axis: 3, amount: 8 }
+        ],
+        "{}",
+        k.describe()
+    );
 }

@@ -4,6 +4,7 @@
 //! - Reductions (matmul, conv): an output register tile — the global axis the output is
 //!   contiguous on and some input broadcasts (stride 0) is upcast by about a vector or more, a
 //!   second broadcast axis by up to 8 — then small reduce axes (kernel windows) are unrolled.
+//!   Conv-shaped kernels get their own tile instead ([`super::opt_conv`]).
 //! - Elementwise kernels: the output's contiguous axis is upcast by the vector width.
 //!
 //! Invariant: only upcasts and unrolls are chosen, and both keep each accumulator's summation
@@ -52,7 +53,9 @@ impl OptConfig {
 pub fn hand_coded(k: &mut Kernel, cfg: &OptConfig) -> Vec<Opt> {
     let mut applied = Vec::new();
     if k.has_reduce() {
-        register_tile(k, cfg, &mut applied);
+        if !super::opt_conv::conv_tile(k, cfg, &mut applied) {
+            register_tile(k, cfg, &mut applied);
+        }
         unroll_small_reduces(k, cfg, &mut applied);
     } else {
         vectorize_elementwise(k, cfg, &mut applied);
@@ -61,7 +64,7 @@ pub fn hand_coded(k: &mut Kernel, cfg: &OptConfig) -> Vec<Opt> {
 }
 
 /// Applies `opt` if it fits, recording it.
-fn try_opt(k: &mut Kernel, opt: Opt, applied: &mut Vec<Opt>) -> bool {
+pub(super) fn try_opt(k: &mut Kernel, opt: Opt, applied: &mut Vec<Opt>) -> bool {
     let mut next = k.clone();
     if next.apply_opt(opt).is_err() {
         return false;
@@ -73,7 +76,7 @@ fn try_opt(k: &mut Kernel, opt: Opt, applied: &mut Vec<Opt>) -> bool {
 
 /// The constant stride of every leaf on each axis: `(strides of the store, strides of each
 /// load)`; `None` where a stride is not a constant (masked, multi-view or symbolic).
-fn strides(k: &Kernel) -> (Vec<Option<i64>>, Vec<Vec<Option<i64>>>) {
+pub(super) fn strides(k: &Kernel) -> (Vec<Option<i64>>, Vec<Vec<Option<i64>>>) {
     let mut store = Vec::new();
     let mut loads = Vec::new();
     collect_strides(&k.ast, &mut store, &mut loads);
@@ -97,7 +100,7 @@ fn collect_strides(ast: &Ast, store: &mut Vec<Option<i64>>, loads: &mut Vec<Vec<
         .for_each(|s| collect_strides(s, store, loads));
 }
 
-fn size(k: &Kernel, axis: usize) -> i64 {
+pub(super) fn size(k: &Kernel, axis: usize) -> i64 {
     k.full_shape[axis].as_const().unwrap_or(0)
 }
 

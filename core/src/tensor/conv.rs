@@ -1,4 +1,5 @@
-//! Convolutions as pooling: pad the input, take sliding windows ([`Tensor::try_pool_windows`]),
+//! Convolutions as pooling: pad the input (a padded input is copied into its own buffer, so the
+//! conv reads it without bounds checks), take sliding windows ([`Tensor::try_pool_windows`]),
 //! broadcast-multiply with the weight and sum over `(cin, taps)` — one reduce, so a conv with
 //! bias and activation fuses into one kernel. `conv_transpose2d` is a conv over a zero-stuffed
 //! input with the weight's channels swapped and its taps flipped. Spatial rank is free
@@ -98,6 +99,20 @@ fn pad_or_crop(x: &Tensor, p: &[(i64, i64)]) -> Result<Tensor> {
     x.try_shrink(&keep)
 }
 
+/// The conv's input padded by `p`. Read through its padding mask, every tap of the conv's inner
+/// loop is a gated load on an index that blocks vectorization; so the padded input gets its
+/// own buffer (one cheap copy kernel), which the conv then reads unmasked. (Measured faster even
+/// for the digits CNN's 8×8 images: the gates cost more than the extra kernel.) The copy is a
+/// [`Tensor::contiguous`], so gradients pass straight through it.
+fn padded_input(x: &Tensor, p: &[(i64, i64)]) -> Result<Tensor> {
+    let xp = pad_or_crop(x, p)?;
+    Ok(if p.iter().any(|&(b, a)| b > 0 || a > 0) {
+        xp.contiguous()
+    } else {
+        xp
+    })
+}
+
 /// Checks input/weight/bias shapes of a conv; returns `(batch, cin, cout, spatial rank)`.
 fn check_conv(x: &Tensor, w: &Tensor, bias: Option<&Tensor>, g: usize) -> Result<[usize; 4]> {
     let (xs, ws) = (x.shape(), w.shape());
@@ -188,7 +203,7 @@ impl Tensor {
         let k = &ws[2..];
         let s = per_axis("conv2d", "stride", &o.stride, n)?;
         let d = per_axis("conv2d", "dilation", &o.dilation, n)?;
-        let win = pad_or_crop(self, p)?.try_pool_windows(k, &s, &d)?; // [b, cin, o.., k..]
+        let win = padded_input(self, p)?.try_pool_windows(k, &s, &d)?; // [b, cin, o.., k..]
         let out: Vec<usize> = win.shape()[2..2 + n].to_vec();
         let (g, rc, ci) = (o.groups, cout / o.groups, cin / o.groups);
         // [b, g, 1, o.., ci, k..] against weight [1, g, rc, 1.., ci, k..]
