@@ -164,7 +164,7 @@ impl Clang {
         Ok(Clang {
             compiler: Compiler::shared()?,
             alloc: Arc::new(HostAllocator::default()),
-            opts: CRenderOpts::default(),
+            opts: crate::tuning::host_render_opts(),
             opt: crate::tuning::host_opt_config(),
             threads: crate::tuning::thread_count(),
             min_split_work: MIN_SPLIT_WORK,

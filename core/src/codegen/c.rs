@@ -23,6 +23,7 @@
 
 mod helpers;
 mod math;
+mod vmath;
 
 use alloc::format;
 use alloc::string::{String, ToString};
@@ -47,6 +48,28 @@ pub struct CRenderOpts {
     pub freestanding_math: bool,
     /// Declare the kernels `static` (for one translation unit that calls them itself).
     pub static_kernels: bool,
+    /// Render f32 `exp2`, `log2` and `sin` as picograd's branch-free `pg_vexp2f`, `pg_vlog2f`,
+    /// `pg_vsinf` (see `c/vmath.rs`: ≤ 3 ulp), which clang vectorizes, instead of libm or the
+    /// scalar freestanding functions. f64 math and `fmod` are unaffected.
+    pub vector_math: bool,
+    /// Before a loop whose body is straight-line code holding several stores (a kernel's
+    /// upcast copies), emit `#pragma clang loop vectorize(disable)` (under `__clang__` only),
+    /// so clang's SLP vectorizer packs the copies into vectors. Left to itself, clang's loop
+    /// vectorizer takes such a loop first and vectorizes across iterations, gathering the
+    /// copies with shuffles: the elementwise chain in `examples/bench.rs` ran 5× slower.
+    pub slp_upcasts: bool,
+}
+
+impl CRenderOpts {
+    /// The desktop Clang device's settings: libm, entry wrappers, vectorizable math and SLP
+    /// for upcast copies.
+    pub fn host() -> CRenderOpts {
+        CRenderOpts {
+            vector_math: true,
+            slp_upcasts: true,
+            ..CRenderOpts::default()
+        }
+    }
 }
 
 impl Default for CRenderOpts {
@@ -56,6 +79,8 @@ impl Default for CRenderOpts {
             entry_wrapper: true,
             freestanding_math: false,
             static_kernels: false,
+            vector_math: false,
+            slp_upcasts: false,
         }
     }
 }
@@ -154,6 +179,8 @@ struct Writer<'a> {
     restrict: bool,
     /// The loop divided among cores (see `render_kernel_split`).
     split: Option<usize>,
+    /// Loops (by UOp index) to leave to the SLP vectorizer (see `CRenderOpts::slp_upcasts`).
+    slp: Vec<bool>,
 }
 
 impl<'a> Writer<'a> {
@@ -171,6 +198,11 @@ impl<'a> Writer<'a> {
             accs: 0,
             restrict: true,
             split: None,
+            slp: if opts.slp_upcasts {
+                straight_line_multi_store_loops(&k.uops)
+            } else {
+                Vec::new()
+            },
         }
     }
 
@@ -337,6 +369,12 @@ impl<'a> Writer<'a> {
             self.line(&format!("const {t} {name}_lo = {lo}, {name}_hi = {hi};"));
             (s, e) = (format!("{name}_lo"), format!("{name}_hi"));
         }
+        if self.slp.get(i) == Some(&true) {
+            // Column 0: preprocessor lines are not indented with the code.
+            self.out.push_str(
+                "#if defined(__clang__)\n#pragma clang loop vectorize(disable)\n#endif\n",
+            );
+        }
         let l = format!("for ({t} {name} = {s}; {name} < {e}; {name}++) {{");
         self.line(&l);
         self.names[i] = name;
@@ -453,10 +491,15 @@ impl<'a> Writer<'a> {
         }
     }
 
-    /// A libm call (`exp2f(x)`), or with libm off the target-supplied `pg_exp2f(x)`.
+    /// A libm call (`exp2f(x)`), or with libm off the target-supplied `pg_exp2f(x)`; with
+    /// `vector_math`, f32 `exp2`/`log2`/`sin` call the branch-free `pg_vexp2f(x)`, ...
     fn math(&mut self, name: &'static str, dt: DType, a: &[String]) -> String {
         let f = if dt == DType::F64 { "" } else { "f" };
         let args = a.join(", ");
+        if self.opts.vector_math && dt != DType::F64 && matches!(name, "exp2" | "log2" | "sin") {
+            self.needs.add(Helper::VectorF32);
+            return format!("pg_v{name}f({args})");
+        }
         if self.opts.libm {
             self.needs.math_h = true;
             return format!("{name}{f}({args})");
@@ -718,6 +761,36 @@ fn int_literal(dt: DType, s: Scalar) -> String {
 }
 
 // ---- analyses ----
+
+/// For each UOp, whether it is a `Loop` whose body has no nested loop and more than one
+/// `Store`: the straight-line upcast copies `CRenderOpts::slp_upcasts` is about.
+fn straight_line_multi_store_loops(uops: &[UOp]) -> Vec<bool> {
+    let mut marked = vec![false; uops.len()];
+    // (loop UOp, stores seen, nested loop seen) for each open loop.
+    let mut open: Vec<(usize, usize, bool)> = Vec::new();
+    for (i, u) in uops.iter().enumerate() {
+        match u.kind {
+            UOpKind::Loop => {
+                if let Some(outer) = open.last_mut() {
+                    outer.2 = true;
+                }
+                open.push((i, 0, false));
+            }
+            UOpKind::Store => {
+                if let Some(l) = open.last_mut() {
+                    l.1 += 1;
+                }
+            }
+            UOpKind::EndLoop => {
+                if let Some((l, stores, nested)) = open.pop() {
+                    marked[l] = stores > 1 && !nested;
+                }
+            }
+            _ => {}
+        }
+    }
+    marked
+}
 
 /// Which UOps must be rendered: stores and loops, and everything they depend on. An `Assign` is
 /// needed when its accumulator is read by something needed (iterated to a fixpoint, because a
