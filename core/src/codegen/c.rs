@@ -3,7 +3,9 @@
 //! prelude of helpers.
 //!
 //! Invariant: the C computes exactly what the interpreter computes (DESIGN.md, "Numeric
-//! semantics") and has no undefined behaviour for any input: signed integer add/sub/mul/neg wrap
+//! semantics") — except f32 `exp2`/`log2`/`sin` under [`CRenderOpts::vector_math`], which are
+//! within 3 ulp of the exact value rather than libm's — and has no undefined behaviour for any
+//! input: signed integer add/sub/mul/neg wrap
 //! through unsigned types unless the UOps' bounds prove they cannot overflow; integer division
 //! and modulo by zero give 0, `MIN / -1` wraps to `MIN` and `MIN % -1` is 0; float → int casts
 //! truncate, saturate and send NaN to 0; a gated load reads memory only where its gate holds.
@@ -162,6 +164,14 @@ pub fn freestanding_math_c() -> String {
     needs.prelude()
 }
 
+/// The C definitions of picograd's vectorizable f32 math (`pg_vexp2f`, `pg_vlog2f`,
+/// `pg_vsinf`) with the bit helpers they use, as one translation unit's prelude (for tests).
+pub fn vector_math_c() -> String {
+    let mut needs = Needs::default();
+    needs.add(Helper::VectorF32);
+    needs.prelude()
+}
+
 /// Renders one kernel, recording the helpers it calls.
 struct Writer<'a> {
     k: &'a LinearKernel,
@@ -181,6 +191,8 @@ struct Writer<'a> {
     split: Option<usize>,
     /// Loops (by UOp index) to leave to the SLP vectorizer (see `CRenderOpts::slp_upcasts`).
     slp: Vec<bool>,
+    /// Rendering the body of such a loop.
+    in_slp: bool,
 }
 
 impl<'a> Writer<'a> {
@@ -203,6 +215,7 @@ impl<'a> Writer<'a> {
             } else {
                 Vec::new()
             },
+            in_slp: false,
         }
     }
 
@@ -317,7 +330,16 @@ impl<'a> Writer<'a> {
     /// Declares `const T val{i} = expr;` and names UOp `i` after it.
     fn value(&mut self, i: usize, expr: &str) {
         let name = format!("val{i}");
-        let t = self.k.uops[i].dtype.c_compute();
+        let u = &self.k.uops[i];
+        let index_math = matches!(u.kind, UOpKind::Alu(AluOp::Add | AluOp::Sub | AluOp::Mul));
+        let t = if self.in_slp && u.dtype == DType::I32 && index_math && self.range[i].is_some() {
+            // Bounds prove the value fits i32, so i64 holds the same value; clang proves the
+            // copies' addresses consecutive from i64 arithmetic (not from i32 when the loop
+            // starts at a runtime value, as a thread's share does).
+            "int64_t"
+        } else {
+            u.dtype.c_compute()
+        };
         self.line(&format!("const {t} {name} = {expr};"));
         self.names[i] = name;
     }
@@ -369,19 +391,32 @@ impl<'a> Writer<'a> {
             self.line(&format!("const {t} {name}_lo = {lo}, {name}_hi = {hi};"));
             (s, e) = (format!("{name}_lo"), format!("{name}_hi"));
         }
-        if self.slp.get(i) == Some(&true) {
-            // Column 0: preprocessor lines are not indented with the code.
-            self.out.push_str(
-                "#if defined(__clang__)\n#pragma clang loop vectorize(disable)\n#endif\n",
-            );
-        }
+        let t = self.slp_prologue(i, t);
         let l = format!("for ({t} {name} = {s}; {name} < {e}; {name}++) {{");
         self.line(&l);
         self.names[i] = name;
         self.depth += 1;
     }
 
+    /// For a loop left to the SLP vectorizer: the pragma that keeps the loop vectorizer off,
+    /// and an i64 counter instead of an i32 one (see `value`). Returns the counter's C type.
+    fn slp_prologue(&mut self, i: usize, t: &'static str) -> &'static str {
+        self.in_slp = self.slp.get(i) == Some(&true);
+        if !self.in_slp {
+            return t;
+        }
+        // Column 0: preprocessor lines are not indented with the code.
+        self.out
+            .push_str("#if defined(__clang__)\n#pragma clang loop vectorize(disable)\n#endif\n");
+        if t == "int32_t" {
+            "int64_t"
+        } else {
+            t
+        }
+    }
+
     fn loop_close(&mut self) {
+        self.in_slp = false; // an SLP loop has no nested loop, so this closes it
         self.depth -= 1;
         self.line("}");
     }
