@@ -42,8 +42,8 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
         matmul_row(1, child_time("--matmul")?, &run_python(&["1"])),
         matmul_row(threads, best(3, matmul_once)?, &peers),
         conv_row(threads, &peers)?,
-        elementwise_row(&peers)?,
     ];
+    rows.extend(elementwise_rows(&peers)?);
     rows.extend(mlp_rows(&peers)?);
     rows.push(train_row(&peers)?);
     rows.push(cold_row(child_time("--cold")?, &cold_peer));
@@ -252,13 +252,11 @@ fn copy_bandwidth() -> f64 {
     2.0 * (4 << 24) as f64 / t / 1e9
 }
 
-fn elementwise_row(peers: &Peers) -> Result<Row> {
+fn elementwise_rows(peers: &Peers) -> Result<Vec<Row>> {
     let x = rand(&[1 << 24], 6)?;
-    let secs = best(3, || {
-        let y = x.mul(2.0).add(1.0).relu().mul(x.sigmoid());
-        y.realize().map(|_| ())
-    })?;
     let gb = 2.0 * (4 << 24) as f64 / 1e9;
+    let time = |f: &dyn Fn() -> Tensor| best(3, || f().realize().map(|_| ()));
+    let secs = time(&|| x.mul(2.0).add(1.0).relu().mul(x.sigmoid()))?;
     let ours = gb / secs;
     let bw = copy_bandwidth().max(peers.get("numpy_copy_s").map_or(0.0, |s| gb / s));
     let mut p = vec![("copy bandwidth", bw, ours / bw, 0.5)];
@@ -270,12 +268,24 @@ fn elementwise_row(peers: &Peers) -> Result<Row> {
         "numpy",
         ours,
     ));
-    Ok(Row {
+    let mut rows = vec![Row {
         name: "relu(2x+1)·sigmoid(x), 16M f32".into(),
         unit: "GB/s",
         ours,
         peers: p,
-    })
+    }];
+    // The other transcendentals, for information: log2- and sin-based chains.
+    let log_secs = time(&|| x.abs().add(1.0).log().mul(&x))?;
+    let sin_secs = time(&|| x.sin().mul(&x))?;
+    for (name, secs) in [("log(1+|x|)·x", log_secs), ("sin(x)·x", sin_secs)] {
+        rows.push(Row {
+            name: format!("{name}, 16M f32"),
+            unit: "GB/s",
+            ours: gb / secs,
+            peers: vec![("copy bandwidth", bw, gb / secs / bw, 0.0)],
+        });
+    }
+    Ok(rows)
 }
 
 fn mlp_rows(peers: &Peers) -> Result<Vec<Row>> {

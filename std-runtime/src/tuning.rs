@@ -1,8 +1,9 @@
 //! Host tuning knobs read from the environment: the kernel optimizer's settings
 //! (`PICOGRAD_NOOPT=1` turns it off), fused multiply-add (on when the CPU has it;
-//! `PICOGRAD_NOFMA=1` turns it off), the thread count (`PICOGRAD_THREADS`, default the
-//! available parallelism) and the measured search's time bound (`PICOGRAD_SEARCH`, off by
-//! default).
+//! `PICOGRAD_NOFMA=1` turns it off), the C rendering (`PICOGRAD_LIBM=1`: f32 exp2/log2/sin
+//! call libm instead of picograd's vectorizable math), the thread count (`PICOGRAD_THREADS`,
+//! default the available parallelism) and the measured search's time bound
+//! (`PICOGRAD_SEARCH`, off by default).
 //!
 //! Invariant: read once per process; the values never change afterwards, so kernels lowered
 //! and compiled with them stay valid for the process's lifetime.
@@ -10,6 +11,7 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use picograd_core::codegen::c::CRenderOpts;
 use picograd_core::codegen::opt::OptConfig;
 
 fn env_flag(name: &str) -> bool {
@@ -59,6 +61,17 @@ fn cpu_has_fma() -> bool {
     {
         false
     }
+}
+
+/// How host kernels render: [`CRenderOpts::host`], with libm's scalar f32 transcendentals
+/// instead of the vectorizable ones when `PICOGRAD_LIBM` is set.
+pub fn host_render_opts() -> CRenderOpts {
+    static OPTS: OnceLock<CRenderOpts> = OnceLock::new();
+    OPTS.get_or_init(|| CRenderOpts {
+        vector_math: !env_flag("PICOGRAD_LIBM"),
+        ..CRenderOpts::host()
+    })
+    .clone()
 }
 
 /// Worker threads kernels may split across: `PICOGRAD_THREADS`, else the available parallelism.

@@ -3,7 +3,9 @@
 //! prelude of helpers.
 //!
 //! Invariant: the C computes exactly what the interpreter computes (DESIGN.md, "Numeric
-//! semantics") and has no undefined behaviour for any input: signed integer add/sub/mul/neg wrap
+//! semantics") — except f32 `exp2`/`log2`/`sin` under [`CRenderOpts::vector_math`], which are
+//! within 3 ulp of the exact value rather than libm's — and has no undefined behaviour for any
+//! input: signed integer add/sub/mul/neg wrap
 //! through unsigned types unless the UOps' bounds prove they cannot overflow; integer division
 //! and modulo by zero give 0, `MIN / -1` wraps to `MIN` and `MIN % -1` is 0; float → int casts
 //! truncate, saturate and send NaN to 0; a gated load reads memory only where its gate holds.
@@ -23,6 +25,7 @@
 
 mod helpers;
 mod math;
+mod vmath;
 
 use alloc::format;
 use alloc::string::{String, ToString};
@@ -47,6 +50,28 @@ pub struct CRenderOpts {
     pub freestanding_math: bool,
     /// Declare the kernels `static` (for one translation unit that calls them itself).
     pub static_kernels: bool,
+    /// Render f32 `exp2`, `log2` and `sin` as picograd's branch-free `pg_vexp2f`, `pg_vlog2f`,
+    /// `pg_vsinf` (see `c/vmath.rs`: ≤ 3 ulp), which clang vectorizes, instead of libm or the
+    /// scalar freestanding functions. f64 math and `fmod` are unaffected.
+    pub vector_math: bool,
+    /// Before a loop whose body is straight-line code holding several stores (a kernel's
+    /// upcast copies), emit `#pragma clang loop vectorize(disable)` (under `__clang__` only),
+    /// so clang's SLP vectorizer packs the copies into vectors. Left to itself, clang's loop
+    /// vectorizer takes such a loop first and vectorizes across iterations, gathering the
+    /// copies with shuffles: the elementwise chain in `examples/bench.rs` ran 5× slower.
+    pub slp_upcasts: bool,
+}
+
+impl CRenderOpts {
+    /// The desktop Clang device's settings: libm, entry wrappers, vectorizable math and SLP
+    /// for upcast copies.
+    pub fn host() -> CRenderOpts {
+        CRenderOpts {
+            vector_math: true,
+            slp_upcasts: true,
+            ..CRenderOpts::default()
+        }
+    }
 }
 
 impl Default for CRenderOpts {
@@ -56,6 +81,8 @@ impl Default for CRenderOpts {
             entry_wrapper: true,
             freestanding_math: false,
             static_kernels: false,
+            vector_math: false,
+            slp_upcasts: false,
         }
     }
 }
@@ -137,6 +164,14 @@ pub fn freestanding_math_c() -> String {
     needs.prelude()
 }
 
+/// The C definitions of picograd's vectorizable f32 math (`pg_vexp2f`, `pg_vlog2f`,
+/// `pg_vsinf`) with the bit helpers they use, as one translation unit's prelude (for tests).
+pub fn vector_math_c() -> String {
+    let mut needs = Needs::default();
+    needs.add(Helper::VectorF32);
+    needs.prelude()
+}
+
 /// Renders one kernel, recording the helpers it calls.
 struct Writer<'a> {
     k: &'a LinearKernel,
@@ -154,6 +189,10 @@ struct Writer<'a> {
     restrict: bool,
     /// The loop divided among cores (see `render_kernel_split`).
     split: Option<usize>,
+    /// Loops (by UOp index) to leave to the SLP vectorizer (see `CRenderOpts::slp_upcasts`).
+    slp: Vec<bool>,
+    /// Rendering the body of such a loop.
+    in_slp: bool,
 }
 
 impl<'a> Writer<'a> {
@@ -171,6 +210,12 @@ impl<'a> Writer<'a> {
             accs: 0,
             restrict: true,
             split: None,
+            slp: if opts.slp_upcasts {
+                straight_line_multi_store_loops(&k.uops)
+            } else {
+                Vec::new()
+            },
+            in_slp: false,
         }
     }
 
@@ -285,7 +330,16 @@ impl<'a> Writer<'a> {
     /// Declares `const T val{i} = expr;` and names UOp `i` after it.
     fn value(&mut self, i: usize, expr: &str) {
         let name = format!("val{i}");
-        let t = self.k.uops[i].dtype.c_compute();
+        let u = &self.k.uops[i];
+        let index_math = matches!(u.kind, UOpKind::Alu(AluOp::Add | AluOp::Sub | AluOp::Mul));
+        let t = if self.in_slp && u.dtype == DType::I32 && index_math && self.range[i].is_some() {
+            // Bounds prove the value fits i32, so i64 holds the same value; clang proves the
+            // copies' addresses consecutive from i64 arithmetic (not from i32 when the loop
+            // starts at a runtime value, as a thread's share does).
+            "int64_t"
+        } else {
+            u.dtype.c_compute()
+        };
         self.line(&format!("const {t} {name} = {expr};"));
         self.names[i] = name;
     }
@@ -337,13 +391,32 @@ impl<'a> Writer<'a> {
             self.line(&format!("const {t} {name}_lo = {lo}, {name}_hi = {hi};"));
             (s, e) = (format!("{name}_lo"), format!("{name}_hi"));
         }
+        let t = self.slp_prologue(i, t);
         let l = format!("for ({t} {name} = {s}; {name} < {e}; {name}++) {{");
         self.line(&l);
         self.names[i] = name;
         self.depth += 1;
     }
 
+    /// For a loop left to the SLP vectorizer: the pragma that keeps the loop vectorizer off,
+    /// and an i64 counter instead of an i32 one (see `value`). Returns the counter's C type.
+    fn slp_prologue(&mut self, i: usize, t: &'static str) -> &'static str {
+        self.in_slp = self.slp.get(i) == Some(&true);
+        if !self.in_slp {
+            return t;
+        }
+        // Column 0: preprocessor lines are not indented with the code.
+        self.out
+            .push_str("#if defined(__clang__)\n#pragma clang loop vectorize(disable)\n#endif\n");
+        if t == "int32_t" {
+            "int64_t"
+        } else {
+            t
+        }
+    }
+
     fn loop_close(&mut self) {
+        self.in_slp = false; // an SLP loop has no nested loop, so this closes it
         self.depth -= 1;
         self.line("}");
     }
@@ -459,10 +532,15 @@ impl<'a> Writer<'a> {
         }
     }
 
-    /// A libm call (`exp2f(x)`), or with libm off the target-supplied `pg_exp2f(x)`.
+    /// A libm call (`exp2f(x)`), or with libm off the target-supplied `pg_exp2f(x)`; with
+    /// `vector_math`, f32 `exp2`/`log2`/`sin` call the branch-free `pg_vexp2f(x)`, ...
     fn math(&mut self, name: &'static str, dt: DType, a: &[String]) -> String {
         let f = if dt == DType::F64 { "" } else { "f" };
         let args = a.join(", ");
+        if self.opts.vector_math && dt != DType::F64 && matches!(name, "exp2" | "log2" | "sin") {
+            self.needs.add(Helper::VectorF32);
+            return format!("pg_v{name}f({args})");
+        }
         if self.opts.libm {
             self.needs.math_h = true;
             return format!("{name}{f}({args})");
@@ -724,6 +802,36 @@ fn int_literal(dt: DType, s: Scalar) -> String {
 }
 
 // ---- analyses ----
+
+/// For each UOp, whether it is a `Loop` whose body has no nested loop and more than one
+/// `Store`: the straight-line upcast copies `CRenderOpts::slp_upcasts` is about.
+fn straight_line_multi_store_loops(uops: &[UOp]) -> Vec<bool> {
+    let mut marked = vec![false; uops.len()];
+    // (loop UOp, stores seen, nested loop seen) for each open loop.
+    let mut open: Vec<(usize, usize, bool)> = Vec::new();
+    for (i, u) in uops.iter().enumerate() {
+        match u.kind {
+            UOpKind::Loop => {
+                if let Some(outer) = open.last_mut() {
+                    outer.2 = true;
+                }
+                open.push((i, 0, false));
+            }
+            UOpKind::Store => {
+                if let Some(l) = open.last_mut() {
+                    l.1 += 1;
+                }
+            }
+            UOpKind::EndLoop => {
+                if let Some((l, stores, nested)) = open.pop() {
+                    marked[l] = stores > 1 && !nested;
+                }
+            }
+            _ => {}
+        }
+    }
+    marked
+}
 
 /// Which UOps must be rendered: stores and loops, and everything they depend on. An `Assign` is
 /// needed when its accumulator is read by something needed (iterated to a fixpoint, because a

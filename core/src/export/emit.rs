@@ -316,6 +316,7 @@ impl<'a> Ctx<'a> {
             entry_wrapper: false,
             freestanding_math: self.opts.freestanding_math,
             static_kernels: true,
+            ..CRenderOpts::default()
         };
         let ks: Vec<(&LinearKernel, bool)> = self
             .kernels

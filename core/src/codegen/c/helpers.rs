@@ -40,6 +40,8 @@ pub(crate) enum Helper {
     ExternMath(&'static str, DType),
     /// picograd's own f32 `pg_exp2f`, `pg_log2f`, `pg_sinf`, `pg_sqrtf`, `pg_fmodf` (no libm).
     FreestandingF32,
+    /// picograd's branch-free f32 `pg_vexp2f`, `pg_vlog2f`, `pg_vsinf` (they vectorize).
+    VectorF32,
 }
 
 /// The set of helpers a program needs, plus whether it needs `<math.h>`.
@@ -59,6 +61,10 @@ impl Needs {
             | Helper::F32ToBf16
             | Helper::FreestandingF32 => {
                 self.helpers.insert(Helper::Bits32);
+            }
+            Helper::VectorF32 => {
+                self.helpers.insert(Helper::Bits32);
+                self.helpers.insert(Helper::Bits64);
             }
             _ => {}
         }
@@ -128,6 +134,7 @@ fn helper_text(h: Helper) -> String {
             format!("/* supplied by the target (built without libm) */\n{t} pg_{name}({args});\n")
         }
         Helper::FreestandingF32 => String::from(super::math::FREESTANDING_F32),
+        Helper::VectorF32 => String::from(super::vmath::VECTOR_F32),
     }
 }
 

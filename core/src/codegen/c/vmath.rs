@@ -1,0 +1,114 @@
+//! Vectorizable math: C definitions of `pg_vexp2f`, `pg_vlog2f` and `pg_vsinf`, branch-free f32
+//! code that clang's loop and SLP vectorizers turn into AVX-512/AVX2/NEON code inside kernels
+//! (libm's scalar `exp2f` calls never vectorize).
+//!
+//! Invariant: straight-line code only — range reduction, a polynomial, integer bit tricks
+//! through the `pg_f32_bits`/`pg_bits_f32`/`pg_f64_bits` unions, and special cases as selects
+//! (`?:` on values, no early returns, loops, tables or calls) — with no undefined or
+//! implementation-defined behaviour for any input (integer work is unsigned and wraps).
+//! Accuracy against f64, measured over every f32 input with clang `-O2 -march=native`
+//! (AVX-512): `exp2` ≤ 1.23 ulp, `log2` ≤ 2.85 ulp, `sin` ≤ 1.50 ulp for |x| < 1e30 (and
+//! ≤ 1.46 on a dense sample up to f32::MAX: |x| ≥ 2^32 is reduced exactly with 96 bits of 2/π,
+//! Payne–Hanek style). `core/tests/vector_math.rs` pins ≤ 1.5 / 3 / 2 ulp on a dense sample. Special values
+//! follow libm's classes: exp2(+inf) = inf, exp2(-inf) = +0, exp2(x ≥ 128) = inf, exp2(x ≤
+//! -150) = +0; log2(±0) = -inf, log2(x < 0) = NaN, log2(+inf) = inf; sin(±0) = ±0, sin(±inf)
+//! = NaN; NaN stays NaN.
+
+/// The definitions, in dependency order (`pg_vsinf` calls `pg_vredf`).
+pub(crate) const VECTOR_F32: &str = r#"/* picograd vectorizable math: branch-free, no libm */
+static inline __attribute__((unused)) float pg_vexp2f(float x) {
+  float c, t, f, p;
+  uint32_t k, k1, k2;
+  c = x < -151.0f ? -151.0f : x; /* 2^-151 rounds to 0; NaN passes both clamps */
+  c = c > 128.0f ? 128.0f : c;   /* 2^128 overflows to inf */
+  t = c + 0x1.8p23f;             /* rounds c to an integer k, which sits in t's low bits */
+  k = pg_f32_bits(t) - 0x4b400000u;
+  f = c - (t - 0x1.8p23f);       /* exact, |f| <= 0.5 */
+  p = 0x1.41fbbcp-13f;           /* 2^f on [-1/2, 1/2]: minimax, relative error < 2^-28 */
+  p = 0x1.5f3e54p-10f + f * p;
+  p = 0x1.3b2d4cp-7f + f * p;
+  p = 0x1.c6aee8p-5f + f * p;
+  p = 0x1.ebfbdcp-3f + f * p;
+  p = 0x1.62e430p-1f + f * p;
+  p = 1.0f + f * p;
+  /* 2^k as two normal factors (k in [-151, 128]), so a subnormal result rounds once */
+  k1 = (k >> 1) | (k & 0x80000000u); /* k / 2 rounded down */
+  k2 = k - k1;
+  return p * pg_bits_f32((k1 + 127u) << 23) * pg_bits_f32((k2 + 127u) << 23);
+}
+
+static inline __attribute__((unused)) float pg_vlog2f(float x) {
+  uint32_t u = pg_f32_bits(x), sub = u < 0x00800000u, t;
+  float m, f, s, z, p, e, r;
+  u = sub ? pg_f32_bits(x * 0x1p23f) : u; /* subnormals: scale into the normal range */
+  t = u - 0x3f3504f3u; /* x's exponent relative to sqrt(1/2), as a 9-bit two's complement */
+  e = (float)((int32_t)((t >> 23) ^ 256u) - 256) - (sub ? 23.0f : 0.0f);
+  m = pg_bits_f32((t & 0x007fffffu) + 0x3f3504f3u); /* in [sqrt(1/2), sqrt(2)) */
+  f = m - 1.0f;
+  s = f / (2.0f + f); /* log2(1 + f) = 2/ln2 * atanh(s) */
+  z = s * s;
+  p = 0x1.484b14p-2f; /* (2/ln2)/(2j+1): the atanh series; dropped terms < 2^-28 (z < 0.03) */
+  p = 0x1.a61762p-2f + z * p;
+  p = 0x1.2776c6p-1f + z * p;
+  p = 0x1.ec709ep-1f + z * p;
+  r = e + (s * (z * p) + s * 0x1.715476p+1f);
+  /* Special cases as selects of literal constants: a constant built through the bit helpers
+     here stops clang's SLP vectorizer. */
+  r = x == 0.0f ? -__builtin_inff() : r;
+  r = x < 0.0f ? __builtin_nanf("") : r;
+  r = u == 0x7f800000u ? x : r;
+  return x != x ? x : r;
+}
+
+/* |x| * 2/pi mod 4 for |x| >= 2^32, in units of 2^-62: x = m * 2^(e-150), and only the 96
+   bits of 2/pi from bit e-151 on (1-based) matter mod 4 (earlier ones give multiples of 4).
+   The window is cut from 2/pi's first 192 bits with two-way selects and shifts, not a table,
+   so the code stays free of branches and gathers. */
+static inline __attribute__((unused)) uint64_t pg_vredf(uint32_t ax) {
+  uint32_t e = ax >> 23, o, s, second;
+  uint64_t m = (ax & 0x007fffffu) | 0x00800000u, a, b, c, hi, lo;
+  e = e < 159u ? 159u : e > 254u ? 254u : e;
+  o = e - 152u; /* the window's first bit, 0-based: 7..102 */
+  second = o >= 64u;
+  s = o & 63u;
+  a = second ? UINT64_C(0xfc2757d1f534ddc0) : UINT64_C(0xa2f9836e4e441529);
+  b = second ? UINT64_C(0xdb6295993c439041) : UINT64_C(0xfc2757d1f534ddc0);
+  c = second ? UINT64_C(0xfe5163abdebbc561) : UINT64_C(0xdb6295993c439041);
+  hi = (a << s) | (b >> 1 >> (63u - s));
+  lo = ((b << s) | (c >> 1 >> (63u - s))) >> 32;
+  return m * hi + ((m * lo) >> 32);
+}
+
+static inline __attribute__((unused)) float pg_vsinf(float x) {
+  uint32_t ax = pg_f32_bits(x) & 0x7fffffffu, big = ax >= 0x4f800000u, q;
+  double xd = big ? 0.0 : (double)x, t, kd, r, rb;
+  uint64_t y = pg_vredf(ax) + (UINT64_C(1) << 61), qb = y >> 62;
+  float rf, z, s, c, v;
+  /* |x| < 2^32: Cody-Waite in double with pi/2 in three parts (the products with k are exact) */
+  t = xd * 0x1.45f306dc9c883p-1 + 0x1.8p52; /* rounds x * 2/pi to k, held in t's low bits */
+  kd = t - 0x1.8p52;
+  r = ((xd - kd * 0x1.921fbp+0) - kd * 0x1.5110bp-22) - kd * 0x1.18469898cc517p-44;
+  /* |x| >= 2^32: the fraction of the nearest quadrant, from pg_vredf */
+  rb = (double)((int64_t)(y & ((UINT64_C(1) << 62) - 1u)) - ((int64_t)1 << 61));
+  rb = rb * (0x1.921fb54442d18p+0 * 0x1p-62);
+  rb = x < 0.0f ? -rb : rb;
+  q = big ? (uint32_t)(x < 0.0f ? 0u - qb : qb) : (uint32_t)pg_f64_bits(t);
+  rf = (float)(big ? rb : r); /* |rf| <= pi/4 */
+  z = rf * rf;
+  s = 0x1.71de3ap-19f; /* Taylor series; the dropped terms stay below 2^-28 */
+  s = -0x1.a01a02p-13f + z * s;
+  s = 0x1.111112p-7f + z * s;
+  s = -0x1.555556p-3f + z * s;
+  s = rf + rf * (z * s);
+  c = -0x1.27e4fcp-22f;
+  c = 0x1.a01a02p-16f + z * c;
+  c = -0x1.6c16c2p-10f + z * c;
+  c = 0x1.555556p-5f + z * c;
+  c = -0.5f + z * c;
+  c = 1.0f + z * c;
+  v = (q & 1u) ? c : s;
+  v = (q & 2u) ? -v : v;
+  v = ax < 0x39800000u ? x : v; /* |x| < 2^-12 (and +-0): sin x rounds to x */
+  return ax >= 0x7f800000u ? x - x : v;
+}
+"#;
