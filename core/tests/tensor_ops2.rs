@@ -424,7 +424,21 @@ fn conv2d_bias_relu_is_one_kernel() {
     let y = x
         .conv2d(&w, Some(&b), &ConvOpts::default().padding(1))
         .relu();
-    assert_eq!(conv_kernels(&y), 1, "conv2d + bias + relu kernels");
+    assert_eq!(kernels(&y), 1, "conv2d + bias + relu kernels");
+}
+
+#[test]
+fn large_padded_conv_copies_its_input_once() {
+    // 2·4·258·258 padded elements: above PAD_COPY_MIN_ELEMENTS, so the input is padded into its
+    // own buffer first and the conv + bias + relu stays one kernel.
+    let x = Tensor::zeros(&[2, 4, 256, 256], DType::F32);
+    let w = Tensor::zeros(&[3, 4, 3, 3], DType::F32);
+    let b = Tensor::zeros(&[3], DType::F32);
+    let y = x
+        .conv2d(&w, Some(&b), &ConvOpts::default().padding(1))
+        .relu();
+    assert!(2 * 4 * 258 * 258 >= picograd_core::tensor::PAD_COPY_MIN_ELEMENTS);
+    assert_eq!(conv_kernels(&y), 1, "conv2d + bias + relu kernels after the copy");
 }
 
 fn kernels(t: &Tensor) -> usize {
@@ -455,7 +469,7 @@ fn pools_and_transposed_conv_are_one_kernel() {
     assert_eq!(kernels(&x.max_pool2d(&o)), 1, "max_pool2d with padding");
     assert_eq!(kernels(&x.avg_pool2d(&o)), 1, "avg_pool2d with padding");
     let ct = x.conv_transpose2d(&w, None, &ConvOpts::default().stride(&[2]).padding(1));
-    assert_eq!(conv_kernels(&ct.relu()), 1, "conv_transpose2d + relu");
+    assert_eq!(kernels(&ct.relu()), 1, "conv_transpose2d + relu");
 }
 
 // ---- gradients vs finite differences ----

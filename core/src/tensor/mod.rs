@@ -39,7 +39,7 @@ mod stats;
 mod triangle;
 mod unary;
 
-pub use conv::ConvOpts;
+pub use conv::{ConvOpts, PAD_COPY_MIN_ELEMENTS};
 pub use elementwise::Operand;
 pub use interpolate::InterpolateMode;
 pub use linalg::SVD_SWEEPS;
