@@ -438,7 +438,11 @@ fn large_padded_conv_copies_its_input_once() {
         .conv2d(&w, Some(&b), &ConvOpts::default().padding(1))
         .relu();
     assert!(2 * 4 * 258 * 258 >= picograd_core::tensor::PAD_COPY_MIN_ELEMENTS);
-    assert_eq!(conv_kernels(&y), 1, "conv2d + bias + relu kernels after the copy");
+    assert_eq!(
+        conv_kernels(&y),
+        1,
+        "conv2d + bias + relu kernels after the copy"
+    );
 }
 
 fn kernels(t: &Tensor) -> usize {
