@@ -437,7 +437,7 @@ fn large_padded_conv_copies_its_input_once() {
     let y = x
         .conv2d(&w, Some(&b), &ConvOpts::default().padding(1))
         .relu();
-    assert!(2 * 4 * 258 * 258 >= picograd_core::tensor::PAD_COPY_MIN_ELEMENTS);
+    const { assert!(2 * 4 * 258 * 258 >= picograd_core::tensor::PAD_COPY_MIN_ELEMENTS) };
     assert_eq!(
         conv_kernels(&y),
         1,
