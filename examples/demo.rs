@@ -18,7 +18,7 @@ mod train;
 
 use std::path::Path;
 
-use picograd::export::{export, ExportNames, ExportOptions};
+use picograd::export::{export, ExportNames};
 use picograd::jit::Capture;
 use picograd::nn::optim::AdamConfig;
 use picograd::nn::Module;
@@ -145,7 +145,7 @@ fn export_and_run(
     let bundle = export(
         &capture,
         &ExportNames::new(&["image"], &["logits"]),
-        &ExportOptions::default(),
+        &target.export_options(),
     )?;
     picograd::runtime::export::write_bundle(&bundle, Path::new(dir))?;
     let report = build_and_run(

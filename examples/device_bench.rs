@@ -146,9 +146,10 @@ fn measure(m: &Model, target: &Target, opt: Option<OptConfig>, dir: &Path) -> Re
     x.realize()?;
     let y = (m.forward)(&x);
     let (cap, _) = Capture::record(&[&x], &[&y])?;
+    // Fused multiply-adds where the target's FPU has them (`fma = yes`).
     let opts = ExportOptions {
         opt,
-        ..ExportOptions::default()
+        ..target.export_options()
     };
     let bundle = export(&cap, &ExportNames::new(&["x"], &["y"]), &opts)?;
     picograd::runtime::export::write_bundle(&bundle, dir)?;
@@ -221,7 +222,7 @@ fn main() -> Res<()> {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all("target")?;
     std::fs::write("target/device-bench.txt", now.join("\n") + "\n")?;
-    println!("\n(gcc -O2 -ffp-contract=off, freestanding math, weights const in flash, I/O in caller memory;");
+    println!("\n(gcc -O2 -ffp-contract=off, fused multiply-add on cortex-m4/riscv32imafc, freestanding math, weights const in flash, I/O in caller memory;");
     println!(" Cortex-M instruction counts are SysTick-derived, in steps of 40; RISC-V counts are exact.)");
     Ok(())
 }

@@ -1,8 +1,10 @@
 //! Exported models on every device target: each model is captured on the desktop, exported to C
-//! (freestanding math, weights as `const` arrays), built for host, Cortex-M4, Cortex-M3, RV32IMAC
+//! (freestanding math, weights as `const` arrays; fused multiply-adds for the targets with FMA:
+//! Cortex-M4F, RV32IMAFC), built for host, Cortex-M4, Cortex-M3, RV32IMAC
 //! and RV32IMAFC with gcc and clang at -O2 and -Os, run natively or under QEMU, and compared with
 //! the desktop run: ≤ 1e-5 relative (1e-6 absolute floor) per float output, the same argmax, and
-//! exact integers. The host build also runs under ASan/UBSan.
+//! exact integers. The host build also runs under ASan/UBSan. On the FMA targets the model
+//! objects must hold the instruction (`vfma.f32`, `fmadd.s`) and the program no libm `fmaf`.
 
 use std::path::PathBuf;
 
@@ -109,27 +111,41 @@ fn tensor_of(v: &Values, shape: &[usize]) -> Tensor {
     }
 }
 
-/// Exports the model to a fresh directory; returns it with the desktop's output.
-fn export_model(m: &Model, x: &Values) -> (PathBuf, Vec<f64>) {
+/// Exports the model with `opts` to a fresh directory named after `tag` (distinct per test:
+/// tests run in parallel); returns it with the desktop's output.
+fn export_model(m: &Model, x: &Values, opts: &ExportOptions, tag: &str) -> (PathBuf, Vec<f64>) {
     let xt = tensor_of(x, &m.shape);
     xt.realize().unwrap();
     let y = (m.forward)(&xt);
     let (cap, outs) = Capture::record(&[&xt], &[&y]).unwrap();
-    let bundle = export(
-        &cap,
-        &ExportNames::new(&["x"], &["y"]),
-        &ExportOptions::default(),
-    )
-    .unwrap();
+    let bundle = export(&cap, &ExportNames::new(&["x"], &["y"]), opts).unwrap();
     assert_eq!(
         bundle.arena_bytes, bundle.lower_bound_bytes,
         "{}: arena above the liveness bound",
         m.name
     );
-    let dir =
-        std::env::temp_dir().join(format!("picograd-device-{}-{}", m.name, std::process::id()));
+    check_fused(m, &bundle, opts.fused_mulacc);
+    let dir = std::env::temp_dir().join(format!(
+        "picograd-device-{}-{tag}-{}",
+        m.name,
+        std::process::id()
+    ));
     picograd::runtime::export::write_bundle(&bundle, &dir).unwrap();
     (dir, outs[0].to_f64_vec().unwrap())
+}
+
+/// A bundle for an FMA target renders the f32 multiply-accumulates of its matmuls and convs as
+/// `__builtin_fmaf` (one instruction there); any other bundle has no fused multiply-add at all.
+fn check_fused(m: &Model, bundle: &picograd::export::Bundle, fused: bool) {
+    let c = String::from_utf8(bundle.file("model.c").unwrap().to_vec()).unwrap();
+    let has_mulacc = matches!(m.name, "mlp" | "cnn");
+    assert_eq!(
+        c.contains("__builtin_fmaf("),
+        fused && has_mulacc,
+        "{}: fused = {fused}",
+        m.name
+    );
+    assert!(!c.contains("__builtin_fma("), "{}: no f64 fma", m.name);
 }
 
 fn compare(m: &Model, what: &str, got: &Values, want: &[f64]) {
@@ -165,7 +181,12 @@ fn exported_models_agree_on_every_target() {
     picograd::init();
     for m in models() {
         let x = input(&m);
-        let (dir, want) = export_model(&m, &x);
+        // One bundle per kind of FPU: fused multiply-adds where the target has them.
+        let (plain_dir, want) = export_model(&m, &x, &ExportOptions::default(), "plain");
+        let fma_opts = Target::by_name("cortex-m4").unwrap().export_options();
+        assert!(fma_opts.fused_mulacc, "cortex-m4 has vfma.f32");
+        let (fma_dir, fma_want) = export_model(&m, &x, &fma_opts, "fma");
+        assert_eq!(want, fma_want, "{}: the desktop output is one", m.name);
         for name in [
             "host",
             "cortex-m4",
@@ -174,6 +195,11 @@ fn exported_models_agree_on_every_target() {
             "riscv32imafc",
         ] {
             let target = Target::by_name(name).unwrap();
+            let dir = if target.fused_mulacc {
+                &fma_dir
+            } else {
+                &plain_dir
+            };
             for compiler in [CompilerKind::Gcc, CompilerKind::Clang] {
                 for opt in [OptLevel::O2, OptLevel::Os] {
                     let opts = BuildOptions {
@@ -182,7 +208,7 @@ fn exported_models_agree_on_every_target() {
                         ..BuildOptions::default()
                     };
                     let what = format!("{name} {compiler:?} {opt:?}");
-                    let r = build_and_run(&target, &dir, &[("x", x.clone())], &opts)
+                    let r = build_and_run(&target, dir, &[("x", x.clone())], &opts)
                         .unwrap_or_else(|e| panic!("{} {what}: {e}", m.name));
                     compare(&m, &what, r.output("y").expect("output y"), &want);
                 }
@@ -193,7 +219,7 @@ fn exported_models_agree_on_every_target() {
             sanitize: true,
             ..BuildOptions::default()
         };
-        let r = build_and_run(&host, &dir, &[("x", x.clone())], &opts)
+        let r = build_and_run(&host, &plain_dir, &[("x", x.clone())], &opts)
             .unwrap_or_else(|e| panic!("{} sanitized: {e}", m.name));
         compare(
             &m,
@@ -201,6 +227,67 @@ fn exported_models_agree_on_every_target() {
             r.output("y").expect("output y"),
             &want,
         );
+        let _ = std::fs::remove_dir_all(&plain_dir);
+        let _ = std::fs::remove_dir_all(&fma_dir);
+    }
+}
+
+/// The disassembly of a kept build's model objects (`1.o`, ...; `0.o` is the harness) and
+/// whether the linked program has libm's `fmaf`, with the target's binutils
+/// (`arm-none-eabi-size` → `arm-none-eabi-objdump`, `arm-none-eabi-nm`).
+fn disassemble(target: &Target, build: &std::path::Path) -> (String, bool) {
+    let tool = |t: &str| target.get("size").unwrap().replace("size", t);
+    let run = |cmd: String, arg: &str, file: &std::path::Path| {
+        let out = std::process::Command::new(&cmd)
+            .arg(arg)
+            .arg(file)
+            .output()
+            .unwrap_or_else(|e| panic!("{cmd}: {e}"));
+        assert!(out.status.success(), "{cmd} {}", file.display());
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let symbols = run(tool("nm"), "-A", &build.join("prog.elf"));
+    let has_fmaf = symbols
+        .lines()
+        .any(|l| l.split_whitespace().last() == Some("fmaf"));
+    let model_objects = (1..).map(|i| build.join(format!("{i}.o")));
+    let asm = model_objects
+        .take_while(|o| o.is_file())
+        .map(|o| run(tool("objdump"), "-d", &o))
+        .collect();
+    (asm, has_fmaf)
+}
+
+#[test]
+fn fused_targets_use_the_fma_instruction_without_libm() {
+    picograd::init();
+    let m = models().into_iter().find(|m| m.name == "mlp").unwrap();
+    let x = input(&m);
+    for (name, insn) in [
+        ("cortex-m4", Some("vfma.f32")),
+        ("riscv32imafc", Some("fmadd.s")),
+        ("cortex-m3", None),
+        ("riscv32imac", None),
+    ] {
+        let target = Target::by_name(name).unwrap();
+        let (dir, want) = export_model(&m, &x, &target.export_options(), name);
+        for compiler in [CompilerKind::Gcc, CompilerKind::Clang] {
+            let build = dir.join(format!("build-{compiler:?}"));
+            let opts = BuildOptions {
+                compiler,
+                build_dir: Some(build.clone()),
+                ..BuildOptions::default()
+            };
+            let what = format!("{name} {compiler:?}");
+            let r = build_and_run(&target, &dir, &[("x", x.clone())], &opts)
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            compare(&m, &what, r.output("y").expect("output y"), &want);
+            let (asm, has_fmaf) = disassemble(&target, &build);
+            assert!(!has_fmaf, "{what}: links a software fmaf");
+            if let Some(insn) = insn {
+                assert!(asm.contains(insn), "{what}: no {insn} in the program");
+            }
+        }
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
@@ -229,15 +316,15 @@ fn trained_digits_classifier_agrees_on_cortex_m4() {
     let logits = picograd::no_grad(|| mlp.forward(&x));
     let (cap, outs) = Capture::record(&[&x], &[&logits]).unwrap();
     let host = outs[0].to_vec::<f32>().unwrap();
+    let target = Target::by_name("cortex-m4").unwrap();
     let bundle = export(
         &cap,
         &ExportNames::new(&["image"], &["logits"]),
-        &ExportOptions::default(),
+        &target.export_options(),
     )
     .unwrap();
     let dir = std::env::temp_dir().join(format!("picograd-digits-{}", std::process::id()));
     picograd::runtime::export::write_bundle(&bundle, &dir).unwrap();
-    let target = Target::by_name("cortex-m4").unwrap();
     let r = build_and_run(
         &target,
         &dir,

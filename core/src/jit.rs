@@ -206,6 +206,19 @@ impl Capture {
         })
     }
 
+    /// Turns every f64 fused multiply-add back into a multiply-accumulate with two roundings:
+    /// device FPUs with FMA are single precision, and a double `fma` there is a libm call.
+    pub(crate) fn unfuse_f64(&mut self) {
+        use crate::codegen::uops::UOpKind;
+        use crate::ops::AluOp;
+        let kernels = self.steps.iter_mut().filter_map(|s| s.kernel.as_mut());
+        for u in kernels.flat_map(|k| k.uops.iter_mut()) {
+            if u.kind == UOpKind::Alu(AluOp::Fma) && u.dtype == DType::F64 {
+                u.kind = UOpKind::Alu(AluOp::MulAcc);
+            }
+        }
+    }
+
     /// The recorded steps, in order.
     pub fn steps(&self) -> &[CapturedStep] {
         &self.steps

@@ -150,3 +150,40 @@ fn plan_roles_and_homes() {
     );
     assert!(with_io.arena_bytes >= p.arena_bytes);
 }
+
+/// model.c of a matmul `x @ w` on `dt`, exported with or without fused multiply-adds.
+fn exported_matmul_c(dt: picograd_core::DType, fused: bool) -> String {
+    use picograd_core::export::{export, ExportNames, ExportOptions};
+    let dev = interp();
+    let v: Vec<f64> = (0..16).map(|i| f64::from(i) * 0.25 - 1.0).collect();
+    let x = Tensor::try_from_slice_on(&v[..8], &[2, 4], &dev).unwrap();
+    let w = Tensor::try_from_slice_on(&v[..], &[4, 4], &dev).unwrap();
+    let (x, w) = (x.cast(dt), w.cast(dt));
+    x.realize().unwrap();
+    w.realize().unwrap();
+    let y = x.try_matmul(&w).unwrap();
+    let (cap, _) = Capture::record(&[&x], &[&y]).unwrap();
+    let opts = ExportOptions {
+        fused_mulacc: fused,
+        ..ExportOptions::default()
+    };
+    let b = export(&cap, &ExportNames::new(&["x"], &["y"]), &opts).unwrap();
+    assert!(b
+        .manifest_json
+        .contains(&format!("\"fused_mulacc\": {fused}")));
+    String::from_utf8(b.file("model.c").unwrap().to_vec()).unwrap()
+}
+
+#[test]
+fn fused_mulacc_option_renders_fmaf_for_f32_only() {
+    use picograd_core::DType;
+    // Default export (no FMA assumed): two roundings, no builtin that could be a libm call.
+    let plain = exported_matmul_c(DType::F32, false);
+    assert!(!plain.contains("__builtin_fma"), "{plain}");
+    let fused = exported_matmul_c(DType::F32, true);
+    assert!(fused.contains("__builtin_fmaf("), "{fused}");
+    // Device FPUs with FMA are single precision: a double fma would be a software call.
+    let fused64 = exported_matmul_c(DType::F64, true);
+    assert!(fused64.contains("double"), "{fused64}");
+    assert!(!fused64.contains("__builtin_fma"), "{fused64}");
+}

@@ -4,7 +4,9 @@
 //!
 //! A description is data: `key = value` lines, `#` comments, and `{key}` inside a value replaced
 //! by that key's (already expanded) value; `{elf}` in `run` stands for the built program. The keys
-//! are listed in [`REQUIRED_KEYS`]; others are kept and readable with [`Target::get`].
+//! are listed in [`REQUIRED_KEYS`]; others are kept and readable with [`Target::get`]. The
+//! optional `fma = yes|no` (default `no`) says the FPU has a single-precision fused
+//! multiply-add, which [`Target::export_options`] then lets exported kernels use.
 //!
 //! The descriptions are found in `$PICOGRAD_TARGETS` when set, else in the repository's
 //! `targets/` folder next to this crate.
@@ -89,6 +91,9 @@ pub struct Target {
     pub flash: Memory,
     /// RAM (data, bss, stack).
     pub ram: Memory,
+    /// The FPU has a single-precision fused multiply-add (`fma = yes`): exported kernels may
+    /// round a multiply-accumulate once (see [`Target::export_options`]).
+    pub fused_mulacc: bool,
     /// The instruction counter the harness uses.
     pub counter: Counter,
     /// How the harness measures the stack.
@@ -178,6 +183,11 @@ impl Target {
             "window" => StackProbe::Window,
             other => return Err(fmt_err(format!("unknown stack_probe `{other}`"))),
         };
+        let fused_mulacc = match keys.get("fma").map(String::as_str) {
+            None | Some("no") => false,
+            Some("yes") => true,
+            Some(other) => return Err(fmt_err(format!("`fma` is `{other}`, not `yes` or `no`"))),
+        };
         Ok(Target {
             name: keys["name"].clone(),
             file: file.to_path_buf(),
@@ -192,10 +202,20 @@ impl Target {
                 origin: num("ram_origin")?,
                 size: num("ram_size")?,
             },
+            fused_mulacc,
             counter,
             stack_probe,
             keys,
         })
+    }
+
+    /// The export options for this target: the defaults, with fused multiply-adds when its FPU
+    /// has them.
+    pub fn export_options(&self) -> picograd_core::export::ExportOptions {
+        picograd_core::export::ExportOptions {
+            fused_mulacc: self.fused_mulacc,
+            ..Default::default()
+        }
     }
 
     /// A key's expanded value (any key of the file, including ones picograd does not interpret).
@@ -318,6 +338,19 @@ mod tests {
         assert_eq!(m4.counter, Counter::Systick);
         assert!(m4.get("cflags").unwrap().contains("-mfpu=fpv4-sp-d16"));
         assert!(Target::by_name("host").unwrap().is_host());
+        // Only the targets with a hardware single-precision FMA fuse; soft-float ones (and the
+        // host, whose plain `cc` build has no `-mfma`) would call a software `fmaf`.
+        for (n, fused) in [
+            ("cortex-m4", true),
+            ("riscv32imafc", true),
+            ("cortex-m3", false),
+            ("riscv32imac", false),
+            ("host", false),
+        ] {
+            let t = Target::by_name(n).unwrap();
+            assert_eq!(t.fused_mulacc, fused, "{n}");
+            assert_eq!(t.export_options().fused_mulacc, fused, "{n}");
+        }
     }
 
     #[test]
@@ -328,5 +361,9 @@ mod tests {
         let e = Target::parse("name = x\n", p, p).unwrap_err();
         assert!(e.to_string().contains("missing key"), "{e}");
         assert!(Target::by_name("no-such-target").is_err());
+        let m4 = Target::by_name("cortex-m4").unwrap();
+        let text = fs::read_to_string(&m4.file).unwrap() + "fma = maybe\n";
+        let e = Target::parse(&text, p, p).unwrap_err();
+        assert!(e.to_string().contains("`fma` is `maybe`"), "{e}");
     }
 }

@@ -195,6 +195,13 @@ impl<'a> Ctx<'a> {
             " * The model uses static memory only (not reentrant), no heap and no I/O; the\n \
              * same inputs always give the same outputs.\n",
         );
+        if self.opts.fused_mulacc {
+            // clang (not gcc) treats the builtin as a libm call while errno matters.
+            u.push_str(
+                " * Multiply-accumulates use __builtin_fmaf (one rounding): build for an FPU with\n \
+                 * fused multiply-add, with clang add -fno-math-errno, or it calls libm's fmaf.\n",
+            );
+        }
         u
     }
 
@@ -476,6 +483,7 @@ impl<'a> Ctx<'a> {
             ("io_in_arena", format!("{}", o.io_in_arena)),
             ("weights", json::string(mode)),
             ("freestanding_math", format!("{}", o.freestanding_math)),
+            ("fused_mulacc", format!("{}", o.fused_mulacc)),
             ("arena_bytes", format!("{}", self.plan.arena_bytes)),
             (
                 "lower_bound_bytes",

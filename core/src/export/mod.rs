@@ -82,6 +82,12 @@ pub struct ExportOptions {
     /// unoptimized. Kernels are always lowered again for export, never taken as the desktop
     /// optimized them. Default: [`OptConfig::small_device`](crate::codegen::opt::OptConfig).
     pub opt: Option<crate::codegen::opt::OptConfig>,
+    /// The target has a single-precision fused multiply-add instruction (Cortex-M4F `vfma.f32`,
+    /// RV32F `fmadd.s`): f32 multiply-accumulates are rendered `__builtin_fmaf`, rounded once,
+    /// as the desktop does on an FMA host. f64 ones stay unfused (a single-precision FPU would
+    /// call libm's `fma`). Off by default: without the instruction the builtin is a slow
+    /// software `fmaf` call (and needs libm).
+    pub fused_mulacc: bool,
 }
 
 impl Default for ExportOptions {
@@ -92,6 +98,7 @@ impl Default for ExportOptions {
             weights: Weights::ConstArrays,
             freestanding_math: true,
             opt: Some(crate::codegen::opt::OptConfig::small_device()),
+            fused_mulacc: false,
         }
     }
 }
@@ -126,9 +133,11 @@ impl Bundle {
 
 /// Exports a capture as C files.
 pub fn export(capture: &Capture, names: &ExportNames, opts: &ExportOptions) -> Result<Bundle> {
-    // Device kernels keep two roundings per multiply-accumulate (no FMA assumed), as the
-    // interpreter that export is checked against computes by default.
-    let capture = &capture.relowered(opts.opt.as_ref(), false)?;
+    // Device kernels keep two roundings per multiply-accumulate unless the options say the
+    // target has a single-precision FMA instruction.
+    let mut capture = capture.relowered(opts.opt.as_ref(), opts.fused_mulacc)?;
+    capture.unfuse_f64();
+    let capture = &capture;
     check_names(capture, names, opts)?;
     let plan = plan::plan(capture, opts.io_in_arena)?;
     emit::emit(capture, names, opts, plan)
