@@ -53,30 +53,26 @@ const SHAPES: [(usize, usize, usize); 4] = [(13, 257, 19), (1, 784, 33), (7, 1, 
 
 #[test]
 fn fused_matmul_is_the_sequential_fma_fold_on_interp_and_clang() {
-    let devs: [Arc<dyn Device>; 2] = [Arc::new(Interp::new().with_fused_mulacc(true)), clang(true)];
-    for shape in SHAPES {
-        let (m, k, n) = shape;
-        let (a, b) = (data(m * k, 1), data(k * n, 2));
-        let want = fold(&a, &b, shape, |acc, x, y| x.mul_add(y, acc));
-        for dev in &devs {
-            assert_eq!(
-                matmul_on(dev, &a, &b, shape),
-                want,
-                "{shape:?} on {}",
-                dev.name()
-            );
-        }
-    }
+    let devs = [
+        Arc::new(Interp::new().with_fused_mulacc(true)) as _,
+        clang(true),
+    ];
+    matmuls_are_the_fold(&devs, 1, |acc, x, y| x.mul_add(y, acc));
 }
 
 #[test]
 fn unfused_matmul_is_the_two_rounding_fold() {
-    let devs: [Arc<dyn Device>; 2] = [Arc::new(Interp::new()), clang(false)];
+    let devs = [Arc::new(Interp::new()) as _, clang(false)];
+    matmuls_are_the_fold(&devs, 3, |acc, x, y| x * y + acc);
+}
+
+/// Every device computes exactly `fold(step)` on every shape (data seeded from `seed`).
+fn matmuls_are_the_fold(devs: &[Arc<dyn Device>], seed: usize, step: fn(f32, f32, f32) -> f32) {
     for shape in SHAPES {
         let (m, k, n) = shape;
-        let (a, b) = (data(m * k, 3), data(k * n, 4));
-        let want = fold(&a, &b, shape, |acc, x, y| x * y + acc);
-        for dev in &devs {
+        let (a, b) = (data(m * k, seed), data(k * n, seed + 1));
+        let want = fold(&a, &b, shape, step);
+        for dev in devs {
             assert_eq!(
                 matmul_on(dev, &a, &b, shape),
                 want,

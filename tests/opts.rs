@@ -6,26 +6,11 @@ use std::sync::Arc;
 
 use picograd::codegen::kernel::{Kernel, Opt};
 use picograd::codegen::linearizer::linearize;
-use picograd::codegen::uops::BufParam;
 use picograd::device::{Buffer, Device};
 use picograd::ops::{AluOp, ReduceOp};
+use picograd::realize::buf_params;
 use picograd::schedule::{schedule, ScheduleItem};
 use picograd::Tensor;
-
-fn bufparams(item: &ScheduleItem) -> Vec<BufParam> {
-    let size = |s: &[picograd::shape::Sint]| s.iter().map(|d| d.vmax() as usize).product();
-    let mut b = vec![BufParam {
-        dtype: item.out.dtype(),
-        size: size(item.out.shape()),
-        writable: true,
-    }];
-    b.extend(item.inputs.iter().map(|i| BufParam {
-        dtype: i.dtype(),
-        size: size(i.shape()),
-        writable: false,
-    }));
-    b
-}
 
 /// Runs `item` lowered with `opts` on `dev`, returning the output bytes.
 fn run(item: &ScheduleItem, opts: &[Opt], dev: &Arc<dyn Device>) -> Vec<u8> {
@@ -44,7 +29,7 @@ fn run_lowered(item: &ScheduleItem, opts: &[Opt], dev: &Arc<dyn Device>, fused: 
         "every opt adds one unrolled axis: {}",
         k.describe()
     );
-    let lk = linearize(&k, bufparams(item), format!("opt_{}", k.name()), fused).unwrap();
+    let lk = linearize(&k, buf_params(item), format!("opt_{}", k.name()), fused).unwrap();
     let loops = lk
         .uops
         .iter()
@@ -338,7 +323,7 @@ fn hoisting_leaves_no_invariant_arithmetic_in_loops() {
     for item in awkward_items() {
         let mut k = Kernel::new(&item.ast).unwrap();
         hand_coded(&mut k, &OptConfig::for_vec_width(8));
-        let lk = linearize(&k, bufparams(&item), k.name(), false).unwrap();
+        let lk = linearize(&k, buf_params(&item), k.name(), false).unwrap();
         let depth = depths(&lk);
         // A loop's counter lives one level deeper than the Loop UOp itself.
         let defined_at = |s: u32| {
@@ -379,7 +364,7 @@ fn threaded_kernels_equal_single_threaded_ones() {
     // The split kernel really takes the core arguments.
     let x = Tensor::from_slice(&data(37), &[37]);
     let k = Kernel::new(&single_item(&x.relu()).ast).unwrap();
-    let lk = linearize(&k, bufparams(&single_item(&x.relu())), k.name(), false).unwrap();
+    let lk = linearize(&k, buf_params(&single_item(&x.relu())), k.name(), false).unwrap();
     let src = picograd::codegen::c::render_kernel_split(&lk, &Default::default());
     assert!(src.contains("int32_t core_id, int32_t core_count"), "{src}");
 }

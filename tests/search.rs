@@ -10,34 +10,19 @@ use std::time::Duration;
 use picograd::codegen::kernel::{Kernel, Opt};
 use picograd::codegen::opt::OptConfig;
 use picograd::codegen::search_space::candidates;
-use picograd::codegen::uops::BufParam;
 use picograd::device::{Buffer, Device};
 use picograd::ops::ReduceOp;
+use picograd::realize::buf_params;
 use picograd::realize::lower_ast_with;
 use picograd::runtime::search::Search;
 use picograd::runtime::Clang;
 use picograd::schedule::{schedule, ScheduleItem};
 use picograd::{ConvOpts, Padding, Tensor};
 
-fn bufparams(item: &ScheduleItem) -> Vec<BufParam> {
-    let size = |s: &[picograd::shape::Sint]| s.iter().map(|d| d.vmax() as usize).product();
-    let mut b = vec![BufParam {
-        dtype: item.out.dtype(),
-        size: size(item.out.shape()),
-        writable: true,
-    }];
-    b.extend(item.inputs.iter().map(|i| BufParam {
-        dtype: i.dtype(),
-        size: size(i.shape()),
-        writable: false,
-    }));
-    b
-}
-
 /// Runs `item` lowered with `opts` (`None`: unoptimized) on `dev`; the output bytes.
 fn run(item: &ScheduleItem, opts: Option<&[Opt]>, dev: &Arc<dyn Device>) -> Vec<u8> {
     let opts = opts.unwrap_or(&[]);
-    let lk = lower_ast_with(&item.ast, bufparams(item), None, Some(opts), false).unwrap();
+    let lk = lower_ast_with(&item.ast, buf_params(item), None, Some(opts), false).unwrap();
     let prog = dev.compile(&lk).unwrap();
     let out = Buffer::new(dev.clone(), item.out.dtype(), lk.bufs[0].size).unwrap();
     let ins: Vec<Buffer> = item
@@ -191,7 +176,7 @@ fn searched_choices_keep_results_on_awkward_sizes() {
     let dyn_dev: Arc<dyn Device> = dev.clone();
     for item in awkward_items() {
         let opts = dev
-            .choose_opts(&item.ast, &bufparams(&item))
+            .choose_opts(&item.ast, &buf_params(&item))
             .expect("the search chooses opts");
         assert_eq!(
             run(&item, Some(&opts), &dyn_dev),
@@ -208,7 +193,7 @@ fn searched_choices_keep_results_on_awkward_sizes() {
 fn a_choice_is_remembered_and_reused_without_searching() {
     let dir = temp_dir("reuse");
     let item = single_item(&t(&[24, 12]).matmul(&t(&[12, 48])));
-    let bufs = bufparams(&item);
+    let bufs = buf_params(&item);
     let first = searching(&dir, 100);
     let chosen = first.choose_opts(&item.ast, &bufs).unwrap();
     let s = first.search().unwrap().stats();
@@ -247,9 +232,9 @@ fn a_corrupt_or_foreign_choice_file_is_rebuilt() {
     let other_dir = temp_dir("corrupt-other");
     let item = single_item(&t(&[13, 17]).matmul(&t(&[17, 19])));
     let other = single_item(&t(&[7]).relu());
-    let bufs = bufparams(&item);
+    let bufs = buf_params(&item);
     assert!(searching(&dir, 50).choose_opts(&item.ast, &bufs).is_some());
-    searching(&other_dir, 50).choose_opts(&other.ast, &bufparams(&other));
+    searching(&other_dir, 50).choose_opts(&other.ast, &buf_params(&other));
     let path = choice_files(&dir).pop().expect("a choice file");
     let intact = std::fs::read(&path).unwrap();
     let foreign = std::fs::read(choice_files(&other_dir).pop().unwrap()).unwrap();
@@ -285,16 +270,16 @@ fn with_the_search_off_nothing_changes() {
     let item = single_item(&t(&[24, 12]).matmul(&t(&[12, 48])));
     let off = clang(1).with_search(None);
     assert!(off.search().is_none());
-    assert_eq!(off.choose_opts(&item.ast, &bufparams(&item)), None);
+    assert_eq!(off.choose_opts(&item.ast, &buf_params(&item)), None);
     // Lowering for a device without a search is exactly the hand-coded lowering.
     let cfg = off.opt_config();
     let hand =
-        picograd::realize::lower_ast(&item.ast, bufparams(&item), cfg.as_ref(), false).unwrap();
+        picograd::realize::lower_ast(&item.ast, buf_params(&item), cfg.as_ref(), false).unwrap();
     let mut k = Kernel::new(&item.ast).unwrap();
     let opts = picograd::codegen::opt::hand_coded(&mut k, &cfg.unwrap());
     let same = lower_ast_with(
         &item.ast,
-        bufparams(&item),
+        buf_params(&item),
         cfg.as_ref(),
         Some(&opts),
         false,
@@ -329,7 +314,7 @@ fn kernels_too_small_to_time_are_not_searched() {
     let item = single_item(&t(&[7]).relu());
     let s = Search::new(Duration::from_millis(50)).with_dir(&dir);
     let dev = clang(1).with_search(Some(s));
-    assert_eq!(dev.choose_opts(&item.ast, &bufparams(&item)), None);
+    assert_eq!(dev.choose_opts(&item.ast, &buf_params(&item)), None);
     let s = dev.search().unwrap().stats();
     assert_eq!((s.searches, s.timed), (0, 0), "{s:?}");
     assert!(choice_files(&dir).is_empty());

@@ -121,8 +121,8 @@ pub fn lower_ast_with(
     linearize(&kernel, bufs, kernel.name(), fused)
 }
 
-/// The buffers of an item's kernel: the output, then the inputs.
-fn buf_params(item: &ScheduleItem) -> Vec<BufParam> {
+/// The buffers of an item's kernel: the output, then the inputs (each at its largest size).
+pub fn buf_params(item: &ScheduleItem) -> Vec<BufParam> {
     let mut bufs = alloc::vec![BufParam {
         dtype: item.out.dtype(),
         size: max_size(item.out.shape()),

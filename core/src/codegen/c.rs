@@ -97,14 +97,7 @@ pub fn render_kernel(k: &LinearKernel, opts: &CRenderOpts) -> String {
 /// core_id, int32_t core_count` last, and the entry wrapper reads them after the variables.
 /// A kernel with no splittable loop renders as [`render_kernel`] does.
 pub fn render_kernel_split(k: &LinearKernel, opts: &CRenderOpts) -> String {
-    let mut needs = Needs::default();
-    let mut w = Writer::new(k, opts, &mut needs);
-    w.split = super::split::outer_split(k);
-    let body = w.render();
-    let mut out = needs.prelude();
-    out.push('\n');
-    out.push_str(&body);
-    out
+    render_program_split(&[(k, true)], opts)
 }
 
 /// One C99 translation unit: the helpers the kernels need, once, then each kernel in order.
@@ -117,33 +110,31 @@ pub fn render_program(kernels: &[&LinearKernel], opts: &CRenderOpts) -> String {
 /// [`render_program`], where a kernel flagged `true` may be called with its output aliasing an
 /// input (an in-place update): its parameters are rendered without `restrict`.
 pub fn render_program_aliased(kernels: &[(&LinearKernel, bool)], opts: &CRenderOpts) -> String {
-    let mut needs = Needs::default();
-    let bodies: Vec<String> = kernels
-        .iter()
-        .map(|(k, aliased)| {
-            let mut w = Writer::new(k, opts, &mut needs);
-            w.restrict = !aliased;
-            w.render()
-        })
-        .collect();
-    let mut out = needs.prelude();
-    for b in bodies {
-        out.push('\n');
-        out.push_str(&b);
-    }
-    out
+    render_unit(kernels, opts, |w, _, aliased| w.restrict = !aliased)
 }
 
 /// One C99 translation unit of several kernels, each flagged `true` rendered split among cores
 /// as [`render_kernel_split`] renders it: one compile for a whole schedule. Kernel names must be
 /// distinct C identifiers.
 pub fn render_program_split(kernels: &[(&LinearKernel, bool)], opts: &CRenderOpts) -> String {
+    render_unit(kernels, opts, |w, k, split| {
+        w.split = split.then(|| super::split::outer_split(k)).flatten();
+    })
+}
+
+/// The helpers the kernels need, once, then each kernel in order, its writer set up by `setup`
+/// with the kernel's flag.
+fn render_unit(
+    kernels: &[(&LinearKernel, bool)],
+    opts: &CRenderOpts,
+    setup: impl Fn(&mut Writer<'_>, &LinearKernel, bool),
+) -> String {
     let mut needs = Needs::default();
     let bodies: Vec<String> = kernels
         .iter()
-        .map(|(k, split)| {
+        .map(|&(k, flag)| {
             let mut w = Writer::new(k, opts, &mut needs);
-            w.split = split.then(|| super::split::outer_split(k)).flatten();
+            setup(&mut w, k, flag);
             w.render()
         })
         .collect();
