@@ -280,6 +280,12 @@ impl Clang {
         }
     }
 
+    /// The same device rendering kernels with `opts` (e.g. another vector width).
+    pub fn with_render_opts(mut self, opts: CRenderOpts) -> Clang {
+        self.opts = opts;
+        self
+    }
+
     /// The same device with other optimizer settings (`None`: kernels unoptimized).
     pub fn with_opt_config(mut self, opt: Option<OptConfig>) -> Clang {
         self.opt = opt;

@@ -1,7 +1,8 @@
 //! Host tuning knobs read from the environment: the kernel optimizer's settings
 //! (`PICOGRAD_NOOPT=1` turns it off), fused multiply-add (on when the CPU has it;
 //! `PICOGRAD_NOFMA=1` turns it off), the C rendering (`PICOGRAD_LIBM=1`: f32 exp2/log2/sin
-//! call libm instead of picograd's vectorizable math), the thread count (`PICOGRAD_THREADS`,
+//! call libm instead of picograd's vectorizable math; `PICOGRAD_NOVEC=1`: no explicit vector
+//! types in reduce kernels), the thread count (`PICOGRAD_THREADS`,
 //! default the available parallelism) and the measured search's time bound
 //! (`PICOGRAD_SEARCH`, off by default).
 //!
@@ -63,12 +64,18 @@ fn cpu_has_fma() -> bool {
     }
 }
 
-/// How host kernels render: [`CRenderOpts::host`], with libm's scalar f32 transcendentals
-/// instead of the vectorizable ones when `PICOGRAD_LIBM` is set.
+/// How host kernels render: [`CRenderOpts::host`] with the host's vector width, with libm's
+/// scalar f32 transcendentals instead of the vectorizable ones when `PICOGRAD_LIBM` is set, and
+/// without explicit vector types when `PICOGRAD_NOVEC` is set.
 pub fn host_render_opts() -> CRenderOpts {
     static OPTS: OnceLock<CRenderOpts> = OnceLock::new();
     OPTS.get_or_init(|| CRenderOpts {
         vector_math: !env_flag("PICOGRAD_LIBM"),
+        vector_width: if env_flag("PICOGRAD_NOVEC") {
+            0
+        } else {
+            host_vec_width()
+        },
         ..CRenderOpts::host()
     })
     .clone()

@@ -25,6 +25,7 @@
 
 mod helpers;
 mod math;
+mod vectorize;
 mod vmath;
 
 use alloc::format;
@@ -33,6 +34,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use self::helpers::{suffix, wrap_type, Helper, Needs};
+use self::vectorize::{GroupKind, Operand, Packing};
 use super::uops::{LinearKernel, UOp, UOpKind};
 use crate::dtype::DType;
 use crate::ops::{AluOp, Scalar};
@@ -60,15 +62,20 @@ pub struct CRenderOpts {
     /// vectorizer takes such a loop first and vectorizes across iterations, gathering the
     /// copies with shuffles: the elementwise chain in `examples/bench.rs` ran 5× slower.
     pub slp_upcasts: bool,
+    /// Print reduce kernels' upcast lanes as GCC/clang vector types of up to this many f32
+    /// lanes (4, 8 or 16; below 4 off): see `c/vectorize.rs`. Results are bit-identical.
+    pub vector_width: usize,
 }
 
 impl CRenderOpts {
-    /// The desktop Clang device's settings: libm, entry wrappers, vectorizable math and SLP
-    /// for upcast copies.
+    /// The desktop Clang device's settings: libm, entry wrappers, vectorizable math, SLP for
+    /// upcast copies, and 8-lane vector types for reduce kernels (the std runtime sets the
+    /// host's own width).
     pub fn host() -> CRenderOpts {
         CRenderOpts {
             vector_math: true,
             slp_upcasts: true,
+            vector_width: 8,
             ..CRenderOpts::default()
         }
     }
@@ -83,6 +90,7 @@ impl Default for CRenderOpts {
             static_kernels: false,
             vector_math: false,
             slp_upcasts: false,
+            vector_width: 0,
         }
     }
 }
@@ -184,6 +192,8 @@ struct Writer<'a> {
     slp: Vec<bool>,
     /// Rendering the body of such a loop.
     in_slp: bool,
+    /// Upcast lanes printed as vector statements (see `CRenderOpts::vector_width`).
+    pack: Option<Packing>,
 }
 
 impl<'a> Writer<'a> {
@@ -207,6 +217,7 @@ impl<'a> Writer<'a> {
                 Vec::new()
             },
             in_slp: false,
+            pack: None,
         }
     }
 
@@ -217,10 +228,22 @@ impl<'a> Writer<'a> {
             ""
         };
         self.out = format!("{storage}void {}({}) {{\n", self.k.name, self.params());
+        // Packing moves loads to their group's last lane: only sound when no store can alias.
+        if self.opts.vector_width >= 4 && self.restrict {
+            self.pack = vectorize::pack(&self.k.uops, self.opts.vector_width);
+        }
+        if let Some(p) = &self.pack {
+            self.live = vectorize::scalar_liveness(&self.k.uops, p);
+        }
         self.void_unused_params();
         for i in 0..self.k.uops.len() {
-            if self.live[i] {
+            let replaced = self.pack.as_ref().is_some_and(|p| p.replaced[i]);
+            if self.live[i] && !replaced {
                 self.uop(i);
+            }
+            let after = self.pack.as_ref().map(|p| p.after[i].clone());
+            for g in after.unwrap_or_default() {
+                self.group(g as usize);
             }
         }
         self.out.push_str("}\n");
@@ -424,6 +447,74 @@ impl<'a> Writer<'a> {
         let (acc, v) = (self.src(i, 0).to_string(), self.src(i, 1));
         self.line(&format!("{acc} = {v};"));
         self.names[i] = acc;
+    }
+
+    // ---- packed lanes (see `c/vectorize.rs`) ----
+
+    /// Prints group `g` as one vector statement.
+    fn group(&mut self, g: usize) {
+        let Some(p) = self.pack.as_ref() else {
+            return;
+        };
+        let grp = p.groups[g].clone();
+        let w = grp.lanes.len();
+        self.needs.add(Helper::VecF32(w));
+        let t = format!("pg_f32x{w}");
+        let name = format!("vec{g}");
+        match grp.kind {
+            GroupKind::Acc(init) => {
+                let lanes = vec![literal(init); w].join(", ");
+                self.line(&format!("{t} {name} = {{{lanes}}};"));
+                for (k, &l) in grp.lanes.iter().enumerate() {
+                    self.names[l as usize] = format!("{name}[{k}]");
+                }
+            }
+            GroupKind::Load { buf, index } => {
+                let (b, i) = (&self.names[buf as usize], &self.names[index as usize]);
+                self.line(&format!("const {t} {name} = *(const {t}u *)({b} + {i});"));
+            }
+            GroupKind::Gather => {
+                let lanes: Vec<&str> = grp
+                    .lanes
+                    .iter()
+                    .map(|&l| &*self.names[l as usize])
+                    .collect();
+                self.line(&format!("const {t} {name} = {{{}}};", lanes.join(", ")));
+            }
+            GroupKind::Alu(op) => {
+                let a: Vec<String> = grp.src.iter().map(|&o| self.operand(o, w, false)).collect();
+                let e = match op {
+                    AluOp::Neg => format!("-{}", a[0]),
+                    AluOp::MulAcc => format!("{} * {} + {}", a[0], a[1], a[2]),
+                    AluOp::Fma => {
+                        let v: Vec<String> =
+                            grp.src.iter().map(|&o| self.operand(o, w, true)).collect();
+                        format!("pg_fma_f32x{w}({}, {}, {})", v[0], v[1], v[2])
+                    }
+                    _ => format!("{} {} {}", a[0], arith_sym(op), a[1]),
+                };
+                self.line(&format!("const {t} {name} = {e};"));
+            }
+            GroupKind::Assign { acc } => {
+                let v = self.operand(grp.src[0], w, true);
+                self.line(&format!("vec{acc} = {v};"));
+            }
+            GroupKind::Store { buf, index } => {
+                let v = self.operand(grp.src[0], w, true);
+                let (b, i) = (&self.names[buf as usize], &self.names[index as usize]);
+                self.line(&format!("*({t}u *)({b} + {i}) = {v};"));
+            }
+        }
+    }
+
+    /// A packed operand in C: a group's vector, or a scalar — broadcast explicitly when
+    /// `vector` is asked for (C's vector-scalar arithmetic broadcasts by itself).
+    fn operand(&self, o: Operand, w: usize, vector: bool) -> String {
+        match o {
+            Operand::Vec(g) => format!("vec{g}"),
+            Operand::Splat(u) if vector => format!("pg_splat_f32x{w}({})", self.names[u as usize]),
+            Operand::Splat(u) => self.names[u as usize].clone(),
+        }
     }
 
     // ---- memory ----

@@ -8,6 +8,7 @@
 use alloc::collections::BTreeSet;
 use alloc::format;
 use alloc::string::String;
+use alloc::vec;
 
 use crate::dtype::DType;
 
@@ -42,6 +43,9 @@ pub(crate) enum Helper {
     FreestandingF32,
     /// picograd's branch-free f32 `pg_vexp2f`, `pg_vlog2f`, `pg_vsinf` (they vectorize).
     VectorF32,
+    /// The `pg_f32xN` vector types (aligned and unaligned), `pg_splat_f32xN` and the fused
+    /// `pg_fma_f32xN` for `N` lanes.
+    VecF32(usize),
 }
 
 /// The set of helpers a program needs, plus whether it needs `<math.h>`.
@@ -135,7 +139,38 @@ fn helper_text(h: Helper) -> String {
         }
         Helper::FreestandingF32 => String::from(super::math::FREESTANDING_F32),
         Helper::VectorF32 => String::from(super::vmath::VECTOR_F32),
+        Helper::VecF32(w) => vec_f32_text(w),
     }
+}
+
+/// The vector types for `w` f32 lanes and their helpers. The unaligned type may alias floats,
+/// so loading through it from a `float *` is defined. The fused multiply-add uses the x86
+/// intrinsic where the compiler targets FMA (one instruction, one rounding, as
+/// `__builtin_fmaf` per lane), else `__builtin_fmaf` lane by lane.
+fn vec_f32_text(w: usize) -> String {
+    let (t, bytes) = (format!("pg_f32x{w}"), 4 * w);
+    let splat = vec!["s"; w].join(", ");
+    let (guard, intrinsic, x86t) = match w {
+        16 => ("defined(__AVX512F__)", "_mm512_fmadd_ps", "__m512"),
+        8 => (
+            "defined(__FMA__) && defined(__AVX__)",
+            "_mm256_fmadd_ps",
+            "__m256",
+        ),
+        _ => ("defined(__FMA__)", "_mm_fmadd_ps", "__m128"),
+    };
+    format!(
+        "#if (defined(__x86_64__) || defined(__i386__)) && ({guard})\n#include <immintrin.h>\n#endif\n\
+         typedef float {t} __attribute__((vector_size({bytes})));\n\
+         typedef float {t}u __attribute__((vector_size({bytes}), aligned(4), may_alias));\n\
+         {PFX} {t} pg_splat_f32x{w}(float s) {{\n  {t} v = {{{splat}}};\n  return v;\n}}\n\
+         {PFX} {t} pg_fma_f32x{w}({t} a, {t} b, {t} c) {{\n\
+         #if (defined(__x86_64__) || defined(__i386__)) && ({guard})\n  \
+         return ({t}){intrinsic}(({x86t})a, ({x86t})b, ({x86t})c);\n\
+         #else\n  {t} r = c;\n  int i;\n  \
+         for (i = 0; i < {w}; i++) r[i] = __builtin_fmaf(a[i], b[i], c[i]);\n  return r;\n\
+         #endif\n}}\n"
+    )
 }
 
 fn bits_text(name: &str, ft: &str, ut: &str) -> String {

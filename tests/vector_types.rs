@@ -1,0 +1,147 @@
+//! Explicit vector types in reduce kernels (`CRenderOpts::vector_width`, lane packing in
+//! `core/src/codegen/c/vectorize.rs`) change how compiled C is printed, never what it computes:
+//! every kernel below — matmuls of odd sizes, with transposed operands, bias and ReLU after the
+//! reduce; convolutions; plain sum and max reductions — gives bit-identical results packed to 4,
+//! 8 and 16 lanes and unpacked, fused and unfused, under register tiles made for 4 and 16 lanes.
+//! The packed C is checked to really hold vector statements, so the comparison cannot pass by the
+//! pass silently doing nothing.
+
+use std::sync::Arc;
+
+use picograd::codegen::c::{render_kernel, CRenderOpts};
+use picograd::codegen::opt::OptConfig;
+use picograd::device::Device;
+use picograd::realize::{buf_params, lower_ast};
+use picograd::runtime::tuning::host_render_opts;
+use picograd::runtime::Clang;
+use picograd::schedule::schedule;
+use picograd::{ConvOpts, Padding, Tensor};
+
+fn data(n: usize, seed: usize) -> Vec<f32> {
+    (0..n)
+        .map(|i| (((i * 7919 + seed * 104_729) % 2003) as f32 / 1001.0 - 1.0) * 1.37)
+        .collect()
+}
+
+fn render_opts(vector_width: usize) -> CRenderOpts {
+    CRenderOpts {
+        vector_width,
+        ..host_render_opts()
+    }
+}
+
+fn device(vector_width: usize, tile_width: usize, fused: bool) -> Arc<dyn Device> {
+    picograd::init();
+    let c = Clang::new().expect("no C compiler: the vector-type tests cannot run");
+    Arc::new(
+        c.with_render_opts(render_opts(vector_width))
+            .with_opt_config(Some(OptConfig::for_vec_width(tile_width)))
+            .with_fused_mulacc(fused),
+    )
+}
+
+type Workload = (&'static str, fn(&Arc<dyn Device>) -> Tensor);
+
+fn on(dev: &Arc<dyn Device>, shape: &[usize], seed: usize) -> Tensor {
+    let n = shape.iter().product();
+    Tensor::try_from_slice_on(&data(n, seed), shape, dev).unwrap()
+}
+
+fn matmul(dev: &Arc<dyn Device>, (m, k, n): (usize, usize, usize)) -> Tensor {
+    on(dev, &[m, k], 1).matmul(&on(dev, &[k, n], 2))
+}
+
+fn conv(dev: &Arc<dyn Device>, x: [usize; 4], w: [usize; 4], pad: usize) -> Tensor {
+    let opts = ConvOpts {
+        padding: Padding::All(pad),
+        ..ConvOpts::default()
+    };
+    on(dev, &x, 3).conv2d(&on(dev, &w, 4), Some(&on(dev, &[w[0]], 5)), &opts)
+}
+
+fn workloads() -> Vec<Workload> {
+    vec![
+        ("matmul 13x17x19", |d| matmul(d, (13, 17, 19))),
+        ("matmul 16x3x33", |d| matmul(d, (16, 3, 33))),
+        ("matmul 24x7x48", |d| matmul(d, (24, 7, 48))),
+        ("matmul 1x64x1", |d| matmul(d, (1, 64, 1))),
+        ("matmul 5x40x64", |d| matmul(d, (5, 40, 64))),
+        ("matmul A·Bᵀ + bias, relu", |d| {
+            let bt = on(d, &[32, 29], 6).transpose(0, 1);
+            on(d, &[9, 29], 7).matmul(&bt).add(on(d, &[32], 8)).relu()
+        }),
+        ("conv 3x3 2x3x7x9 -> 5", |d| {
+            conv(d, [2, 3, 7, 9], [5, 3, 3, 3], 1).relu()
+        }),
+        ("conv 3x3 1x4x6x16 -> 16", |d| {
+            conv(d, [1, 4, 6, 16], [16, 4, 3, 3], 1)
+        }),
+        ("conv 3x3 unpadded 2x8x9x19 -> 16", |d| {
+            conv(d, [2, 8, 9, 19], [16, 8, 3, 3], 0)
+        }),
+        ("sum over rows", |d| on(d, &[37, 24], 9).sum(&[0], false)),
+        ("max over rows", |d| on(d, &[37, 24], 10).max(&[0], false)),
+    ]
+}
+
+#[test]
+fn packed_kernels_equal_scalar_ones() {
+    for fused in [false, true] {
+        for tile in [4, 16] {
+            let scalar = device(0, tile, fused);
+            for (name, f) in workloads() {
+                let want = f(&scalar).to_vec::<f32>().unwrap();
+                for width in [4, 8, 16] {
+                    let got = f(&device(width, tile, fused)).to_vec::<f32>().unwrap();
+                    let same = got
+                        .iter()
+                        .zip(&want)
+                        .all(|(g, w)| g.to_bits() == w.to_bits());
+                    assert!(
+                        same && got.len() == want.len(),
+                        "{name}: packed to {width} lanes (tiles for {tile}, fused {fused}) \
+                         differs from scalar C"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// The C of `t`'s last kernel, lowered with tiles for `tile` lanes and printed with
+/// `vector_width`.
+fn last_kernel_c(t: &Tensor, tile: usize, vector_width: usize, fused: bool) -> String {
+    let items = schedule(&[t.lazy().contiguous()]).unwrap();
+    let item = items.last().unwrap();
+    let cfg = OptConfig::for_vec_width(tile);
+    let lk = lower_ast(&item.ast, buf_params(item), Some(&cfg), fused).unwrap();
+    render_kernel(&lk, &render_opts(vector_width))
+}
+
+#[test]
+fn tiled_matmuls_and_convs_are_printed_with_vector_types() {
+    picograd::init();
+    let dev = picograd::context::interp();
+    let mm = matmul(&dev, (32, 40, 64));
+    // Unpadded, so the input loads are ungated and consecutive along the width.
+    let cv = conv(&dev, [2, 8, 10, 18], [16, 8, 3, 3], 0);
+    for (name, t, tile, width) in [("matmul", &mm, 16, 16), ("conv", &cv, 8, 8)] {
+        let c = last_kernel_c(t, tile, width, true);
+        for needle in [
+            format!("pg_f32x{width} vec"),
+            format!("pg_fma_f32x{width}("),
+            format!("*(const pg_f32x{width}u *)(data"),
+            format!("*(pg_f32x{width}u *)(data0"),
+        ] {
+            assert!(c.contains(&needle), "{name}: no `{needle}` in\n{c}");
+        }
+        // The prelude's lane-by-lane fallback calls `__builtin_fmaf`; the kernel must not.
+        let body = &c[c.find("\nvoid ").unwrap()..];
+        assert!(
+            !body.contains("__builtin_fmaf("),
+            "{name}: a scalar multiply-add was left in\n{c}"
+        );
+        let plain = last_kernel_c(t, tile, 0, true);
+        assert!(!plain.contains("pg_f32x"), "{name}: vector types while off");
+    }
+}
