@@ -145,3 +145,42 @@ fn tiled_matmuls_and_convs_are_printed_with_vector_types() {
         assert!(!plain.contains("pg_f32x"), "{name}: vector types while off");
     }
 }
+
+/// The packed C compiles warning-free as C99 under `-Wall -Wextra -Werror -pedantic` with every
+/// C compiler on the machine, for the host (`-march=native`, as the Clang device compiles).
+#[test]
+fn packed_c_compiles_warning_free() {
+    picograd::init();
+    let dev = picograd::context::interp();
+    let mm = matmul(&dev, (32, 40, 64));
+    let dir = std::env::temp_dir().join(format!("picograd-vector-types-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut compiled = 0;
+    for width in [4, 8, 16] {
+        for fused in [false, true] {
+            let c = last_kernel_c(&mm, width, width, fused);
+            assert!(
+                c.contains(&format!("pg_f32x{width} vec")),
+                "not packed:\n{c}"
+            );
+            let file = dir.join(format!("k{width}_{fused}.c"));
+            std::fs::write(&file, &c).unwrap();
+            for cc in ["clang", "gcc"] {
+                let out = std::process::Command::new(cc)
+                    .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"])
+                    .args(["-march=native", "-O2", "-c", "-o", "/dev/null"])
+                    .arg(&file)
+                    .output();
+                let Ok(out) = out else { continue };
+                assert!(
+                    out.status.success(),
+                    "{cc}, {width} lanes, fused {fused}:\n{}\n{c}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                compiled += 1;
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(compiled > 0, "no C compiler ran");
+}

@@ -144,29 +144,31 @@ fn helper_text(h: Helper) -> String {
 }
 
 /// The vector types for `w` f32 lanes and their helpers. The unaligned type may alias floats,
-/// so loading through it from a `float *` is defined. The fused multiply-add uses the x86
-/// intrinsic where the compiler targets FMA (one instruction, one rounding, as
-/// `__builtin_fmaf` per lane), else `__builtin_fmaf` lane by lane.
+/// so loading through it from a `float *` is defined. The fused multiply-add is one instruction
+/// where the compiler targets FMA — through a compiler builtin, not `<immintrin.h>`, whose
+/// parsing alone costs more than compiling a small kernel — and `__builtin_fmaf` lane by lane
+/// elsewhere; either way one rounding per lane.
 fn vec_f32_text(w: usize) -> String {
     let (t, bytes) = (format!("pg_f32x{w}"), 4 * w);
     let splat = vec!["s"; w].join(", ");
-    let (guard, intrinsic, x86t) = match w {
-        16 => ("defined(__AVX512F__)", "_mm512_fmadd_ps", "__m512"),
+    let (guard, call) = match w {
+        16 => (
+            "defined(__AVX512F__)",
+            "__builtin_ia32_vfmaddps512_mask(a, b, c, (unsigned short)-1, 4)",
+        ),
         8 => (
             "defined(__FMA__) && defined(__AVX__)",
-            "_mm256_fmadd_ps",
-            "__m256",
+            "__builtin_ia32_vfmaddps256(a, b, c)",
         ),
-        _ => ("defined(__FMA__)", "_mm_fmadd_ps", "__m128"),
+        _ => ("defined(__FMA__)", "__builtin_ia32_vfmaddps(a, b, c)"),
     };
     format!(
-        "#if (defined(__x86_64__) || defined(__i386__)) && ({guard})\n#include <immintrin.h>\n#endif\n\
-         typedef float {t} __attribute__((vector_size({bytes})));\n\
+        "typedef float {t} __attribute__((vector_size({bytes})));\n\
          typedef float {t}u __attribute__((vector_size({bytes}), aligned(4), may_alias));\n\
          {PFX} {t} pg_splat_f32x{w}(float s) {{\n  {t} v = {{{splat}}};\n  return v;\n}}\n\
          {PFX} {t} pg_fma_f32x{w}({t} a, {t} b, {t} c) {{\n\
          #if (defined(__x86_64__) || defined(__i386__)) && ({guard})\n  \
-         return ({t}){intrinsic}(({x86t})a, ({x86t})b, ({x86t})c);\n\
+         return {call};\n\
          #else\n  {t} r = c;\n  int i;\n  \
          for (i = 0; i < {w}; i++) r[i] = __builtin_fmaf(a[i], b[i], c[i]);\n  return r;\n\
          #endif\n}}\n"
