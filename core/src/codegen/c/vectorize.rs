@@ -7,8 +7,8 @@
 //!
 //! Seeds are accumulator chunks: `W` consecutive f32 `DefineAcc`s whose assignments pack lane by
 //! lane. An operand packs when it is the same UOp in every lane (a broadcast), a load of `W`
-//! consecutive elements (one vector load), other loads (kept scalar — a padded input's gated
-//! loads, strided ones — and put together), an accumulator chunk, or an ALU op whose operands
+//! consecutive elements (one vector load, or for a padded input's gated loads the scalar loads
+//! put together), an accumulator chunk, or an ALU op whose operands
 //! pack. Runs of `W` stores to consecutive elements whose values pack become vector stores.
 //!
 //! Invariant: a packed kernel computes bit for bit what the scalar one does. Every lane performs
@@ -40,7 +40,7 @@ pub(super) enum GroupKind {
     Acc(Scalar),
     /// `W` consecutive elements of buffer `buf` from the element at UOp `index`.
     Load { buf: u32, index: u32 },
-    /// The lanes' scalar loads (gated, or not consecutive), put together.
+    /// The lanes' gated scalar loads of consecutive elements, put together.
     Gather,
     /// The op lane by lane.
     Alu(AluOp),
@@ -340,9 +340,7 @@ impl<'a> Packer<'a> {
         }
         let o = match first.kind {
             UOpKind::DefineAcc(_) => self.acc_operand(lanes)?,
-            UOpKind::Load => self.load_operand(lanes).unwrap_or_else(|| {
-                Operand::Vec(self.push_group(GroupKind::Gather, lanes.to_vec(), Vec::new()))
-            }),
+            UOpKind::Load => self.load_operand(lanes)?,
             UOpKind::Alu(op) if lane_wise(op) => {
                 let mut src = Vec::with_capacity(first.src.len());
                 for j in 0..first.src.len() {
@@ -367,10 +365,13 @@ impl<'a> Packer<'a> {
         (self.groups[g as usize].lanes == lanes).then_some(Operand::Vec(g))
     }
 
-    /// Ungated loads of consecutive elements of one buffer.
+    /// Loads of consecutive elements of one buffer: one vector load when ungated; when gated
+    /// (a padded input), the lanes' scalar loads put together. Other loads don't pack: lanes
+    /// mixing rows or channels (a tile wider than the contiguous axis) would gather every
+    /// operand, slower than the narrower packing that the caller tries next.
     fn load_operand(&mut self, lanes: &[u32]) -> Option<Operand> {
         let first = &self.uops[lanes[0] as usize];
-        if first.src.len() != 2 || self.uops[first.src[0] as usize].dtype != DType::F32 {
+        if self.uops[first.src[0] as usize].dtype != DType::F32 {
             return None;
         }
         let buf = first.src[0];
@@ -379,13 +380,22 @@ impl<'a> Packer<'a> {
             let u = &self.uops[l as usize];
             u.src[0] == buf && self.split_index(u.src[1]) == (base, off + k as i64)
         });
-        consecutive.then(|| {
-            let kind = GroupKind::Load {
+        if !consecutive {
+            return None;
+        }
+        let kind = if first.src.len() == 2 {
+            GroupKind::Load {
                 buf,
                 index: first.src[1],
-            };
-            Operand::Vec(self.push_group(kind, lanes.to_vec(), Vec::new()))
-        })
+            }
+        } else {
+            GroupKind::Gather
+        };
+        Some(Operand::Vec(self.push_group(
+            kind,
+            lanes.to_vec(),
+            Vec::new(),
+        )))
     }
 
     /// An index as `(base, constant offset)`: `base + c` and `c + base` peel into the offset; a
