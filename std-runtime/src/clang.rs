@@ -209,7 +209,7 @@ pub struct Clang {
 /// Below about four million operations, waking workers costs more than it saves: a split
 /// kernel waits for a worker's wake-up (tens of µs on a shared or virtual machine), longer than
 /// a matrix-vector product of an MLP layer at batch 1 (784×512: about 1.2M) takes on one core.
-const MIN_SPLIT_WORK: u64 = 1 << 22;
+const MIN_SPLIT_WORK: u64 = 1 << 20;
 
 impl Clang {
     /// A Clang device using the process's shared compiler. Errors when no C compiler is found.
