@@ -979,3 +979,154 @@ void E_n_entry(void **bufs, const int32_t *vars) {
 "#;
     assert_eq!(got, want, "\n{got}");
 }
+
+// ---------------------------------------------------------------- packed lanes
+
+/// A register tile as the linearizer makes one: per row `r`, four accumulators (lanes
+/// `l = 0..4`) folding `x[r][j][l] * w[j]` over `j` — unfused (`MulAcc`) and fused (`Fma`) —
+/// then stored to consecutive elements, and once more through a ReLU (not packable: read lane
+/// by lane).
+fn packed_tile() -> (LinearKernel, Vec<f32>, Vec<f32>) {
+    const ROWS: usize = 2;
+    const J: usize = 5;
+    let mut b = Kb::default();
+    let outs: Vec<u32> = (0..3)
+        .map(|_| b.global(DType::F32, ROWS * 4, true))
+        .collect();
+    let (x, w) = (
+        b.global(DType::F32, ROWS * J * 4, false),
+        b.global(DType::F32, J, false),
+    );
+    let (z, rows, js) = (b.int(0), b.int(ROWS as i64), b.int(J as i64));
+    let (four, twenty) = (b.int(4), b.int((J * 4) as i64));
+    let fz = b.cst(Scalar::zero(DType::F32));
+    let r = b.lp(z, rows);
+    let acc = |b: &mut Kb| {
+        b.push(
+            UOpKind::DefineAcc(Scalar::zero(DType::F32)),
+            DType::F32,
+            &[],
+        )
+    };
+    let unfused: Vec<u32> = (0..4).map(|_| acc(&mut b)).collect();
+    let fused: Vec<u32> = (0..4).map(|_| acc(&mut b)).collect();
+    let j = b.lp(z, js);
+    let row = b.alu(AluOp::Mul, DType::I32, &[r, twenty]);
+    let col = b.alu(AluOp::Mul, DType::I32, &[j, four]);
+    let base = b.alu(AluOp::Add, DType::I32, &[row, col]);
+    let wj = b.load(w, &[j]);
+    for l in 0..4 {
+        let off = b.int(l as i64);
+        let i = b.alu(AluOp::Add, DType::I32, &[base, off]);
+        let xl = b.load(x, &[i]);
+        let m = b.alu(AluOp::MulAcc, DType::F32, &[xl, wj, unfused[l]]);
+        b.push(UOpKind::Assign, DType::F32, &[unfused[l], m]);
+        let f = b.alu(AluOp::Fma, DType::F32, &[xl, wj, fused[l]]);
+        b.push(UOpKind::Assign, DType::F32, &[fused[l], f]);
+    }
+    b.end(j);
+    let obase = b.alu(AluOp::Mul, DType::I32, &[r, four]);
+    for l in 0..4 {
+        let off = b.int(l as i64);
+        let o = b.alu(AluOp::Add, DType::I32, &[obase, off]);
+        b.store(outs[0], o, unfused[l]);
+        let relu = b.alu(AluOp::Max, DType::F32, &[unfused[l], fz]);
+        b.store(outs[1], o, relu);
+        b.store(outs[2], o, fused[l]);
+    }
+    b.end(r);
+    let xs: Vec<f32> = (0..ROWS * J * 4)
+        .map(|i| ((i * 37 % 23) as f32 - 11.0) * 0.37 + 1e-3)
+        .collect();
+    let ws: Vec<f32> = (0..J).map(|i| (i as f32 - 2.2) * 0.71).collect();
+    (b.build("r_packed"), xs, ws)
+}
+
+/// The packed tile computes, lane by lane, the scalar contract: two roundings per `MulAcc`,
+/// one per `Fma`, in the reduce's order (clang and gcc; without `-march`, so the FMA helper's
+/// lane-by-lane fallback runs).
+#[test]
+fn packed_lanes_compute_the_contract() {
+    let (k, xs, ws) = packed_tile();
+    let (mut unfused, mut relu, mut fused) = (vec![], vec![], vec![]);
+    for r in 0..2 {
+        for l in 0..4 {
+            let (mut a, mut f) = (0.0f32, 0.0f32);
+            for (j, w) in ws.iter().enumerate() {
+                let x = xs[(r * ws.len() + j) * 4 + l];
+                a = x * w + a;
+                f = x.mul_add(*w, f);
+            }
+            unfused.push(a);
+            relu.push(pg_max(a, 0.0));
+            fused.push(f);
+        }
+    }
+    let case = Case {
+        kernel: k,
+        init: vec![sentinel(8, DType::F32); 3]
+            .into_iter()
+            .chain([f32s(&xs), f32s(&ws)])
+            .collect(),
+        vars: vec![],
+        want: vec![f32s(&unfused), f32s(&relu), f32s(&fused)],
+    };
+    let opts = CRenderOpts {
+        vector_width: 4,
+        ..CRenderOpts::default()
+    };
+    check_cases(&[case], &opts, "", "packed");
+}
+
+/// The packed tile's C, pinned: accumulators, one vector load per `j`, the broadcast weight,
+/// vector multiply-adds, a vector store, and the ReLU reading accumulator lanes.
+#[test]
+fn golden_packed_tile() {
+    let (k, _, _) = packed_tile();
+    let opts = CRenderOpts {
+        vector_width: 4,
+        ..CRenderOpts::default()
+    };
+    let got = render_kernel(&k, &opts);
+    let body = &got[got.find("void r_packed(").unwrap()..];
+    let want = r#"void r_packed(float *restrict data0, float *restrict data1, float *restrict data2, const float *restrict data3, const float *restrict data4) {
+  for (int32_t ridx0 = 0; ridx0 < 2; ridx0++) {
+    pg_f32x4 vec0 = {0.0f, 0.0f, 0.0f, 0.0f};
+    pg_f32x4 vec4 = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int32_t ridx1 = 0; ridx1 < 5; ridx1++) {
+      const int32_t val21 = ridx0 * 20;
+      const int32_t val22 = ridx1 * 4;
+      const int32_t val23 = val21 + val22;
+      const float val24 = data4[ridx1];
+      const int32_t val26 = val23 + 0;
+      const pg_f32x4 vec1 = *(const pg_f32x4u *)(data3 + val26);
+      const pg_f32x4 vec2 = vec1 * val24 + vec0;
+      vec0 = vec2;
+      const pg_f32x4 vec5 = pg_fma_f32x4(vec1, pg_splat_f32x4(val24), vec4);
+      vec4 = vec5;
+    }
+    const int32_t val54 = ridx0 * 4;
+    const int32_t val56 = val54 + 0;
+    const float val58 = (vec0[0] > 0.0f || vec0[0] != vec0[0]) ? vec0[0] : 0.0f;
+    data1[val56] = val58;
+    const int32_t val62 = val54 + 1;
+    const float val64 = (vec0[1] > 0.0f || vec0[1] != vec0[1]) ? vec0[1] : 0.0f;
+    data1[val62] = val64;
+    const int32_t val68 = val54 + 2;
+    const float val70 = (vec0[2] > 0.0f || vec0[2] != vec0[2]) ? vec0[2] : 0.0f;
+    data1[val68] = val70;
+    const int32_t val74 = val54 + 3;
+    *(pg_f32x4u *)(data0 + val56) = vec0;
+    const float val76 = (vec0[3] > 0.0f || vec0[3] != vec0[3]) ? vec0[3] : 0.0f;
+    data1[val74] = val76;
+    *(pg_f32x4u *)(data2 + val56) = vec4;
+  }
+}
+
+void r_packed_entry(void **bufs, const int32_t *vars) {
+  (void)vars;
+  r_packed((float *)bufs[0], (float *)bufs[1], (float *)bufs[2], (const float *)bufs[3], (const float *)bufs[4]);
+}
+"#;
+    assert_eq!(body, want, "\n{body}");
+}

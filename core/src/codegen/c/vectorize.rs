@@ -246,7 +246,9 @@ impl<'a> Packer<'a> {
             })
             .collect();
         let n = per_lane[0].len();
-        if per_lane.iter().any(|l| l.len() != n) {
+        // An assignment's own value read elsewhere would name a replaced UOp.
+        let read = |a: &u32| !self.users[*a as usize].is_empty();
+        if per_lane.iter().any(|l| l.len() != n || l.iter().any(read)) {
             return None;
         }
         let mut assign_groups = Vec::with_capacity(n);
@@ -422,16 +424,28 @@ impl<'a> Packer<'a> {
 
     // ---- stores ----
 
+    /// Packs runs of stores to consecutive elements, taking each buffer's stores in order
+    /// (a kernel with several outputs interleaves them).
     fn pack_stores(&mut self, widths: &[usize]) {
-        let stores: Vec<u32> = (0..self.uops.len() as u32)
-            .filter(|&i| self.uops[i as usize].kind == UOpKind::Store)
-            .collect();
-        let mut j = 0;
-        while j < stores.len() {
-            let packed = widths
-                .iter()
-                .find(|&&w| j + w <= stores.len() && self.try_store_run(&stores[j..j + w]));
-            j += packed.copied().unwrap_or(1);
+        let mut by_buf: Vec<(u32, Vec<u32>)> = Vec::new();
+        for i in 0..self.uops.len() as u32 {
+            let u = &self.uops[i as usize];
+            if u.kind != UOpKind::Store {
+                continue;
+            }
+            match by_buf.iter_mut().find(|(b, _)| *b == u.src[0]) {
+                Some((_, list)) => list.push(i),
+                None => by_buf.push((u.src[0], vec![i])),
+            }
+        }
+        for (_, stores) in by_buf {
+            let mut j = 0;
+            while j < stores.len() {
+                let packed = widths
+                    .iter()
+                    .find(|&&w| j + w <= stores.len() && self.try_store_run(&stores[j..j + w]));
+                j += packed.copied().unwrap_or(1);
+            }
         }
     }
 
