@@ -1054,7 +1054,7 @@ fn packed_lanes_compute_the_contract() {
             let (mut a, mut f) = (0.0f32, 0.0f32);
             for (j, w) in ws.iter().enumerate() {
                 let x = xs[(r * ws.len() + j) * 4 + l];
-                a = x * w + a;
+                a += x * w;
                 f = x.mul_add(*w, f);
             }
             unfused.push(a);
