@@ -46,6 +46,7 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
     let mut rows = vec![
         matmul_row(1, child_time("--matmul")?, &run_python(&["1"])),
         matmul_row(threads, best(3, matmul_once)?, &peers),
+        big_matmul_row(threads, &peers)?,
         conv_row(threads, &peers)?,
     ];
     rows.extend(elementwise_rows(&peers)?);
@@ -241,6 +242,22 @@ fn matmul_row(threads: usize, secs: f64, peers: &Peers) -> Row {
         ours,
         peers: p,
     }
+}
+
+/// Information row: a 2048² product, which goes through cache-blocked panels of `b`.
+fn big_matmul_row(threads: usize, peers: &Peers) -> Result<Row> {
+    let (a, b) = (rand(&[2048, 2048], 11)?, rand(&[2048, 2048], 12)?);
+    let secs = best(3, || a.matmul(&b).realize().map(|_| ()))?;
+    let gflop = 2.0 * 2048f64.powi(3) / 1e9;
+    let ours = gflop / secs;
+    Ok(Row {
+        name: format!("matmul 2048² (panels), {threads} thr"),
+        unit: "GFLOP/s",
+        ours,
+        peers: throughput_peer(peers, "numpy_matmul2048_s", gflop, 0.0, "numpy", ours)
+            .into_iter()
+            .collect(),
+    })
 }
 
 fn conv_row(threads: usize, peers: &Peers) -> Result<Row> {
