@@ -244,20 +244,34 @@ fn matmul_row(threads: usize, secs: f64, peers: &Peers) -> Row {
     }
 }
 
-/// Information row: a 2048² product, which goes through cache-blocked panels of `b`.
-fn big_matmul_row(threads: usize, peers: &Peers) -> Result<Row> {
-    let (a, b) = (rand(&[2048, 2048], 11)?, rand(&[2048, 2048], 12)?);
-    let secs = best(3, || a.matmul(&b).realize().map(|_| ()))?;
-    let gflop = 2.0 * 2048f64.powi(3) / 1e9;
-    let ours = gflop / secs;
+/// A GFLOP/s row: `gflop` of work timed by `run` (best of 3), against one peer's time `key`.
+fn gflops_row(
+    name: String,
+    gflop: f64,
+    run: impl Fn() -> Result<()>,
+    peer: (&Peers, &str, &'static str, f64),
+) -> Result<Row> {
+    let ours = gflop / best(3, run)?;
+    let (peers, key, who, goal) = peer;
     Ok(Row {
-        name: format!("matmul 2048² (panels), {threads} thr"),
+        name,
         unit: "GFLOP/s",
         ours,
-        peers: throughput_peer(peers, "numpy_matmul2048_s", gflop, 0.0, "numpy", ours)
+        peers: throughput_peer(peers, key, gflop, goal, who, ours)
             .into_iter()
             .collect(),
     })
+}
+
+/// Information row: a 2048² product, which goes through cache-blocked panels of `b`.
+fn big_matmul_row(threads: usize, peers: &Peers) -> Result<Row> {
+    let (a, b) = (rand(&[2048, 2048], 11)?, rand(&[2048, 2048], 12)?);
+    gflops_row(
+        format!("matmul 2048² (panels), {threads} thr"),
+        2.0 * 2048f64.powi(3) / 1e9,
+        || a.matmul(&b).realize().map(|_| ()),
+        (peers, "numpy_matmul2048_s", "numpy", 0.0),
+    )
 }
 
 fn conv_row(threads: usize, peers: &Peers) -> Result<Row> {
@@ -267,17 +281,12 @@ fn conv_row(threads: usize, peers: &Peers) -> Result<Row> {
         padding: Padding::All(1),
         ..ConvOpts::default()
     };
-    let secs = best(3, || x.conv2d(&w, None, &opts).realize().map(|_| ()))?;
-    let gflop = 2.0 * 16.0 * 64.0 * 56.0 * 56.0 * 64.0 * 9.0 / 1e9;
-    let ours = gflop / secs;
-    Ok(Row {
-        name: format!("conv 3×3 64→64 56² b16, {threads} thr"),
-        unit: "GFLOP/s",
-        ours,
-        peers: throughput_peer(peers, "ort_conv_s", gflop, 0.7, "onnxruntime", ours)
-            .into_iter()
-            .collect(),
-    })
+    gflops_row(
+        format!("conv 3×3 64→64 56² b16, {threads} thr"),
+        2.0 * 16.0 * 64.0 * 56.0 * 56.0 * 64.0 * 9.0 / 1e9,
+        || x.conv2d(&w, None, &opts).realize().map(|_| ()),
+        (peers, "ort_conv_s", "onnxruntime", 0.7),
+    )
 }
 
 /// Memory bandwidth as this process sees it: a 64 MB copy (read + write), best of 5.

@@ -203,7 +203,7 @@ impl<'a> Writer<'a> {
             opts,
             needs,
             names: vec![String::new(); k.uops.len()],
-            live: liveness(&k.uops),
+            live: liveness(&k.uops, None),
             range: int_ranges(&k.uops),
             out: String::new(),
             depth: 1,
@@ -233,7 +233,7 @@ impl<'a> Writer<'a> {
             self.pack = vectorize::pack(&self.k.uops, self.opts.vector_width);
         }
         if let Some(p) = &self.pack {
-            self.live = vectorize::scalar_liveness(&self.k.uops, p);
+            self.live = liveness(&self.k.uops, Some(p));
         }
         self.void_unused_params();
         for i in 0..self.k.uops.len() {
@@ -915,15 +915,25 @@ fn straight_line_multi_store_loops(uops: &[UOp]) -> Vec<bool> {
     marked
 }
 
-/// Which UOps must be rendered: stores and loops, and everything they depend on. An `Assign` is
-/// needed when its accumulator is read by something needed (iterated to a fixpoint, because a
-/// read earlier in a loop sees the previous iteration's assignment).
-fn liveness(uops: &[UOp]) -> Vec<bool> {
+/// Which UOps must be rendered as scalars: stores and loops, and everything they depend on. An
+/// `Assign` is needed when its accumulator is read by something needed (iterated to a fixpoint,
+/// because a read earlier in a loop sees the previous iteration's assignment). With a packing,
+/// the scalars its groups read are needed too, UOps a group prints are not, and accumulator
+/// lanes (read through their group's vector) are not.
+fn liveness(uops: &[UOp], pack: Option<&Packing>) -> Vec<bool> {
     let mut live = vec![false; uops.len()];
+    for u in pack.map(Packing::needed).unwrap_or_default() {
+        live[u as usize] = true;
+    }
+    let replaced = |i: usize| pack.is_some_and(|p| p.replaced[i]);
+    let acc_lane = |i: usize| pack.is_some_and(|p| p.acc_lane[i].is_some());
     loop {
         let mut changed = false;
         for i in (0..uops.len()).rev() {
             let u = &uops[i];
+            if replaced(i) {
+                continue;
+            }
             let root = matches!(u.kind, UOpKind::Store | UOpKind::Loop | UOpKind::EndLoop);
             let assign = u.kind == UOpKind::Assign && live[u.src[0] as usize];
             if (root || assign) && !live[i] {
@@ -931,7 +941,7 @@ fn liveness(uops: &[UOp]) -> Vec<bool> {
                 changed = true;
             }
             if live[i] {
-                for &s in &u.src {
+                for &s in u.src.iter().filter(|&&s| !acc_lane(s as usize)) {
                     changed |= !live[s as usize];
                     live[s as usize] = true;
                 }

@@ -197,11 +197,22 @@ impl<'a> Packer<'a> {
         let accs: Vec<u32> = (0..self.uops.len() as u32)
             .filter(|&i| matches!(self.uops[i as usize].kind, UOpKind::DefineAcc(_)))
             .collect();
+        self.pack_runs(&accs, widths, Self::try_chunk);
+    }
+
+    /// Packs `items` in runs: at each position the widest run `try_run` accepts, else moves on
+    /// by one.
+    fn pack_runs(
+        &mut self,
+        items: &[u32],
+        widths: &[usize],
+        try_run: fn(&mut Self, &[u32]) -> bool,
+    ) {
         let mut j = 0;
-        while j < accs.len() {
+        while j < items.len() {
             let packed = widths
                 .iter()
-                .find(|&&w| j + w <= accs.len() && self.try_chunk(&accs[j..j + w]));
+                .find(|&&w| j + w <= items.len() && try_run(self, &items[j..j + w]));
             j += packed.copied().unwrap_or(1);
         }
     }
@@ -439,13 +450,7 @@ impl<'a> Packer<'a> {
             }
         }
         for (_, stores) in by_buf {
-            let mut j = 0;
-            while j < stores.len() {
-                let packed = widths
-                    .iter()
-                    .find(|&&w| j + w <= stores.len() && self.try_store_run(&stores[j..j + w]));
-                j += packed.copied().unwrap_or(1);
-            }
+            self.pack_runs(&stores, widths, Self::try_store_run);
         }
     }
 
@@ -504,7 +509,7 @@ impl<'a> Packer<'a> {
             replaced,
             acc_lane: self.acc_lane.clone(),
         };
-        let live = scalar_liveness(self.uops, &packing);
+        let live = super::liveness(self.uops, Some(&packing));
         let scalar_reads_agree = (0..n).filter(|&i| live[i]).all(|i| {
             self.uops[i]
                 .src
@@ -527,41 +532,4 @@ fn lane_wise(op: AluOp) -> bool {
         op,
         AluOp::Add | AluOp::Sub | AluOp::Mul | AluOp::Div | AluOp::Neg | AluOp::MulAcc | AluOp::Fma
     )
-}
-
-/// Which UOps are rendered as scalars: loops, unpacked stores, the scalars groups read, and
-/// everything those depend on — except accumulator lanes (read through their group) and UOps a
-/// group prints. An unpacked `Assign` is needed when its accumulator is (iterated to a
-/// fixpoint, as a read early in a loop sees the previous iteration's assignment).
-pub(super) fn scalar_liveness(uops: &[UOp], p: &Packing) -> Vec<bool> {
-    let mut live = vec![false; uops.len()];
-    for u in p.needed() {
-        live[u as usize] = true;
-    }
-    loop {
-        let mut changed = false;
-        for i in (0..uops.len()).rev() {
-            let u = &uops[i];
-            if p.replaced[i] {
-                continue;
-            }
-            let root = matches!(u.kind, UOpKind::Store | UOpKind::Loop | UOpKind::EndLoop);
-            let assign = u.kind == UOpKind::Assign && live[u.src[0] as usize];
-            if (root || assign) && !live[i] {
-                live[i] = true;
-                changed = true;
-            }
-            if live[i] {
-                for &s in &u.src {
-                    if p.acc_lane[s as usize].is_none() && !live[s as usize] {
-                        live[s as usize] = true;
-                        changed = true;
-                    }
-                }
-            }
-        }
-        if !changed {
-            return live;
-        }
-    }
 }
