@@ -513,3 +513,41 @@ fn shards_on_two_backends_agree_with_one() {
         x.mul(&x).sub(1.0).sum(&[1], false).to_vec::<f32>().unwrap()
     );
 }
+
+/// Kernel outputs reuse freed large blocks without zeroing them first (the kernel writes every
+/// element): results computed into a block full of stale values still match the interpreter bit
+/// for bit (exact ops only), including a padded output whose zeros the kernel itself writes and
+/// a reduce; a zero-filled tensor (no kernel) still comes back zeroed.
+#[test]
+fn outputs_in_recycled_blocks_agree() {
+    // 100_003 f32 (a prime count) is above the host allocator's 256 KiB reuse threshold.
+    let n = 100_003usize;
+    let xs: Vec<f32> = (0..n).map(|i| (i % 1000) as f32 * 0.5 - 250.0).collect();
+    let results = |dev: &Arc<dyn Device>| {
+        let x = Tensor::try_from_slice_on(&xs, &[n], dev).unwrap();
+        let mut out = Vec::new();
+        for round in 0..3 {
+            // A block of stale nonzero values, freed before the next outputs are allocated.
+            let stale = x.mul(7.0).add(round as f64 + 1.0);
+            stale.realize().unwrap();
+            drop(stale);
+            let padded = x.shrink(&[(0, n - 8)]).pad(&[(3, 5)]).add(1.0);
+            out.push(padded.to_vec::<f32>().unwrap());
+            let rows = x
+                .shrink(&[(0, n - 3)])
+                .reshape(&[(n - 3) as isize / 100, 100]);
+            out.push(rows.sum(&[1], false).to_vec::<f32>().unwrap());
+            x.mul(3.0).realize().unwrap();
+            out.push(x.zeros_like().contiguous().to_vec::<f32>().unwrap());
+        }
+        out
+    };
+    let (interp, clang) = (results(&picograd::context::interp()), results(&clang()));
+    let bits = |v: &[Vec<f32>]| {
+        v.iter()
+            .map(|r| r.iter().map(|x| x.to_bits()).collect::<Vec<_>>())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(bits(&clang), bits(&interp));
+    assert!(clang[2].iter().all(|&z| z.to_bits() == 0));
+}

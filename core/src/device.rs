@@ -23,6 +23,13 @@ pub struct BufId(pub u64);
 pub trait Allocator: Send + Sync {
     /// Allocates `bytes` bytes (zeroed), aligned for any dtype.
     fn alloc(&self, bytes: usize) -> Result<BufId>;
+    /// Allocates `bytes` bytes like [`Allocator::alloc`], but its contents may be anything (stale
+    /// bytes of a freed buffer): for a buffer the caller writes entirely before reading it, such
+    /// as a kernel's output, so an allocator that recycles memory need not zero it first (64 MB
+    /// of zeroing cost a third of an elementwise kernel's time). The default zeroes.
+    fn alloc_for_overwrite(&self, bytes: usize) -> Result<BufId> {
+        self.alloc(bytes)
+    }
     /// Copies `src` into the start of buffer `b`.
     fn copy_in(&self, b: BufId, src: &[u8]) -> Result<()>;
     /// Copies the start of buffer `b` into `dst`.
@@ -85,12 +92,33 @@ pub struct Buffer {
 }
 
 impl Buffer {
-    /// Allocates room for `len` elements of `dtype` on `device`.
+    /// Allocates room for `len` elements of `dtype` on `device`, zeroed.
     pub fn new(device: Arc<dyn Device>, dtype: DType, len: usize) -> Result<Buffer> {
+        Buffer::allocate(device, dtype, len, false)
+    }
+
+    /// Allocates room for `len` elements of `dtype` on `device` with unspecified contents, for
+    /// a caller that writes every element before anything reads one
+    /// ([`Allocator::alloc_for_overwrite`]).
+    pub fn for_overwrite(device: Arc<dyn Device>, dtype: DType, len: usize) -> Result<Buffer> {
+        Buffer::allocate(device, dtype, len, true)
+    }
+
+    fn allocate(
+        device: Arc<dyn Device>,
+        dtype: DType,
+        len: usize,
+        overwrite: bool,
+    ) -> Result<Buffer> {
         let bytes = len
             .checked_mul(dtype.itemsize())
             .ok_or_else(|| crate::Error::overflow(alloc::format!("buffer of {len} x {dtype}")))?;
-        let id = device.allocator().alloc(bytes.max(1))?;
+        let a = device.allocator();
+        let id = if overwrite {
+            a.alloc_for_overwrite(bytes.max(1))?
+        } else {
+            a.alloc(bytes.max(1))?
+        };
         Ok(Buffer {
             device,
             id,

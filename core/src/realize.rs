@@ -287,11 +287,18 @@ fn run_kernel(item: &ScheduleItem) -> Result<Ran> {
         Some((LazyOp::Assign, srcs)) => srcs[0]
             .realized()
             .ok_or_else(|| Error::Device("assign: the target is not realized".into()))?,
-        _ => Arc::new(Buffer::new(
-            device.clone(),
-            item.out.dtype(),
-            max_size(item.out.shape()),
-        )?),
+        _ => {
+            let (dtype, len) = (item.out.dtype(), max_size(item.out.shape()));
+            // The kernel stores every element of a concretely shaped output (its store view is
+            // the output's contiguous shape), so that buffer need not be zeroed first; a
+            // symbolic shape allocates for its bound maximum and may write less.
+            let out = if item.out.shape().iter().all(|d| d.is_const()) {
+                Buffer::for_overwrite(device.clone(), dtype, len)?
+            } else {
+                Buffer::new(device.clone(), dtype, len)?
+            };
+            Arc::new(out)
+        }
     };
     let mut ids = alloc::vec![out.id()];
     for b in &item.inputs {

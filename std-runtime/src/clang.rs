@@ -5,9 +5,10 @@
 //! Invariants: a buffer's memory never moves while it is allocated (programs receive raw pointers
 //! to it), and it is 64-byte aligned so any dtype and vector load is aligned. A kernel compiled
 //! in a batch is never compiled again alone by the same device: its stand-alone source maps to
-//! the batch's library. Large freed blocks are kept for reuse (zeroed again when handed out): a
-//! fresh large allocation is mapped memory whose every page faults on first touch, which made a
-//! 64 MB elementwise output ~5× slower to write than reused memory.
+//! the batch's library. Large freed blocks are kept for reuse (zeroed again when handed out,
+//! except to a kernel's output, which the kernel overwrites entirely): a fresh large allocation
+//! is mapped memory whose every page faults on first touch, which made a 64 MB elementwise
+//! output ~5× slower to write than reused memory.
 
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::collections::{BTreeMap, HashMap};
@@ -91,8 +92,8 @@ impl HostAllocator {
             .collect()
     }
 
-    /// A kept block of exactly `layout`'s size, zeroed, if there is one.
-    fn reuse(&self, layout: Layout) -> Option<Block> {
+    /// A kept block of exactly `layout`'s size, zeroed unless `overwrite`, if there is one.
+    fn reuse(&self, layout: Layout, overwrite: bool) -> Option<Block> {
         if layout.size() < SPARE_MIN {
             return None;
         }
@@ -100,8 +101,10 @@ impl HostAllocator {
         let blk = spare.by_size.get_mut(&layout.size())?.pop()?;
         spare.bytes -= layout.size();
         drop(spare);
-        // SAFETY: the block is `layout.size()` bytes of memory nobody else references.
-        unsafe { std::ptr::write_bytes(blk.ptr, 0, layout.size()) };
+        if !overwrite {
+            // SAFETY: the block is `layout.size()` bytes of memory nobody else references.
+            unsafe { std::ptr::write_bytes(blk.ptr, 0, layout.size()) };
+        }
         Some(blk)
     }
 
@@ -118,13 +121,13 @@ impl HostAllocator {
         spare.by_size.entry(size).or_default().push(blk);
         None
     }
-}
 
-impl Allocator for HostAllocator {
-    fn alloc(&self, bytes: usize) -> Result<BufId> {
+    /// A block of `bytes`: a kept one (zeroed unless `overwrite`) or fresh zeroed memory. Every
+    /// byte of either is initialized: blocks are born zeroed and only ever written.
+    fn alloc_block(&self, bytes: usize, overwrite: bool) -> Result<BufId> {
         let layout = Layout::from_size_align(bytes.max(1), ALIGN)
             .map_err(|e| Error::Device(format!("alloc {bytes} bytes: {e}")))?;
-        let blk = match self.reuse(layout) {
+        let blk = match self.reuse(layout, overwrite) {
             Some(blk) => blk,
             None => {
                 // SAFETY: the layout has non-zero size.
@@ -143,6 +146,17 @@ impl Allocator for HostAllocator {
             .map_err(|_| Error::Device("host allocator lock poisoned".into()))?
             .insert(id, blk);
         Ok(BufId(id))
+    }
+}
+
+impl Allocator for HostAllocator {
+    fn alloc(&self, bytes: usize) -> Result<BufId> {
+        self.alloc_block(bytes, false)
+    }
+
+    /// Reuses a kept block as it is: a kernel output is written entirely anyway.
+    fn alloc_for_overwrite(&self, bytes: usize) -> Result<BufId> {
+        self.alloc_block(bytes, true)
     }
 
     fn copy_in(&self, b: BufId, src: &[u8]) -> Result<()> {
@@ -544,7 +558,8 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 mod tests {
     use super::*;
 
-    /// A reused large block is handed out zeroed, like a fresh one, and is really reused.
+    /// A reused large block is handed out zeroed, like a fresh one, and is really reused; for a
+    /// kernel output ([`Allocator::alloc_for_overwrite`]) it is reused too.
     #[test]
     fn reused_blocks_come_back_zeroed() {
         let a = HostAllocator::default();
@@ -557,6 +572,19 @@ mod tests {
         assert_eq!(a.ptrs(&[c]).unwrap()[0], first, "the freed block is reused");
         let mut out = vec![1u8; n];
         a.copy_out(c, &mut out).unwrap();
+        assert!(out.iter().all(|&x| x == 0));
+        // A kernel output takes the kept block as it is; freed again, it comes back zeroed.
+        a.copy_in(c, &vec![0xcdu8; n]).unwrap();
+        a.free(c);
+        let d = a.alloc_for_overwrite(n).unwrap();
+        assert_eq!(
+            a.ptrs(&[d]).unwrap()[0],
+            first,
+            "reused for a kernel output"
+        );
+        a.free(d);
+        let e = a.alloc(n).unwrap();
+        a.copy_out(e, &mut out).unwrap();
         assert!(out.iter().all(|&x| x == 0));
         // Small blocks go back to the system allocator.
         let s = a.alloc(64).unwrap();
