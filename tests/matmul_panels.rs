@@ -21,8 +21,14 @@ fn plain(a: &Tensor, b: &Tensor) -> Tensor {
     a3.mul(&b3).sum(&[-1], false)
 }
 
-/// (n, k, m): odd row counts and a prime reduce length, all with `b` of at least 4 Mi elements.
-const SHAPES: [(usize, usize, usize); 3] = [(64, 4099, 1024), (97, 2048, 2048), (130, 1031, 4096)];
+/// (n, k, m): odd row counts and prime reduce lengths, all with `b` of at least 1 Mi elements
+/// and `m` a multiple of the panel width.
+const SHAPES: [(usize, usize, usize); 4] = [
+    (64, 4099, 1024),
+    (97, 2048, 2048),
+    (130, 1031, 4096),
+    (333, 1500, 1024),
+];
 
 #[test]
 fn panel_matmul_is_the_plain_sum_bit_for_bit() {
