@@ -8,6 +8,8 @@
 
 use std::sync::Arc;
 
+use proptest::prelude::*;
+
 use picograd::codegen::c::{render_kernel, CRenderOpts};
 use picograd::codegen::opt::OptConfig;
 use picograd::device::Device;
@@ -104,6 +106,36 @@ fn packed_kernels_equal_scalar_ones() {
                     );
                 }
             }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// Random matmul-shaped kernels (some with `b` transposed, a bias and a ReLU after the
+    /// reduce) under random tiles: packed to 16 lanes equals scalar C bit for bit.
+    #[test]
+    fn random_matmuls_pack_bit_identically(
+        m in 1usize..40, k in 1usize..40, n in 1usize..70,
+        transposed in any::<bool>(), epilogue in any::<bool>(), fused in any::<bool>(),
+        tile in prop::sample::select(vec![4usize, 8, 16]),
+    ) {
+        let run = |width: usize| {
+            let d = device(width, tile, fused);
+            let b = if transposed {
+                on(&d, &[n, k], 2).transpose(0, 1)
+            } else {
+                on(&d, &[k, n], 2)
+            };
+            let y = on(&d, &[m, k], 1).matmul(&b);
+            let y = if epilogue { y.add(on(&d, &[n], 3)).relu() } else { y };
+            y.to_vec::<f32>().unwrap()
+        };
+        let (packed, scalar) = (run(16), run(0));
+        prop_assert_eq!(packed.len(), scalar.len());
+        for (i, (p, s)) in packed.iter().zip(&scalar).enumerate() {
+            prop_assert_eq!(p.to_bits(), s.to_bits(), "[{}]: {} vs {}", i, p, s);
         }
     }
 }
