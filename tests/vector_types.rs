@@ -216,3 +216,50 @@ fn packed_c_compiles_warning_free() {
     let _ = std::fs::remove_dir_all(&dir);
     assert!(compiled > 0, "no C compiler ran");
 }
+
+/// A large conv (input of at least 256 Ki elements, 32 output channels) reads its weights
+/// through 16-channel panels and gets the channel-lane tile: each multiply-add is a broadcast
+/// input pixel times a vector of consecutive channels' weights. It computes bit for bit what the
+/// unoptimized kernels compute, and agrees with an f64 convolution.
+#[test]
+fn large_convs_use_channel_panels_and_stay_exact() {
+    picograd::init();
+    let (ci, co, h, w) = (16, 32, 130, 128);
+    let dev = device(16, 16, true);
+    let y = conv(&dev, [1, ci, h, w], [co, ci, 3, 3], 1);
+    let c = last_kernel_c(&y, 16, 16, true);
+    assert!(
+        c.contains("pg_fma_f32x16(pg_splat_f32x16("),
+        "no channel-lane tile in\n{c}"
+    );
+    let got = y.to_vec::<f32>().unwrap();
+    let plain = picograd::runtime::Clang::new()
+        .unwrap()
+        .with_opt_config(None)
+        .with_fused_mulacc(true);
+    let plain: Arc<dyn Device> = Arc::new(plain);
+    let want = conv(&plain, [1, ci, h, w], [co, ci, 3, 3], 1)
+        .to_vec::<f32>()
+        .unwrap();
+    assert_eq!(got.len(), co * h * w);
+    for (i, (g, p)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(g.to_bits(), p.to_bits(), "[{i}]: {g} vs unoptimized {p}");
+    }
+    let (x, wt, b) = (data(ci * h * w, 3), data(co * ci * 9, 4), data(co, 5));
+    for idx in (0..got.len()).step_by(1013) {
+        let (o, oy, ox) = (idx / (h * w), idx / w % h, idx % w);
+        let mut s = f64::from(b[o]);
+        for (c_, ky, kx) in (0..ci).flat_map(|c_| (0..9).map(move |t| (c_, t / 3, t % 3))) {
+            let (iy, ix) = ((oy + ky) as isize - 1, (ox + kx) as isize - 1);
+            if (0..h as isize).contains(&iy) && (0..w as isize).contains(&ix) {
+                let xv = x[(c_ * h + iy as usize) * w + ix as usize];
+                s += f64::from(xv) * f64::from(wt[(o * ci + c_) * 9 + ky * 3 + kx]);
+            }
+        }
+        assert!(
+            (f64::from(got[idx]) - s).abs() <= 1e-4,
+            "[{idx}]: {} vs f64 {s}",
+            got[idx]
+        );
+    }
+}

@@ -121,6 +121,34 @@ fn padded_input(x: &Tensor, p: &[(i64, i64)]) -> Result<Tensor> {
     })
 }
 
+/// Output channels per weight panel: one AVX-512 vector of f32.
+const CHANNEL_PANEL: usize = 16;
+
+/// A large conv's weight `[cout, cin, k..]` read through a copy laid out in panels of
+/// [`CHANNEL_PANEL`] output channels, `[cout / 16, cin·k.., 16]`, viewed back as `[cout, cin,
+/// k..]`: the conv kernel then loads a vector of consecutive channels' weights per tap and
+/// multiplies it by one broadcast input pixel (`codegen/opt_conv.rs`). Taken when the conv has
+/// one group, `cout` is a multiple of 16 and the input side is large (`work`, batch × channels ×
+/// output pixels, at least [`PAD_COPY_MIN_ELEMENTS`] — so microcontroller models keep their
+/// layout and arena). The copy is a [`Tensor::contiguous`]: gradients pass straight through.
+fn channel_panels(w: &Tensor, work: usize, groups: usize) -> Result<Tensor> {
+    let ws = w.shape();
+    let cout = ws[0];
+    if groups != 1 || cout % CHANNEL_PANEL != 0 || work < PAD_COPY_MIN_ELEMENTS {
+        return Ok(w.clone());
+    }
+    let per: usize = ws[1..].iter().product();
+    let (p, c) = ((cout / CHANNEL_PANEL) as isize, CHANNEL_PANEL as isize);
+    let panels = w
+        .try_reshape(&[p, c, per as isize])?
+        .try_permute(&[0, 2, 1])?
+        .contiguous();
+    panels
+        .try_permute(&[0, 2, 1])?
+        .try_reshape(&[cout as isize, per as isize])?
+        .try_reshape(&isz(&ws))
+}
+
 /// Checks input/weight/bias shapes of a conv; returns `(batch, cin, cout, spatial rank)`.
 fn check_conv(x: &Tensor, w: &Tensor, bias: Option<&Tensor>, g: usize) -> Result<[usize; 4]> {
     let (xs, ws) = (x.shape(), w.shape());
@@ -228,6 +256,7 @@ impl Tensor {
         wsh.push(ci as isize);
         wsh.extend(isz(k));
         let red: Vec<isize> = (1..=(n + 1) as isize).map(|a| -a).collect();
+        let w = channel_panels(w, b * cin * out.iter().product::<usize>(), g)?;
         let y = x.try_mul(&w.try_reshape(&wsh)?)?.try_sum(&red, false)?;
         let mut ysh = vec![b as isize, cout as isize];
         ysh.extend(isz(&out));
