@@ -6,6 +6,7 @@
 //! The packed C is checked to really hold vector statements, so the comparison cannot pass by the
 //! pass silently doing nothing.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use proptest::prelude::*;
@@ -18,6 +19,10 @@ use picograd::runtime::tuning::host_render_opts;
 use picograd::runtime::Clang;
 use picograd::schedule::schedule;
 use picograd::{ConvOpts, Padding, Tensor};
+
+#[path = "../core/tests/common/strict_cc.rs"]
+mod strict_cc;
+use strict_cc::compile_strict;
 
 fn data(n: usize, seed: usize) -> Vec<f32> {
     (0..n)
@@ -198,17 +203,10 @@ fn packed_c_compiles_warning_free() {
             let file = dir.join(format!("k{width}_{fused}.c"));
             std::fs::write(&file, &c).unwrap();
             for cc in ["clang", "gcc"] {
-                let out = std::process::Command::new(cc)
-                    .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"])
-                    .args(["-march=native", "-O2", "-c", "-o", "/dev/null"])
-                    .arg(&file)
-                    .output();
-                let Ok(out) = out else { continue };
-                assert!(
-                    out.status.success(),
-                    "{cc}, {width} lanes, fused {fused}:\n{}\n{c}",
-                    String::from_utf8_lossy(&out.stderr)
-                );
+                let flags = ["-march=native", "-O2", "-c"];
+                if compile_strict(cc, &file, Path::new("/dev/null"), &flags).is_none() {
+                    continue;
+                }
                 compiled += 1;
             }
         }

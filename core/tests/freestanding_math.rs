@@ -8,6 +8,10 @@ use std::process::Command;
 
 use picograd_core::codegen::c::freestanding_math_c;
 
+#[path = "common/strict_cc.rs"]
+mod strict_cc;
+use strict_cc::compile_strict;
+
 const MAIN: &str = r#"
 #include <stdio.h>
 int main(int argc, char **argv) {
@@ -94,26 +98,7 @@ fn run_c(cc: &str, cases: &[(u32, f32, f32)]) -> Option<Vec<f32>> {
     let src = dir.join("m.c");
     std::fs::write(&src, format!("{}{MAIN}", freestanding_math_c())).unwrap();
     let exe: PathBuf = dir.join("m");
-    let flags = [
-        "-std=c99",
-        "-O2",
-        "-Wall",
-        "-Wextra",
-        "-Werror",
-        "-pedantic",
-    ];
-    let out = Command::new(cc)
-        .args(flags)
-        .arg(&src)
-        .arg("-o")
-        .arg(&exe)
-        .output()
-        .ok()?;
-    assert!(
-        out.status.success(),
-        "{cc}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    compile_strict(cc, &src, &exe, &["-O2"])?;
     let mut input = Vec::with_capacity(cases.len() * 12);
     for &(op, x, y) in cases {
         for w in [op, x.to_bits(), y.to_bits()] {

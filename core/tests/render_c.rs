@@ -18,7 +18,10 @@ use picograd_core::DType;
 
 #[path = "common/kernel_builder.rs"]
 mod kernel_builder;
+#[path = "common/strict_cc.rs"]
+mod strict_cc;
 use kernel_builder::KernelBuilder as Kb;
+use strict_cc::compile_strict;
 
 /// `for i in 0..n { out_k[i] = f_k(in_0[i], in_1[i], ...) }` with `outs` output buffers of the
 /// given dtypes and `ins` inputs of the given dtypes; `f` gets the loaded inputs.
@@ -123,15 +126,8 @@ fn harness(cases: &[Case], extra: &str) -> String {
     m
 }
 
-const FLAGS: &[&str] = &[
-    "-std=c99",
-    "-Wall",
-    "-Wextra",
-    "-Werror",
-    "-pedantic",
-    "-O2",
-    "-ffp-contract=off",
-];
+/// On top of [`strict_cc::STRICT`].
+const FLAGS: &[&str] = &["-O2", "-ffp-contract=off", "-lm"];
 
 /// Compiles `src` with `cc`, runs it, and returns its stdout. Panics (failing the test) when the
 /// compiler is missing, warns, or the program fails.
@@ -143,22 +139,9 @@ fn compile_and_run(cc: &str, src: &str, tag: &str) -> String {
     std::fs::create_dir_all(&dir).unwrap();
     let (c, exe) = (dir.join("prog.c"), dir.join("prog"));
     std::fs::write(&c, src).unwrap();
-    let out = Command::new(cc)
-        .args(FLAGS)
-        .arg(&c)
-        .arg("-o")
-        .arg(&exe)
-        .arg("-lm")
-        .output()
-        .unwrap_or_else(|e| {
-            panic!("C compiler `{cc}` not runnable ({e}); it is required for this test")
-        });
-    assert!(
-        out.status.success(),
-        "{cc} failed on {}:\n{}",
-        c.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    if compile_strict(cc, &c, &exe, FLAGS).is_none() {
+        panic!("C compiler `{cc}` not runnable; it is required for this test");
+    }
     let run = Command::new(&exe).output().expect("run compiled program");
     assert!(
         run.status.success(),

@@ -13,6 +13,9 @@ use picograd_core::codegen::c::vector_math_c;
 
 #[path = "common/kernel_builder.rs"]
 mod kernel_builder;
+#[path = "common/strict_cc.rs"]
+mod strict_cc;
+use strict_cc::compile_strict;
 
 /// Reads `n` floats, applies function `op` to each in one loop, writes the results.
 const MAIN: &str = r#"
@@ -68,19 +71,7 @@ fn build(cc: &str, flags: &[&str], dir: &std::path::Path) -> Option<PathBuf> {
     let src = dir.join("v.c");
     std::fs::write(&src, format!("{}{MAIN}", vector_math_c())).unwrap();
     let exe = dir.join(format!("v-{cc}"));
-    let out = Command::new(cc)
-        .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"])
-        .args(flags)
-        .arg(&src)
-        .arg("-o")
-        .arg(&exe)
-        .output()
-        .ok()?;
-    assert!(
-        out.status.success(),
-        "{cc}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    compile_strict(cc, &src, &exe, flags)?;
     Some(exe)
 }
 
@@ -335,27 +326,20 @@ fn host_rendering_calls_vector_math_and_leaves_upcast_copies_to_slp() {
     let dir = std::env::temp_dir().join(format!("pg-vmath-slp-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("k.c"), &c).unwrap();
-    let out = Command::new("clang")
-        .args([
-            "-std=c99",
-            "-Wall",
-            "-Wextra",
-            "-Werror",
-            "-pedantic",
-            "-O2",
-            "-march=native",
-        ])
-        .args(["-ffp-contract=off", "-fno-math-errno", "-c", "-o"])
-        .arg(dir.join("k.o"))
-        .arg(dir.join("k.c"))
-        .arg("-Rpass=slp-vectorizer|loop-vectorize") // one regex: a second -Rpass replaces the first
-        .output();
+    let flags = [
+        "-O2",
+        "-march=native",
+        "-ffp-contract=off",
+        "-fno-math-errno",
+        "-c",
+        "-Rpass=slp-vectorizer|loop-vectorize", // one regex: a second -Rpass replaces the first
+    ];
+    let out = compile_strict("clang", &dir.join("k.c"), &dir.join("k.o"), &flags);
     let _ = std::fs::remove_dir_all(&dir);
-    let Ok(out) = out else {
+    let Some(out) = out else {
         return;
     };
     let remarks = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{remarks}");
     assert!(remarks.contains("SLP vectorized"), "{remarks}");
     assert!(remarks.contains("vectorized loop"), "{remarks}");
 }

@@ -192,8 +192,6 @@ struct Writer<'a> {
     slp: Vec<bool>,
     /// Rendering the body of such a loop.
     in_slp: bool,
-    /// Upcast lanes printed as vector statements (see `CRenderOpts::vector_width`).
-    pack: Option<Packing>,
 }
 
 impl<'a> Writer<'a> {
@@ -217,7 +215,6 @@ impl<'a> Writer<'a> {
                 Vec::new()
             },
             in_slp: false,
-            pack: None,
         }
     }
 
@@ -229,21 +226,22 @@ impl<'a> Writer<'a> {
         };
         self.out = format!("{storage}void {}({}) {{\n", self.k.name, self.params());
         // Packing moves loads to their group's last lane: only sound when no store can alias.
-        if self.opts.vector_width >= 4 && self.restrict {
-            self.pack = vectorize::pack(&self.k.uops, self.opts.vector_width);
-        }
-        if let Some(p) = &self.pack {
+        let pack = (self.opts.vector_width >= 4 && self.restrict)
+            .then(|| vectorize::pack(&self.k.uops, self.opts.vector_width))
+            .flatten();
+        if let Some(p) = &pack {
             self.live = liveness(&self.k.uops, Some(p));
         }
         self.void_unused_params();
         for i in 0..self.k.uops.len() {
-            let replaced = self.pack.as_ref().is_some_and(|p| p.replaced[i]);
+            let replaced = pack.as_ref().is_some_and(|p| p.replaced[i]);
             if self.live[i] && !replaced {
                 self.uop(i);
             }
-            let after = self.pack.as_ref().map(|p| p.after[i].clone());
-            for g in after.unwrap_or_default() {
-                self.group(g as usize);
+            if let Some(p) = &pack {
+                for &g in &p.after[i] {
+                    self.group(p, g as usize);
+                }
             }
         }
         self.out.push_str("}\n");
@@ -452,11 +450,8 @@ impl<'a> Writer<'a> {
     // ---- packed lanes (see `c/vectorize.rs`) ----
 
     /// Prints group `g` as one vector statement.
-    fn group(&mut self, g: usize) {
-        let Some(p) = self.pack.as_ref() else {
-            return;
-        };
-        let grp = p.groups[g].clone();
+    fn group(&mut self, p: &Packing, g: usize) {
+        let grp = &p.groups[g];
         let w = grp.lanes.len();
         self.needs.add(Helper::VecF32(w));
         let t = format!("pg_f32x{w}");

@@ -118,8 +118,9 @@ struct Packer<'a> {
     memo: HashMap<Vec<u32>, Operand>,
     memo_log: Vec<Vec<u32>>,
     acc_lane: Vec<Option<(u32, usize)>>,
-    /// For each accumulator group: each lane's assignment positions, and the assignment groups.
-    acc_assigns: HashMap<u32, (Vec<Vec<usize>>, Vec<u32>)>,
+    /// For each accumulator group: each lane's assignment positions, and where each assignment
+    /// group is printed.
+    acc_assigns: HashMap<u32, (Vec<Vec<usize>>, Vec<usize>)>,
 }
 
 impl<'a> Packer<'a> {
@@ -262,7 +263,7 @@ impl<'a> Packer<'a> {
         if per_lane.iter().any(|l| l.len() != n || l.iter().any(read)) {
             return None;
         }
-        let mut assign_groups = Vec::with_capacity(n);
+        let mut at = Vec::with_capacity(n);
         for i in 0..n {
             let lanes: Vec<u32> = per_lane.iter().map(|l| l[i]).collect();
             if !self.same_scope(&lanes) {
@@ -273,12 +274,9 @@ impl<'a> Packer<'a> {
                 .map(|&l| self.uops[l as usize].src[1])
                 .collect();
             let v = self.operand(&vals)?;
-            assign_groups.push(self.push_group(GroupKind::Assign { acc }, lanes, vec![v]));
+            let g = self.push_group(GroupKind::Assign { acc }, lanes, vec![v]);
+            at.push(self.groups[g as usize].at);
         }
-        let at: Vec<usize> = assign_groups
-            .iter()
-            .map(|&g| self.groups[g as usize].at)
-            .collect();
         if at.windows(2).any(|w| w[0] >= w[1]) {
             return None;
         }
@@ -286,7 +284,7 @@ impl<'a> Packer<'a> {
             .iter()
             .map(|l| l.iter().map(|&u| u as usize).collect())
             .collect();
-        self.acc_assigns.insert(acc, (positions, assign_groups));
+        self.acc_assigns.insert(acc, (positions, at));
         let first_use = accs
             .iter()
             .flat_map(|&a| self.users[a as usize].iter())
@@ -302,13 +300,9 @@ impl<'a> Packer<'a> {
     /// How many assignments lane `k` of accumulator group `acc` has had before position `p`,
     /// and how many assignment groups have been printed before position `p`.
     fn versions(&self, acc: u32, k: usize, p: usize) -> (usize, usize) {
-        let (lanes, groups) = &self.acc_assigns[&acc];
-        let lane = lanes[k].iter().filter(|&&a| a < p).count();
-        let vector = groups
-            .iter()
-            .filter(|&&g| self.groups[g as usize].at < p)
-            .count();
-        (lane, vector)
+        let (lanes, printed) = &self.acc_assigns[&acc];
+        let count = |at: &[usize]| at.iter().filter(|&&a| a < p).count();
+        (count(&lanes[k]), count(printed))
     }
 
     /// Every group in `range` that reads an accumulator vector reads, in each lane, the value
@@ -490,7 +484,7 @@ impl<'a> Packer<'a> {
 
     /// The packing, after checking that every scalar UOp still rendered that reads an
     /// accumulator lane sees the same number of assignments through `accvN[lane]`.
-    fn finish(self) -> Option<Packing> {
+    fn finish(mut self) -> Option<Packing> {
         let n = self.uops.len();
         let mut replaced = vec![false; n];
         let mut after = vec![Vec::new(); n];
@@ -504,17 +498,17 @@ impl<'a> Packer<'a> {
             }
         }
         let packing = Packing {
-            groups: self.groups.clone(),
+            groups: core::mem::take(&mut self.groups),
             after,
             replaced,
-            acc_lane: self.acc_lane.clone(),
+            acc_lane: core::mem::take(&mut self.acc_lane),
         };
         let live = super::liveness(self.uops, Some(&packing));
         let scalar_reads_agree = (0..n).filter(|&i| live[i]).all(|i| {
             self.uops[i]
                 .src
                 .iter()
-                .all(|&s| match self.acc_lane[s as usize] {
+                .all(|&s| match packing.acc_lane[s as usize] {
                     Some((acc, k)) => {
                         let (lane, vector) = self.versions(acc, k, i);
                         lane == vector
