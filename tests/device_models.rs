@@ -272,17 +272,18 @@ fn fused_targets_use_the_fma_instruction_without_libm() {
         let target = Target::by_name(name).unwrap();
         let (dir, want) = export_model(&m, &x, &target.export_options(), name);
         for compiler in [CompilerKind::Gcc, CompilerKind::Clang] {
-            let build = dir.join(format!("build-{compiler:?}"));
             let opts = BuildOptions {
                 compiler,
-                build_dir: Some(build.clone()),
+                keep_build_dir: true,
                 ..BuildOptions::default()
             };
             let what = format!("{name} {compiler:?}");
             let r = build_and_run(&target, &dir, &[("x", x.clone())], &opts)
                 .unwrap_or_else(|e| panic!("{what}: {e}"));
             compare(&m, &what, r.output("y").expect("output y"), &want);
+            let build = r.build_dir.clone().expect("the kept build folder");
             let (asm, has_fmaf) = disassemble(&target, &build);
+            let _ = std::fs::remove_dir_all(&build);
             assert!(!has_fmaf, "{what}: links a software fmaf");
             if let Some(insn) = insn {
                 assert!(asm.contains(insn), "{what}: no {insn} in the program");

@@ -264,6 +264,68 @@ fn a_corrupt_or_foreign_choice_file_is_rebuilt() {
     let _ = std::fs::remove_dir_all(&other_dir);
 }
 
+#[path = "../std-runtime/tests/common/attacker.rs"]
+mod attacker;
+
+/// A choice file another user planted (valid contents, their file), or a link to one, is never
+/// read: it is set aside and the kernel searched again. A choice folder they made is not used.
+#[test]
+fn a_choice_file_planted_by_another_user_is_not_read() {
+    let Some(att) = attacker::Attacker::new("a_choice_file_planted_by_another_user_is_not_read")
+    else {
+        return;
+    };
+    let dir = temp_dir("planted");
+    let item = single_item(&t(&[13, 17]).matmul(&t(&[17, 19])));
+    let bufs = buf_params(&item);
+    assert!(searching(&dir, 50).choose_opts(&item.ast, &bufs).is_some());
+    let path = choice_files(&dir).pop().expect("a choice file");
+    let intact = std::fs::read(&path).unwrap();
+    let theirs = att.shared().join("theirs.choice");
+    att.plant_file(&theirs, &intact, 0o644);
+    let plants: [(&str, &dyn Fn()); 2] = [
+        ("their file", &|| {
+            let f = att.shared().join("moved.choice");
+            att.plant_file(&f, &intact, 0o644);
+            std::fs::rename(&f, &path).unwrap();
+        }),
+        ("a link to their file", &|| {
+            std::fs::remove_file(&path).unwrap();
+            std::os::unix::fs::symlink(&theirs, &path).unwrap();
+        }),
+    ];
+    for (what, plant) in plants {
+        plant();
+        let dev = searching(&dir, 50);
+        assert!(dev.choose_opts(&item.ast, &bufs).is_some(), "{what}");
+        let s = dev.search().unwrap().stats();
+        assert_eq!(
+            (s.corrupt_rebuilt, s.searches, s.disk_hits),
+            (1, 1, 0),
+            "{what}: {s:?}"
+        );
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        assert!(
+            meta.is_file(),
+            "{what}: the choice was not rewritten as our own file"
+        );
+    }
+    // A choice folder another user made is refused: searched, nothing read or written there.
+    let their_dir = att.shared().join("search");
+    att.plant_dir(&their_dir);
+    let f = their_dir.join(path.file_name().unwrap());
+    att.plant_file(&f, &intact, 0o644);
+    let dev = searching(&their_dir, 50);
+    assert!(dev.choose_opts(&item.ast, &bufs).is_some());
+    let search = dev.search().unwrap();
+    let s = search.stats();
+    assert_eq!((s.searches, s.disk_hits), (1, 0), "{s:?}");
+    let why = search.dir_refusal().expect("the folder was refused");
+    assert!(why.contains("owned by uid 65534"), "{why}");
+    assert_eq!(choice_files(&their_dir), vec![f]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn with_the_search_off_nothing_changes() {
     picograd::init();

@@ -7,6 +7,12 @@
 //! verified. Entries are never modified in place, so a library this process has mapped is never
 //! changed underneath it by picograd.
 //!
+//! Trust: the checksum detects accidents only — anyone can recompute it. What keeps other users'
+//! code out is ownership and mode: the folder must be private ([`crate::private_fs`]), and an
+//! entry is read and loaded only through one handle opened without following links and checked
+//! with `fstat` (a regular file of the current user's, writable by no one else). Anything else
+//! at an entry's path is set aside by the caller and rebuilt, never loaded, never waited on.
+//!
 //! ## Entry format
 //!
 //! `<dir>/<key as 32 lowercase hex digits>.<DLL_EXTENSION>` holds the shared object exactly as the
@@ -23,13 +29,15 @@
 //! Temporary files are named `.<key>.<pid>.<counter>.tmp` in the same directory (unique among
 //! live processes); a crash can leave one behind, which is harmless and never loaded.
 
-use std::fs;
+use std::fs::{self, File};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use libloading::Library;
 use picograd_core::{Error, Result};
+
+use crate::private_fs::{make_owner_only, open_private_file, Opened};
 
 /// The magic closing every cache entry.
 pub const MAGIC: [u8; 8] = *b"PGKCACH1";
@@ -166,74 +174,114 @@ fn io_err(path: &Path, e: io::Error) -> Error {
     }
 }
 
-/// Verifies the cache entry at `path`: `Ok(())` when its trailer and checksum are intact,
-/// `Err(Error::Format)` naming what is wrong otherwise, `Err(Error::Io)` when it cannot be read.
+/// Largest entry the cache reads: a kernel library is tens of kilobytes; anything near this is
+/// not one of ours.
+pub const MAX_ENTRY_BYTES: u64 = 256 << 20;
+
+/// Verifies the cache entry at `path`: `Ok(())` when it is a trusted file (see
+/// [`crate::private_fs::open_private_file`]) whose trailer and checksum are intact,
+/// `Err(Error::Format)` naming what is wrong otherwise.
 pub fn verify_entry(path: &Path) -> Result<()> {
-    let bytes = fs::read(path).map_err(|e| io_err(path, e))?;
-    check(&bytes, None)
-        .map(|_| ())
-        .map_err(|detail| Error::Format {
-            file: path.display().to_string(),
-            offset: bytes.len().saturating_sub(TRAILER_LEN) as u64,
-            detail,
-        })
+    let format = |offset: u64, detail: String| Error::Format {
+        file: path.display().to_string(),
+        offset,
+        detail,
+    };
+    match open_private_file(path, MAX_ENTRY_BYTES) {
+        Opened::Missing => Err(io_err(path, io::ErrorKind::NotFound.into())),
+        Opened::Odd(why) => Err(format(0, why)),
+        Opened::Trusted(_, bytes) => check(&bytes, None)
+            .map(|_| ())
+            .map_err(|detail| format(bytes.len().saturating_sub(TRAILER_LEN) as u64, detail)),
+    }
+}
+
+/// Seals a payload into a whole entry for `key`: the payload followed by its trailer. Anyone can
+/// compute this; it detects corruption, not planting.
+pub fn seal(payload: &[u8], key: u128) -> Vec<u8> {
+    let mut v = payload.to_vec();
+    v.extend_from_slice(&trailer(payload, key));
+    v
 }
 
 /// The outcome of looking an entry up on disk.
 pub(crate) enum Lookup {
-    /// The entry was intact and is now loaded.
-    Loaded(Library),
+    /// The entry was trusted and intact and is now loaded from the handle it was checked through
+    /// (which must stay open as long as the library: see [`load`]).
+    Loaded(Library, File),
     /// There is no entry.
     Missing,
-    /// There is an entry, but it failed verification (the reason); it was not loaded.
-    Corrupt(String),
+    /// There is something at the entry's path that must not be loaded (why): not a trusted file
+    /// (a link, FIFO, device, folder, another user's file, one others may write), or a file that
+    /// failed verification or loading.
+    Refused(String),
 }
 
-/// Reads the entry for `key` at `path`, verifies it, and only then loads it.
-pub(crate) fn lookup(path: &Path, key: Key) -> Result<Lookup> {
-    let bytes = match fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Lookup::Missing),
-        Err(e) => return Err(io_err(path, e)),
+/// Opens the entry for `key` at `path` without following links, checks the open handle's owner,
+/// mode and kind, verifies the bytes read through it, and only then loads the library from that
+/// same handle.
+pub(crate) fn lookup(path: &Path, key: Key) -> Lookup {
+    let (file, bytes) = match open_private_file(path, MAX_ENTRY_BYTES) {
+        Opened::Missing => return Lookup::Missing,
+        Opened::Odd(why) => return Lookup::Refused(why),
+        Opened::Trusted(file, bytes) => (file, bytes),
     };
     if let Err(reason) = check(&bytes, Some(key.0)) {
-        return Ok(Lookup::Corrupt(reason));
+        return Lookup::Refused(format!("corrupt: {reason}"));
     }
-    load(path).map(Lookup::Loaded)
+    match load(&file, path) {
+        Ok(lib) => Lookup::Loaded(lib, file),
+        Err(e) => Lookup::Refused(format!("not loadable: {e}")),
+    }
 }
 
-/// `dlopen`s a verified entry. Symbols are bound now, so a missing one fails here, not at a call.
-fn load(path: &Path) -> Result<Library> {
+/// `dlopen`s a verified entry through its open handle (`/proc/self/fd/N` on Linux), so the file
+/// loaded is the file checked. The handle must stay open while the library is loaded: the loader
+/// recognises libraries by name, and an fd number is reused once closed. Symbols are bound now,
+/// so a missing one fails here, not at a call.
+pub(crate) fn load(file: &File, path: &Path) -> Result<Library> {
     let fail = |e: libloading::Error| {
         Error::Device(format!(
             "cannot load kernel library {}: {e}",
             path.display()
         ))
     };
-    // SAFETY: the file was verified as an entry written by this cache; kernel libraries have no
-    // initialisers with side effects.
+    #[cfg(target_os = "linux")]
+    let target = {
+        use std::os::fd::AsRawFd;
+        PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()))
+    };
+    #[cfg(not(target_os = "linux"))]
+    let target = {
+        let _ = file;
+        path.to_path_buf()
+    };
+    // SAFETY: the file is the current user's own, writable by no one else, and verified as an
+    // entry written by this cache; kernel libraries have no initialisers with side effects.
     #[cfg(unix)]
     let lib = unsafe {
         use libloading::os::unix::{Library as UnixLibrary, RTLD_LOCAL, RTLD_NOW};
-        UnixLibrary::open(Some(path), RTLD_NOW | RTLD_LOCAL).map(Library::from)
+        UnixLibrary::open(Some(&target), RTLD_NOW | RTLD_LOCAL).map(Library::from)
     };
     #[cfg(not(unix))]
-    let lib = unsafe { Library::new(path) };
+    let lib = unsafe { Library::new(&target) };
     lib.map_err(fail)
 }
 
 /// A fresh temporary path in `dir` for building the entry `key`: unique among live processes
-/// (pid) and within this process (a counter).
+/// (pid) and within this process (a counter). `dir` is private, so nobody else can have put
+/// anything there.
 pub(crate) fn temp_path(dir: &Path, key: Key) -> PathBuf {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     dir.join(format!(".{:032x}.{}.{n}.tmp", key.0, std::process::id()))
 }
 
-/// Seals the compiler's output at `tmp` (appends the trailer) and renames it to `dest`. The
-/// temporary file is removed on failure.
+/// Seals the compiler's output at `tmp` (makes it the owner's alone, appends the trailer) and
+/// renames it to `dest`. The temporary file is removed on failure.
 pub(crate) fn publish(tmp: &Path, dest: &Path, key: Key) -> Result<()> {
     let seal = || -> Result<()> {
+        make_owner_only(tmp).map_err(|e| io_err(tmp, e))?;
         let payload = fs::read(tmp).map_err(|e| io_err(tmp, e))?;
         let mut f = fs::OpenOptions::new()
             .append(true)
@@ -256,9 +304,7 @@ mod tests {
     use super::*;
 
     fn entry(payload: &[u8], key: u128) -> Vec<u8> {
-        let mut v = payload.to_vec();
-        v.extend_from_slice(&trailer(payload, key));
-        v
+        seal(payload, key)
     }
 
     #[test]

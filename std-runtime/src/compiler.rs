@@ -20,6 +20,7 @@ use libloading::Library;
 use picograd_core::{Error, Result};
 
 use crate::cache::{self, Key, Lookup};
+use crate::private_fs;
 
 /// The default flags: optimise for this machine, position-independent shared object, IEEE float
 /// semantics (no contraction into FMA, no fast-math), libm linked.
@@ -73,6 +74,10 @@ pub struct Compiler {
     target: String,
     flags: Vec<String>,
     cache_dir: Option<PathBuf>,
+    /// Whether `cache_dir` may be used (checked once, on first use), or why not.
+    cache_verdict: OnceLock<std::result::Result<(), String>>,
+    refusal_said: Once,
+    notices: Mutex<Vec<String>>,
     loaded: Mutex<HashMap<Key, Slot>>,
     counters: Counters,
 }
@@ -80,6 +85,9 @@ pub struct Compiler {
 /// A loaded kernel library. Keeps the library mapped for as long as it lives.
 pub struct CompiledLib {
     lib: Library,
+    /// The handle the library was checked through and loaded from; declared after `lib` so it
+    /// closes after the library is unloaded (see [`cache::load`]).
+    _file: Option<fs::File>,
     path: PathBuf,
     from_cache: bool,
 }
@@ -144,6 +152,9 @@ impl Compiler {
             target,
             flags,
             cache_dir: cache::default_dir(),
+            cache_verdict: OnceLock::new(),
+            refusal_said: Once::new(),
+            notices: Mutex::new(Vec::new()),
             loaded: Mutex::new(HashMap::new()),
             counters: Counters::default(),
         })
@@ -159,9 +170,11 @@ impl Compiler {
             .map_err(Clone::clone)
     }
 
-    /// The same compiler, keeping its cache entries in `dir` (created on first use) instead.
+    /// The same compiler, keeping its cache entries in `dir` (created 0700 on first use; an
+    /// existing folder must be private, see [`crate::private_fs::check_private_dir`]) instead.
     pub fn with_cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.cache_dir = Some(dir.into());
+        self.cache_verdict = OnceLock::new();
         self
     }
 
@@ -187,7 +200,7 @@ impl Compiler {
     }
 
     /// The directory holding this compiler's cache entries; `None` when no default could be found
-    /// and none was given (compiling then fails).
+    /// and none was given (kernels are then compiled without a disk cache).
     pub fn cache_dir(&self) -> Option<&Path> {
         self.cache_dir.as_deref()
     }
@@ -205,7 +218,9 @@ impl Compiler {
 
     /// Compiles `src` into a shared object and loads it: from this compiler's loaded libraries,
     /// else from an intact disk-cache entry, else by running the compiler and publishing a new
-    /// entry. A corrupt entry is reported on stderr and rebuilt, never loaded. Compiler failures
+    /// entry. A corrupt entry, or anything at an entry's path that is not the user's own private
+    /// regular file, is reported on stderr, set aside and rebuilt, never loaded. A cache folder
+    /// that is not private is not used at all (see [`Compiler::cache_refusal`]). Compiler failures
     /// are [`Error::Compile`] with the compiler's stderr and the first lines of `src`.
     pub fn compile(&self, src: &str) -> Result<Arc<CompiledLib>> {
         let key = Key::new(src, &self.path, &self.version, &self.flags, &self.target);
@@ -221,35 +236,39 @@ impl Compiler {
     }
 
     fn load_or_build(&self, src: &str, key: Key) -> Result<CompiledLib> {
-        let dir = self.cache_dir.as_deref().ok_or_else(|| Error::Io {
-            path: "<kernel cache>".into(),
-            detail: "no cache directory: set PICOGRAD_CACHE, XDG_CACHE_HOME or HOME".into(),
-        })?;
+        let Some(dir) = self.usable_cache_dir() else {
+            return self.build_uncached(src, key);
+        };
         let path = dir.join(key.file_name());
-        match cache::lookup(&path, key)? {
-            Lookup::Loaded(lib) => {
+        match cache::lookup(&path, key) {
+            Lookup::Loaded(lib, file) => {
                 self.counters.disk_hits.fetch_add(1, Ordering::Relaxed);
                 return Ok(CompiledLib {
                     lib,
+                    _file: Some(file),
                     path,
                     from_cache: true,
                 });
             }
             Lookup::Missing => {}
-            Lookup::Corrupt(reason) => {
-                eprintln!(
-                    "picograd: kernel cache entry {} is corrupt ({reason}); rebuilding",
-                    path.display()
-                );
+            Lookup::Refused(why) => {
+                let aside = private_fs::set_aside(&path);
+                self.say(format!(
+                    "kernel cache entry {} is {why}; not loaded: {}, rebuilding",
+                    path.display(),
+                    match &aside {
+                        Some(p) => format!("set aside as {}", p.display()),
+                        None => "it could not be moved".into(),
+                    }
+                ));
                 self.counters
                     .corrupt_rebuilt
                     .fetch_add(1, Ordering::Relaxed);
+                if aside.is_none() {
+                    return self.build_uncached(src, key);
+                }
             }
         }
-        fs::create_dir_all(dir).map_err(|e| Error::Io {
-            path: dir.display().to_string(),
-            detail: e.to_string(),
-        })?;
         let tmp = cache::temp_path(dir, key);
         if let Err(e) = self.run(src, &tmp) {
             let _ = fs::remove_file(&tmp);
@@ -258,10 +277,11 @@ impl Compiler {
         self.counters.compiles.fetch_add(1, Ordering::Relaxed);
         cache::publish(&tmp, &path, key)?;
         // Another process may have renamed its own (equally complete) entry over ours; either way
-        // what is at `path` now is verified again before it is loaded.
-        match cache::lookup(&path, key)? {
-            Lookup::Loaded(lib) => Ok(CompiledLib {
+        // what is at `path` now is checked and verified again before it is loaded.
+        match cache::lookup(&path, key) {
+            Lookup::Loaded(lib, file) => Ok(CompiledLib {
                 lib,
+                _file: Some(file),
                 path,
                 from_cache: false,
             }),
@@ -269,11 +289,85 @@ impl Compiler {
                 "kernel cache entry {} vanished right after it was written",
                 path.display()
             ))),
-            Lookup::Corrupt(reason) => Err(Error::Device(format!(
-                "kernel cache entry {} is corrupt right after it was written: {reason}",
+            Lookup::Refused(why) => Err(Error::Device(format!(
+                "kernel cache entry {} is {why} right after it was written",
                 path.display()
             ))),
         }
+    }
+
+    /// The cache folder when it exists (or can be made) private — see [`crate::private_fs`] —
+    /// checked once per compiler; otherwise `None`, after saying once on stderr why and how to
+    /// fix it.
+    fn usable_cache_dir(&self) -> Option<&Path> {
+        let verdict = self.cache_verdict.get_or_init(|| {
+            let Some(dir) = self.cache_dir.as_deref() else {
+                return Err("no cache folder: set PICOGRAD_CACHE, XDG_CACHE_HOME or HOME".into());
+            };
+            private_fs::ensure_private_dir(dir)
+                .map_err(|why| format!("not using the kernel cache at {}: {why}", dir.display()))
+        });
+        match verdict {
+            Ok(()) => self.cache_dir.as_deref(),
+            Err(why) => {
+                self.refusal_said.call_once(|| {
+                    self.say(format!("{why}; compiling kernels without a disk cache"))
+                });
+                None
+            }
+        }
+    }
+
+    /// Says `msg` on stderr (prefixed `picograd: `) and keeps it for [`Compiler::notices`].
+    fn say(&self, msg: String) {
+        eprintln!("picograd: {msg}");
+        lock(&self.notices).push(msg);
+    }
+
+    /// What this compiler has said on stderr about its cache (entries set aside, a folder
+    /// refused), oldest first.
+    pub fn notices(&self) -> Vec<String> {
+        lock(&self.notices).clone()
+    }
+
+    /// Why this compiler does not use its cache folder (it then compiles every kernel afresh in a
+    /// private temporary folder); `None` when the folder is in use or has not been needed yet.
+    pub fn cache_refusal(&self) -> Option<&str> {
+        self.cache_verdict.get()?.as_ref().err().map(String::as_str)
+    }
+
+    /// Compiles `src` in a fresh private folder and loads it from there; nothing is cached.
+    fn build_uncached(&self, src: &str, key: Key) -> Result<CompiledLib> {
+        let io = |p: &Path, e: std::io::Error| Error::Io {
+            path: p.display().to_string(),
+            detail: e.to_string(),
+        };
+        let dir = private_fs::private_temp_dir("picograd-kernel-")
+            .map_err(|e| io(&std::env::temp_dir(), e))?;
+        let path = dir.path().join(key.file_name());
+        self.run(src, &path)?;
+        self.counters.compiles.fetch_add(1, Ordering::Relaxed);
+        private_fs::make_owner_only(&path).map_err(|e| io(&path, e))?;
+        let file = match private_fs::open_private_file(&path, cache::MAX_ENTRY_BYTES) {
+            private_fs::Opened::Trusted(file, _) => file,
+            private_fs::Opened::Missing => {
+                return Err(io(&path, std::io::ErrorKind::NotFound.into()))
+            }
+            private_fs::Opened::Odd(why) => {
+                return Err(Error::Device(format!(
+                    "compiled kernel library {} is {why}",
+                    path.display()
+                )))
+            }
+        };
+        let lib = cache::load(&file, &path)?;
+        // The folder goes now; the library stays mapped and its handle open.
+        Ok(CompiledLib {
+            lib,
+            _file: Some(file),
+            path,
+            from_cache: false,
+        })
     }
 
     /// Runs the compiler on `src` (fed on stdin), writing the shared object to `out`.

@@ -13,6 +13,7 @@ pub mod install;
 #[cfg(feature = "onnx")]
 pub mod onnx;
 pub mod pool;
+pub mod private_fs;
 pub mod safetensors;
 pub mod search;
 pub mod tuning;

@@ -79,13 +79,13 @@ pub fn to_bytes(named: &[(String, Tensor)]) -> Result<Vec<u8>> {
     ::safetensors::serialize(views, None).map_err(|e| Error::Device(format!("safetensors: {e}")))
 }
 
-/// Writes `named` to `path` (atomically: a temporary file renamed into place).
+/// Writes `named` to `path` atomically: a fresh, uniquely named temporary file in the same folder,
+/// renamed into place (concurrent writers never tear the file; a link at `path` is replaced, not
+/// written through).
 pub fn save(path: impl AsRef<Path>, named: &[(String, Tensor)]) -> Result<()> {
     let path = path.as_ref();
     let bytes = to_bytes(named)?;
-    let tmp = path.with_extension("safetensors.tmp");
-    std::fs::write(&tmp, bytes).map_err(|e| io_err(&tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| io_err(path, e))
+    crate::private_fs::write_atomic(path, &bytes, 0o644).map_err(|e| io_err(path, e))
 }
 
 /// Parses `.safetensors` bytes into named tensors (sorted by name) on the default device;

@@ -9,7 +9,9 @@
 //! scratch inputs differs in any bit from the first (hand-coded) candidate's is rejected. A
 //! choice read from disk is used only after its magic, key and checksum verify and its opts
 //! apply to the kernel; anything else is reported, ignored, searched again and rewritten.
-//! Files are written to a temporary name and renamed, as the kernel cache does.
+//! Files are written to a temporary name and renamed, as the kernel cache does, and read under
+//! the cache's trust rules ([`crate::private_fs`]): a private folder, and only the user's own
+//! regular files that no one else may write — anything else is set aside, never read.
 //!
 //! ## Choice file
 //!
@@ -28,10 +30,9 @@
 //! conditions is never reused.
 
 use std::collections::HashMap;
-use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use picograd_core::ast::Ast;
@@ -46,9 +47,12 @@ use picograd_core::realize::lower_ast_with;
 use picograd_core::{Error, Result};
 
 use crate::cache::Fnv128;
+use crate::private_fs;
 
 /// The first line of every choice file.
 const MAGIC: &str = "PGSEARCH1";
+/// Largest choice file read: five short lines; anything larger is not one of ours.
+const MAX_CHOICE_BYTES: u64 = 64 << 10;
 /// At most this many candidates per kernel; the time bound usually stops earlier.
 const MAX_CANDIDATES: usize = 48;
 /// Timed runs per candidate (after one verifying run), fewer when it is clearly slower.
@@ -104,6 +108,8 @@ type Memo = (Ast, OptConfig);
 pub struct Search {
     budget: Duration,
     dir: Option<PathBuf>,
+    /// Whether `dir` may be used (checked once, on first use), or why not.
+    dir_verdict: OnceLock<std::result::Result<(), String>>,
     /// Smaller kernels keep the hand-coded opts unsearched.
     min_work: u64,
     /// Choices by AST and settings (one search serves one device, so its identity is fixed);
@@ -131,6 +137,7 @@ impl Search {
         Search {
             budget,
             dir: default_dir(),
+            dir_verdict: OnceLock::new(),
             min_work: MIN_SEARCH_WORK,
             chosen: Mutex::new(HashMap::new()),
             busy: Mutex::new(()),
@@ -146,6 +153,7 @@ impl Search {
     /// The same search keeping its choice files in `dir` (created on first write).
     pub fn with_dir(mut self, dir: impl Into<PathBuf>) -> Search {
         self.dir = Some(dir.into());
+        self.dir_verdict = OnceLock::new();
         self
     }
 
@@ -166,11 +174,29 @@ impl Search {
         self.dir.as_deref()
     }
 
-    /// The path of the choice file for `key`.
+    /// The path of the choice file for `key`, when the choice folder exists (or can be made)
+    /// private — checked once per search, the refusal said once on stderr (choices then last for
+    /// this process only).
     fn path(&self, key: u128) -> Option<PathBuf> {
-        self.dir
-            .as_ref()
-            .map(|d| d.join(format!("{key:032x}.choice")))
+        let dir = self.dir.as_ref()?;
+        let verdict = self.dir_verdict.get_or_init(|| {
+            private_fs::ensure_private_dir(dir).map_err(|why| {
+                let why = format!(
+                    "not using the search's choice folder {}: {why}",
+                    dir.display()
+                );
+                eprintln!("picograd: {why}; choices last for this process only");
+                why
+            })
+        });
+        verdict
+            .is_ok()
+            .then(|| dir.join(format!("{key:032x}.choice")))
+    }
+
+    /// Why this search does not use its choice folder; `None` when it does or has not needed it.
+    pub fn dir_refusal(&self) -> Option<&str> {
+        self.dir_verdict.get()?.as_ref().err().map(String::as_str)
     }
 
     /// A snapshot of the counters.
@@ -236,11 +262,20 @@ impl Search {
     /// file is reported and counted.
     fn read_choice(&self, key: u128, kernel: &Kernel) -> Option<Vec<Opt>> {
         let path = self.path(key)?;
-        let bytes = match fs::read(&path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
-            Err(e) => {
-                eprintln!("picograd: cannot read {}: {e}; searching", path.display());
+        let bytes = match private_fs::open_private_file(&path, MAX_CHOICE_BYTES) {
+            private_fs::Opened::Trusted(_, bytes) => bytes,
+            private_fs::Opened::Missing => return None,
+            private_fs::Opened::Odd(why) => {
+                let aside = private_fs::set_aside(&path);
+                eprintln!(
+                    "picograd: search choice {} is {why}; not read{}, searching again",
+                    path.display(),
+                    aside.map_or(String::new(), |p| format!(
+                        " (set aside as {})",
+                        p.display()
+                    ))
+                );
+                bump(&self.counters.corrupt_rebuilt, 1);
                 return None;
             }
         };
@@ -397,23 +432,13 @@ fn fits(kernel: &Kernel, opts: Vec<Opt>) -> std::result::Result<Vec<Opt>, String
     Ok(opts)
 }
 
-/// Writes the file atomically: a unique temporary name in the same directory, then a rename.
+/// Writes the file atomically (a unique temporary name in the same private folder, then a
+/// rename; see [`private_fs::write_atomic`]).
 fn write_choice(path: &Path, key: u128, f: &Found) -> Result<()> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let io = |p: &Path, e: std::io::Error| Error::Io {
-        path: p.display().to_string(),
+    private_fs::write_atomic(path, choice_text(key, f).as_bytes(), 0o600).map_err(|e| Error::Io {
+        path: path.display().to_string(),
         detail: e.to_string(),
-    };
-    let dir = path.parent().unwrap_or(Path::new("."));
-    fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let tmp = dir.join(format!(".{key:032x}.{}.{n}.tmp", std::process::id()));
-    let written = fs::write(&tmp, choice_text(key, f)).map_err(|e| io(&tmp, e));
-    let renamed = written.and_then(|_| fs::rename(&tmp, path).map_err(|e| io(path, e)));
-    if renamed.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    renamed
+    })
 }
 
 // ---- measuring ----

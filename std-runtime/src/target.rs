@@ -113,33 +113,52 @@ impl Target {
         }
     }
 
-    /// The names of the targets that have a description, sorted.
+    /// The names of the targets that have a description, sorted: the folders of
+    /// [`Target::root_dir`] holding a `target.txt` whose names are plain words (letters, digits,
+    /// `-`, `_`, `.`, not starting with `.`).
     pub fn names() -> Result<Vec<String>> {
         let root = Self::root_dir();
         let entries = fs::read_dir(&root).map_err(|e| io_error(&root, e))?;
         let mut names = Vec::new();
         for entry in entries {
             let entry = entry.map_err(|e| io_error(&root, e))?;
-            if entry.path().join("target.txt").is_file() {
-                names.push(entry.file_name().to_string_lossy().into_owned());
+            let Ok(name) = entry.file_name().into_string() else {
+                continue;
+            };
+            let plain = !name.starts_with('.')
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+            if plain && entry.path().join("target.txt").is_file() {
+                names.push(name);
             }
         }
         names.sort();
         Ok(names)
     }
 
-    /// Reads the description of the target called `name`.
+    /// Reads the description of the target called `name`, one of [`Target::names`]. A name is
+    /// looked up in that list, never joined onto a folder as a path: `../x` or `/etc` is no
+    /// target (use [`Target::from_dir`] for a description elsewhere). An unknown name is
+    /// [`Error::Unsupported`] listing the known ones.
     pub fn by_name(name: &str) -> Result<Target> {
         let root = Self::root_dir();
-        let file = root.join(name).join("target.txt");
-        if !file.is_file() {
-            let known = Self::names().unwrap_or_default().join(", ");
+        let known = Self::names()?;
+        if !known.iter().any(|k| k == name) {
             return Err(Error::Unsupported(format!(
-                "no target `{name}` (looked for {}; known targets: {known})",
-                file.display()
+                "no target named `{name}` (known targets in {}: {}; a description elsewhere is \
+                 given by its folder, `--target-dir DIR`)",
+                root.display(),
+                known.join(", ")
             )));
         }
-        Self::from_file(&file)
+        Self::from_file(&root.join(name).join("target.txt"))
+    }
+
+    /// Reads the description in `dir/target.txt`: a target outside the known folder, named by
+    /// the user as a path. Its commands are run as written, so use only descriptions you trust.
+    pub fn from_dir(dir: &Path) -> Result<Target> {
+        Self::from_file(&dir.join("target.txt"))
     }
 
     /// Reads a description file; its folder's parent is taken as the `targets/` root.
@@ -361,6 +380,16 @@ mod tests {
         let e = Target::parse("name = x\n", p, p).unwrap_err();
         assert!(e.to_string().contains("missing key"), "{e}");
         assert!(Target::by_name("no-such-target").is_err());
+        // A name is looked up among the known targets, never resolved as a path.
+        for bad in ["../targets/host", "/etc", "host/../host", "", ".", ".."] {
+            let e = Target::by_name(bad).unwrap_err();
+            assert!(
+                matches!(e, Error::Unsupported(_)) && e.to_string().contains("known targets"),
+                "{bad:?}: {e}"
+            );
+        }
+        let host = Target::from_dir(&Target::root_dir().join("host")).unwrap();
+        assert_eq!(host.name, "host");
         let m4 = Target::by_name("cortex-m4").unwrap();
         let text = fs::read_to_string(&m4.file).unwrap() + "fma = maybe\n";
         let e = Target::parse(&text, p, p).unwrap_err();

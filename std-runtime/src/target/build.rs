@@ -9,7 +9,6 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use picograd_core::{Error, Result};
@@ -58,8 +57,11 @@ pub struct BuildOptions {
     pub sanitize: bool,
     /// How long the program may run before it is killed.
     pub timeout: Duration,
-    /// Build here and keep the files; by default a fresh temporary folder, removed on success.
-    pub build_dir: Option<PathBuf>,
+    /// Keep the build folder (a fresh private folder in the temporary directory, see
+    /// [`crate::private_fs::private_temp_dir`]) and say where it is, on stderr and in
+    /// [`RunReport::build_dir`]; by default it is removed after the build, whether it succeeded
+    /// or failed.
+    pub keep_build_dir: bool,
 }
 
 impl Default for BuildOptions {
@@ -70,7 +72,7 @@ impl Default for BuildOptions {
             extra_flags: Vec::new(),
             sanitize: false,
             timeout: Duration::from_secs(30),
-            build_dir: None,
+            keep_build_dir: false,
         }
     }
 }
@@ -99,6 +101,8 @@ pub struct RunReport {
     pub stack_bytes: Option<u64>,
     /// Everything the program printed.
     pub stdout: String,
+    /// Where the build's files were kept (with [`BuildOptions::keep_build_dir`]).
+    pub build_dir: Option<PathBuf>,
 }
 
 impl RunReport {
@@ -133,29 +137,55 @@ pub fn build_and_run(
         )));
     }
     let bundle = Bundle::read(bundle_dir)?;
-    let dir = match &opts.build_dir {
-        Some(d) => d.clone(),
-        None => fresh_dir(&target.name),
-    };
-    std::fs::create_dir_all(&dir).map_err(|e| io_err(&dir, e))?;
-    let header = dir.join("inputs.h");
-    std::fs::write(&header, bundle.inputs_header(inputs)?).map_err(|e| io_err(&header, e))?;
-    let b = Build {
-        target,
-        opts,
-        dir: &dir,
-    };
-    let report = b.run(&bundle, bundle_dir)?;
-    if opts.build_dir.is_none() {
-        let _ = std::fs::remove_dir_all(&dir);
-    }
+    let folder = fresh_dir(&target.name)?;
+    let result = build_in(target, opts, folder.path(), &bundle, bundle_dir, inputs);
+    let kept = opts.keep_build_dir.then(|| {
+        let dir = folder.keep();
+        eprintln!("picograd: build files kept in {}", dir.display());
+        dir
+    });
+    let mut report = result?;
+    report.build_dir = kept;
     Ok(report)
 }
 
-fn fresh_dir(name: &str) -> PathBuf {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    std::env::temp_dir().join(format!("picograd-target-{name}-{}-{n}", std::process::id()))
+fn build_in(
+    target: &Target,
+    opts: &BuildOptions,
+    dir: &Path,
+    bundle: &Bundle,
+    bundle_dir: &Path,
+    inputs: &[(&str, Values)],
+) -> Result<RunReport> {
+    let header = dir.join("inputs.h");
+    // The folder is fresh and private; `create_new` refuses anything already there all the same.
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&header)
+        .map_err(|e| io_err(&header, e))?;
+    std::io::Write::write_all(&mut file, bundle.inputs_header(inputs)?.as_bytes())
+        .map_err(|e| io_err(&header, e))?;
+    drop(file);
+    let b = Build { target, opts, dir };
+    b.run(bundle, bundle_dir)
+}
+
+/// A fresh private build folder (random name, mode 0700, never an existing folder), removed on
+/// drop unless kept.
+fn fresh_dir(name: &str) -> Result<tempfile::TempDir> {
+    let safe: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    crate::private_fs::private_temp_dir(&format!("picograd-build-{safe}-"))
+        .map_err(|e| io_err(&std::env::temp_dir(), e))
 }
 
 fn io_err(path: &Path, e: std::io::Error) -> Error {
@@ -440,6 +470,7 @@ fn parse_stdout(stdout: &str, bundle: &Bundle) -> std::result::Result<RunReport,
         model_bss: 0,
         stack_bytes: None,
         stdout: stdout.to_owned(),
+        build_dir: None,
     };
     for line in stdout.lines() {
         if let Some(n) = line.strip_prefix("instructions: ") {
