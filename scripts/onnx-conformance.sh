@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # ONNX backend node-test conformance: in the shared Python environment (scripts/python-env.sh:
 # `.venv` with onnx, onnxruntime, numpy) writes the node tests the onnx package defines
-# (scripts/onnx-node-data.py), runs them through picograd's importer, prints pass / fail / skip by operator and family, writes the table
-# to target/onnx-conformance.md, and fails when the pass rate drops below the recorded floor.
+# (scripts/onnx-node-data.py), runs them through picograd's importer (the `onnx_conformance`
+# example of `picograd-onnx`, std-runtime/onnx/examples/), prints pass / fail / skip by operator
+# and family, writes the table to target/onnx-conformance.md, and fails when the pass rate drops
+# below the recorded floor (std-runtime/onnx/PASS_FLOOR).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-FLOOR="${ONNX_PASS_FLOOR:-$(cat std-runtime/src/onnx/PASS_FLOOR)}"
+FLOOR="${ONNX_PASS_FLOOR:-$(cat std-runtime/onnx/PASS_FLOOR)}"
 DATA="${ONNX_NODE_DATA:-target/onnx-node-data}"
 
 PY="$(bash scripts/python-env.sh)"
@@ -15,7 +17,7 @@ if [ ! -d "$DATA/node" ]; then
     "$PY" scripts/onnx-node-data.py "$DATA" > /dev/null 2>&1
 fi
 
-cargo build --release --quiet -p picograd-runtime --example onnx_conformance
+cargo build --release --quiet -p picograd-onnx --example onnx_conformance
 out="$(./target/release/examples/onnx_conformance "$DATA/node" target/onnx-conformance.md)"
 echo "$out"
 rate="$(echo "$out" | sed -n 's/^PASS_RATE=//p')"

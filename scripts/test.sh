@@ -29,7 +29,7 @@ step "cargo test --workspace"
 mkdir -p target
 cargo test --workspace 2>&1 | tee target/test.log
 
-step "ONNX backend node tests (pass rate must not drop below std-runtime/src/onnx/PASS_FLOOR)"
+step "ONNX backend node tests (pass rate must not drop below std-runtime/onnx/PASS_FLOOR)"
 bash scripts/onnx-conformance.sh
 
 # One closing line with the totals of every cargo test binary above.

@@ -1,7 +1,7 @@
 //! ONNX → device, end to end: a Python helper (`scripts/onnx-device-model.py`, run in the `.venv`
 //! that `scripts/python-env.sh` makes) builds a small CNN classifier with `onnx.helper`, saves
 //! test inputs and onnxruntime's outputs; this test compiles the model for Cortex-M4 with the
-//! library behind `picograd compile`, runs the bundle under QEMU on each input and checks the
+//! library behind `picograd compile` (`picograd_cli::compile`), runs the bundle under QEMU on each input and checks the
 //! prediction (argmax) and every probability (1e-4 relative) against onnxruntime.
 //!
 //! Without `.venv` the test prints why and returns (it is skipped, not passed silently);
@@ -10,8 +10,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use picograd::runtime::onnx::{self, npy, CompileOptions, Model};
 use picograd::runtime::target::{build_and_run, BuildOptions, Target, Values};
+use picograd_cli::{compile, CompileOptions};
+use picograd_onnx::{npy, Model};
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -80,7 +81,7 @@ fn onnx_cnn_on_cortex_m4_matches_onnxruntime() {
         shapes: Vec::new(),
         build: BuildOptions::default(),
     };
-    let report = onnx::compile(&model, &opts).unwrap();
+    let report = compile(&model, &opts).unwrap();
     println!("{report}");
     assert!(report.flash() > 0 && report.arena_bytes > 0);
     assert!(report.run.instructions.is_some_and(|n| n > 0));

@@ -10,8 +10,6 @@ pub mod export;
 pub use compiler::{CompiledLib, Compiler, EntryFn, Stats};
 pub mod clang;
 pub mod install;
-#[cfg(feature = "onnx")]
-pub mod onnx;
 pub mod pool;
 pub mod private_fs;
 pub mod safetensors;

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use picograd_core::Tensor;
-use picograd_runtime::onnx::{ops, proto::TensorProto, values::tensor_from_proto, Model};
+use picograd_onnx::{ops, proto::TensorProto, values::tensor_from_proto, Model};
 use prost::Message;
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]

@@ -15,9 +15,9 @@ use picograd_core::export::{export, ExportNames, ExportOptions};
 use picograd_core::jit::Capture;
 use picograd_core::{DType, Error, Result, Tensor};
 
-use super::model::{Model, ValueSpec};
-use super::values::{dtype_of, onnx_type_name, tensor_from_le_bytes};
-use crate::target::{build_and_run, BuildOptions, RunReport, Target, Values};
+use picograd_onnx::values::{dtype_of, onnx_type_name, tensor_from_le_bytes};
+use picograd_onnx::{Model, ValueSpec};
+use picograd_runtime::target::{build_and_run, BuildOptions, RunReport, Target, Values};
 
 /// What to compile for and where to put it.
 #[derive(Clone, Debug)]
@@ -104,7 +104,7 @@ pub fn compile(model: &Model, opts: &CompileOptions) -> Result<CompileReport> {
         outputs: out_names.clone(),
     };
     let bundle = export(&capture, &names, &ExportOptions::default())?;
-    crate::export::write_bundle(&bundle, &opts.out)?;
+    picograd_runtime::export::write_bundle(&bundle, &opts.out)?;
     let zeros = zero_values(&in_names, &inputs);
     let feed: Vec<(&str, Values)> = zeros.iter().map(|(n, v)| (n.as_str(), v.clone())).collect();
     let run = build_and_run(&target, &opts.out, &feed, &opts.build)?;

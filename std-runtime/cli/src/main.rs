@@ -1,4 +1,5 @@
-//! The `picograd` command line: `run` an ONNX model on `.npy` inputs, `compile` it for a device
+//! The `picograd` command line (the binary of crate `picograd-cli`; `compile` calls
+//! [`picograd_cli::compile()`]): `run` an ONNX model on `.npy` inputs, `compile` it for a device
 //! target, `inspect` it. Exit codes: 0 success, 1 the model or its inputs were bad (or a run,
 //! export or device build failed), 2 usage errors (clap, or a dynamic input shape `compile` was
 //! not given), 3 the model uses operators picograd does not support, 4 the feature is not
@@ -10,7 +11,7 @@ use std::time::Instant;
 
 use clap::{Parser, Subcommand};
 use picograd_core::{Error, Result};
-use picograd_runtime::onnx::{self, npy, ops, values::onnx_type_name, Model};
+use picograd_onnx::{npy, ops, values::onnx_type_name, Model};
 use picograd_runtime::target::BuildOptions;
 
 /// picograd: run, compile and inspect ONNX models.
@@ -162,18 +163,18 @@ fn sanitize(name: &str) -> String {
 fn compile(path: &Path, target: &str, out: &Path, shapes: &[String]) -> Result<()> {
     let shapes = shapes
         .iter()
-        .map(|s| onnx::compile::parse_shape_arg(s))
+        .map(|s| picograd_cli::compile::parse_shape_arg(s))
         .collect::<Result<Vec<_>>>()?;
     picograd_runtime::install();
     let model = load(path)?;
-    let opts = onnx::CompileOptions {
+    let opts = picograd_cli::CompileOptions {
         target: target.to_string(),
         out: out.to_path_buf(),
         shapes,
         build: BuildOptions::default(),
     };
     let t = Instant::now();
-    let report = onnx::compile(&model, &opts)?;
+    let report = picograd_cli::compile(&model, &opts)?;
     eprintln!("compiled and measured in {:.2?}", t.elapsed());
     println!("{report}");
     Ok(())
