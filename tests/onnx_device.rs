@@ -77,6 +77,7 @@ fn onnx_cnn_on_cortex_m4_matches_onnxruntime() {
     let model = Model::load(&dir.join("cnn.onnx")).unwrap();
     let opts = CompileOptions {
         target: "cortex-m4".into(),
+        target_dir: None,
         out: dir.join("bundle"),
         shapes: Vec::new(),
         build: BuildOptions::default(),

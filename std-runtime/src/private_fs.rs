@@ -239,6 +239,26 @@ pub fn make_owner_only(path: &Path) -> io::Result<()> {
 /// `prefix`, mode 0700, created by this call (an existing folder is never used). Removed when the
 /// returned value drops, unless kept with [`tempfile::TempDir::keep`].
 pub fn private_temp_dir(prefix: &str) -> io::Result<tempfile::TempDir> {
+    // Whoever controls the temporary directory could rename our folder away and put their own in
+    // its place: it must be root's or ours, and sticky if others may write to it (as /tmp is).
+    #[cfg(unix)]
+    {
+        let root = std::env::temp_dir();
+        let uid = current_uid();
+        let real = fs::canonicalize(&root)?;
+        for dir in real.ancestors() {
+            check_ancestor(dir, uid).map_err(|why| {
+                io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    format!(
+                        "the temporary directory {} is not safe for private folders: {why} \
+                         (set TMPDIR to a folder of your own)",
+                        root.display()
+                    ),
+                )
+            })?;
+        }
+    }
     // mkdir fails when the name exists (tempfile then retries with another random name); the
     // mode is asked for explicitly, since tempfile's default follows the umask.
     let mut builder = tempfile::Builder::new();

@@ -22,8 +22,12 @@ use picograd_runtime::target::{build_and_run, BuildOptions, RunReport, Target, V
 /// What to compile for and where to put it.
 #[derive(Clone, Debug)]
 pub struct CompileOptions {
-    /// Target name (a folder under `targets/`: `cortex-m4`, `riscv32imac`, `host`, ...).
+    /// Target name, one of the known targets (`cortex-m4`, `riscv32imac`, `host`, ...: see
+    /// [`Target::names`]); never resolved as a path.
     pub target: String,
+    /// A target description elsewhere, given as its folder (holding `target.txt`); used instead
+    /// of `target` when set. Its commands are run as written: name only folders you trust.
+    pub target_dir: Option<PathBuf>,
     /// Where the bundle is written.
     pub out: PathBuf,
     /// Shapes for inputs, by ONNX name; required for inputs with a symbolic axis.
@@ -90,7 +94,10 @@ impl fmt::Display for CompileReport {
 /// Imports nothing: `model` is already loaded. Captures, exports, writes and measures it.
 pub fn compile(model: &Model, opts: &CompileOptions) -> Result<CompileReport> {
     model.check_supported()?;
-    let target = Target::by_name(&opts.target)?;
+    let target = match &opts.target_dir {
+        Some(dir) => Target::from_dir(dir)?,
+        None => Target::by_name(&opts.target)?,
+    };
     let shapes = input_shapes(model, &opts.shapes)?;
     let inputs = placeholders(model.inputs(), &shapes)?;
     let outputs = model.run(&inputs)?;

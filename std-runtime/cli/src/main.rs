@@ -49,10 +49,15 @@ enum Command {
     Compile {
         /// The ONNX model file.
         model: PathBuf,
-        /// The device target: a folder of `targets/` (`cortex-m4`, `cortex-m3`, `riscv32imac`,
-        /// `riscv32imafc`, `host`).
+        /// The device target, by name: one of the known targets (`cortex-m4`, `cortex-m3`,
+        /// `riscv32imac`, `riscv32imafc`, `host`; `$PICOGRAD_TARGETS` lists others). A name is
+        /// never read as a path.
         #[arg(long, default_value = "host")]
         target: String,
+        /// A target description elsewhere: the folder holding its `target.txt` (instead of
+        /// `--target`). Its commands are run as written, so name only folders you trust.
+        #[arg(long, value_name = "DIR", conflicts_with = "target")]
+        target_dir: Option<PathBuf>,
         /// The directory to write the bundle to.
         #[arg(long)]
         out: PathBuf,
@@ -80,9 +85,10 @@ fn main() -> ExitCode {
         Command::Compile {
             model,
             target,
+            target_dir,
             out,
             shapes,
-        } => compile(&model, &target, &out, &shapes),
+        } => compile(&model, &target, target_dir, &out, &shapes),
         Command::Inspect { model } => inspect(&model),
     };
     match result {
@@ -160,7 +166,13 @@ fn sanitize(name: &str) -> String {
 }
 
 /// Exports a model for a device, builds it once and prints what it costs there.
-fn compile(path: &Path, target: &str, out: &Path, shapes: &[String]) -> Result<()> {
+fn compile(
+    path: &Path,
+    target: &str,
+    target_dir: Option<PathBuf>,
+    out: &Path,
+    shapes: &[String],
+) -> Result<()> {
     let shapes = shapes
         .iter()
         .map(|s| picograd_cli::compile::parse_shape_arg(s))
@@ -169,6 +181,7 @@ fn compile(path: &Path, target: &str, out: &Path, shapes: &[String]) -> Result<(
     let model = load(path)?;
     let opts = picograd_cli::CompileOptions {
         target: target.to_string(),
+        target_dir,
         out: out.to_path_buf(),
         shapes,
         build: BuildOptions::default(),

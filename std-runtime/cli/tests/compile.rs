@@ -31,6 +31,7 @@ fn compile_needs_shapes_for_dynamic_inputs_and_runs_on_host() {
     let out = std::env::temp_dir().join(format!("picograd-onnx-compile-{}", std::process::id()));
     let mut opts = CompileOptions {
         target: "host".into(),
+        target_dir: None,
         out: out.clone(),
         shapes: Vec::new(),
         build: Default::default(),
