@@ -152,7 +152,7 @@ fn last_kernel_c(t: &Tensor, tile: usize, vector_width: usize, fused: bool) -> S
     let item = items.last().unwrap();
     let cfg = OptConfig::for_vec_width(tile);
     let lk = lower_ast(&item.ast, buf_params(item), Some(&cfg), fused).unwrap();
-    render_kernel(&lk, &render_opts(vector_width))
+    render_kernel(&lk, &render_opts(vector_width)).unwrap()
 }
 
 #[test]

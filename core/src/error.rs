@@ -59,6 +59,8 @@ pub enum Error {
     },
     /// A feature picograd does not (yet) have.
     Unsupported(String),
+    /// An invariant of picograd itself failed (a bug, not bad input): what broke and where.
+    Internal(String),
 }
 
 /// picograd-core's result type.
@@ -83,6 +85,10 @@ impl fmt::Display for Error {
                 write!(f, "{file}: malformed at byte {offset}: {detail}")
             }
             Error::Unsupported(m) => write!(f, "unsupported: {m}"),
+            Error::Internal(m) => write!(
+                f,
+                "internal error (a bug in picograd, please report it with this message): {m}"
+            ),
         }
     }
 }
@@ -90,6 +96,10 @@ impl fmt::Display for Error {
 impl core::error::Error for Error {}
 
 impl Error {
+    /// An internal invariant failure: `what` names the invariant and where it broke.
+    pub fn internal(what: impl Into<String>) -> Self {
+        Error::Internal(what.into())
+    }
     /// A shape error for `op`.
     pub fn shape(op: &'static str, detail: impl Into<String>) -> Self {
         Error::Shape {

@@ -284,6 +284,13 @@ impl LazyBuffer {
     pub fn alu(&self, op: AluOp, others: &[&LazyBuffer]) -> Result<LazyBuffer> {
         let mut srcs = alloc::vec![self.clone()];
         srcs.extend(others.iter().map(|s| (*s).clone()));
+        let value_dtype = srcs.last().map_or(self.dtype(), |s| s.dtype());
+        if !op.defined_on(value_dtype) {
+            return Err(Error::dtype(
+                op.name(),
+                alloc::format!("{} is not defined on {value_dtype}", op.name()),
+            ));
+        }
         if srcs.len() != op.arity() {
             return Err(Error::shape(
                 op.name(),

@@ -73,6 +73,20 @@ impl AluOp {
         }
     }
 
+    /// Is the op defined on operands of `dt` (the dtype its value operands share; for `Where`,
+    /// any)? Transcendentals and `Recip` need floats; bitwise ops and floor division need
+    /// integers or bools; `Fma` is a float rounding. Every backend (the interpreter and the C
+    /// renderer) implements exactly these pairs, so the graph checks them where ops are made.
+    pub fn defined_on(self, dt: crate::dtype::DType) -> bool {
+        use AluOp::*;
+        let float = dt.is_float();
+        match self {
+            Exp2 | Log2 | Sin | Sqrt | Recip | Fma => float,
+            Xor | And | Or | FloorDiv | FloorMod => !float,
+            Neg | Add | Sub | Mul | Div | Max | Mod | CmpLt | CmpEq | Where | MulAcc => true,
+        }
+    }
+
     /// Does the op give a bool whatever its operands' dtype?
     pub const fn is_comparison(self) -> bool {
         matches!(self, AluOp::CmpLt | AluOp::CmpEq)

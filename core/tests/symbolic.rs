@@ -482,6 +482,14 @@ fn c_compilers() -> Vec<&'static str> {
         !found.is_empty(),
         "render_c test needs a C compiler: neither `clang` nor `cc` runs on this machine"
     );
+    // CI has both (scripts/install-deps.sh): there, a missing one is a failure, not a skip.
+    if std::env::var_os("CI").is_some_and(|v| v == "true") {
+        assert_eq!(
+            found.len(),
+            2,
+            "CI must have clang and cc; found only {found:?}"
+        );
+    }
     found
 }
 

@@ -309,7 +309,7 @@ fn upcast_kernel() -> picograd_core::codegen::uops::LinearKernel {
 #[test]
 fn host_rendering_calls_vector_math_and_leaves_upcast_copies_to_slp() {
     use picograd_core::codegen::c::{render_kernel, CRenderOpts};
-    let c = render_kernel(&upcast_kernel(), &CRenderOpts::host());
+    let c = render_kernel(&upcast_kernel(), &CRenderOpts::host()).unwrap();
     assert!(c.contains("pg_vexp2f(") && c.contains("pg_vlog2f(") && c.contains("pg_vsinf("));
     assert!(!c.contains("math.h") && !c.contains(" exp2f("), "{c}");
     // Only the 16-copy loop is left to the SLP vectorizer; the plain loop keeps the loop
@@ -317,7 +317,7 @@ fn host_rendering_calls_vector_math_and_leaves_upcast_copies_to_slp() {
     let pragma = "#pragma clang loop vectorize(disable)\n#endif\n  for (int64_t ridx0 ";
     assert_eq!(c.matches("#pragma clang loop").count(), 1, "{c}");
     assert!(c.contains(pragma), "{c}");
-    let plain = render_kernel(&upcast_kernel(), &CRenderOpts::default());
+    let plain = render_kernel(&upcast_kernel(), &CRenderOpts::default()).unwrap();
     assert!(
         !plain.contains("#pragma") && plain.contains("exp2f("),
         "{plain}"

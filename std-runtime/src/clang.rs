@@ -408,7 +408,7 @@ impl Device for Clang {
 
     fn compile(&self, k: &LinearKernel) -> Result<Arc<dyn Program>> {
         let cores = self.cores_for(k);
-        let src = self.render_alone(k, cores);
+        let src = self.render_alone(k, cores)?;
         picograd_core::context::log(4, &src);
         let found = lock(&self.batched).get(&src).cloned();
         let (lib, symbol) = match found {
@@ -457,14 +457,16 @@ impl Device for Clang {
         // Every index is in exactly one group, so every slot is filled.
         progs
             .into_iter()
-            .map(|p| p.ok_or_else(|| Error::Device("a kernel was left out of every batch".into())))
+            .map(|p| {
+                p.ok_or_else(|| Error::internal("clang: a kernel was left out of every batch"))
+            })
             .collect()
     }
 }
 
 impl Clang {
     /// The translation unit `k` compiles to on its own.
-    fn render_alone(&self, k: &LinearKernel, cores: usize) -> String {
+    fn render_alone(&self, k: &LinearKernel, cores: usize) -> Result<String> {
         if cores > 1 {
             render_kernel_split(k, &self.opts)
         } else {
@@ -484,12 +486,12 @@ impl Clang {
             })
             .collect();
         let refs: Vec<(&LinearKernel, bool)> = renamed.iter().map(|(k, s)| (k, *s)).collect();
-        let src = render_program_split(&refs, &self.opts);
+        let src = render_program_split(&refs, &self.opts)?;
         picograd_core::context::log(4, &src);
         let lib = self.compiler.compile(&src)?;
         let mut batched = lock(&self.batched);
         for &i in idx {
-            let alone = self.render_alone(ks[i], self.cores_for(ks[i]));
+            let alone = self.render_alone(ks[i], self.cores_for(ks[i]))?;
             batched.insert(alone, (lib.clone(), batch_symbol(ks[i], i)));
         }
         Ok(lib)

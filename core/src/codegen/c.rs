@@ -38,6 +38,7 @@ use self::vectorize::{GroupKind, Operand, Packing};
 use super::uops::{LinearKernel, UOp, UOpKind};
 use crate::dtype::DType;
 use crate::ops::{AluOp, Scalar};
+use crate::{Error, Result};
 
 /// How kernels are rendered.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -96,7 +97,7 @@ impl Default for CRenderOpts {
 }
 
 /// One C99 translation unit holding one kernel (and its entry wrapper if asked).
-pub fn render_kernel(k: &LinearKernel, opts: &CRenderOpts) -> String {
+pub fn render_kernel(k: &LinearKernel, opts: &CRenderOpts) -> Result<String> {
     render_program(&[k], opts)
 }
 
@@ -104,27 +105,33 @@ pub fn render_kernel(k: &LinearKernel, opts: &CRenderOpts) -> String {
 /// cores ([`split::outer_split`](super::split::outer_split)): the function takes `int32_t
 /// core_id, int32_t core_count` last, and the entry wrapper reads them after the variables.
 /// A kernel with no splittable loop renders as [`render_kernel`] does.
-pub fn render_kernel_split(k: &LinearKernel, opts: &CRenderOpts) -> String {
+pub fn render_kernel_split(k: &LinearKernel, opts: &CRenderOpts) -> Result<String> {
     render_program_split(&[(k, true)], opts)
 }
 
 /// One C99 translation unit: the helpers the kernels need, once, then each kernel in order.
 /// Kernel names must be distinct C identifiers.
-pub fn render_program(kernels: &[&LinearKernel], opts: &CRenderOpts) -> String {
+pub fn render_program(kernels: &[&LinearKernel], opts: &CRenderOpts) -> Result<String> {
     let plain: Vec<(&LinearKernel, bool)> = kernels.iter().map(|k| (*k, false)).collect();
     render_program_aliased(&plain, opts)
 }
 
 /// [`render_program`], where a kernel flagged `true` may be called with its output aliasing an
 /// input (an in-place update): its parameters are rendered without `restrict`.
-pub fn render_program_aliased(kernels: &[(&LinearKernel, bool)], opts: &CRenderOpts) -> String {
+pub fn render_program_aliased(
+    kernels: &[(&LinearKernel, bool)],
+    opts: &CRenderOpts,
+) -> Result<String> {
     render_unit(kernels, opts, |w, _, aliased| w.restrict = !aliased)
 }
 
 /// One C99 translation unit of several kernels, each flagged `true` rendered split among cores
 /// as [`render_kernel_split`] renders it: one compile for a whole schedule. Kernel names must be
 /// distinct C identifiers.
-pub fn render_program_split(kernels: &[(&LinearKernel, bool)], opts: &CRenderOpts) -> String {
+pub fn render_program_split(
+    kernels: &[(&LinearKernel, bool)],
+    opts: &CRenderOpts,
+) -> Result<String> {
     render_unit(kernels, opts, |w, k, split| {
         w.split = split.then(|| super::split::outer_split(k)).flatten();
     })
@@ -136,7 +143,7 @@ fn render_unit(
     kernels: &[(&LinearKernel, bool)],
     opts: &CRenderOpts,
     setup: impl Fn(&mut Writer<'_>, &LinearKernel, bool),
-) -> String {
+) -> Result<String> {
     let mut needs = Needs::default();
     let bodies: Vec<String> = kernels
         .iter()
@@ -145,13 +152,13 @@ fn render_unit(
             setup(&mut w, k, flag);
             w.render()
         })
-        .collect();
+        .collect::<Result<_>>()?;
     let mut out = needs.prelude();
     for b in bodies {
         out.push('\n');
         out.push_str(&b);
     }
-    out
+    Ok(out)
 }
 
 /// The C definitions of picograd's freestanding f32 math (`pg_exp2f`, `pg_log2f`, `pg_sinf`,
@@ -192,6 +199,9 @@ struct Writer<'a> {
     slp: Vec<bool>,
     /// Rendering the body of such a loop.
     in_slp: bool,
+    /// The first UOp found that C cannot express (an op on a dtype it is not defined for): the
+    /// rendering is then discarded and this returned.
+    error: Option<Error>,
 }
 
 impl<'a> Writer<'a> {
@@ -215,10 +225,11 @@ impl<'a> Writer<'a> {
                 Vec::new()
             },
             in_slp: false,
+            error: None,
         }
     }
 
-    fn render(mut self) -> String {
+    fn render(mut self) -> Result<String> {
         let storage = if self.opts.static_kernels {
             "static "
         } else {
@@ -248,7 +259,22 @@ impl<'a> Writer<'a> {
         if self.opts.entry_wrapper {
             self.entry();
         }
-        self.out
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(self.out),
+        }
+    }
+
+    /// Records that `op` on `dt` has no C form (an invariant the linearizer should have kept)
+    /// and returns a placeholder; [`Writer::render`] then fails with the recorded error.
+    fn undefined(&mut self, op: AluOp, dt: DType) -> String {
+        if self.error.is_none() {
+            self.error = Some(Error::internal(format!(
+                "C renderer: kernel {}: {op} is not defined on {dt}",
+                self.k.name
+            )));
+        }
+        "0".into()
     }
 
     fn params(&self) -> String {
@@ -486,7 +512,10 @@ impl<'a> Writer<'a> {
                             grp.src.iter().map(|&o| self.operand(o, w, true)).collect();
                         format!("pg_fma_f32x{w}({}, {}, {})", v[0], v[1], v[2])
                     }
-                    _ => format!("{} {} {}", a[0], arith_sym(op), a[1]),
+                    _ => match arith_sym(op) {
+                        Some(sym) => format!("{} {sym} {}", a[0], a[1]),
+                        None => self.undefined(op, DType::F32),
+                    },
                 };
                 self.line(&format!("const {t} {name} = {e};"));
             }
@@ -578,9 +607,10 @@ impl<'a> Writer<'a> {
             AluOp::CmpLt => format!("({} < {})", a[0], a[1]),
             AluOp::CmpEq => format!("({} == {})", a[0], a[1]),
             AluOp::Where => format!("{} ? {} : {}", a[0], a[1], a[2]),
-            AluOp::Xor | AluOp::And | AluOp::Or if !dt.is_float() => {
-                format!("{} {} {}", a[0], bit_sym(op), a[1])
-            }
+            AluOp::Xor | AluOp::And | AluOp::Or if !dt.is_float() => match bit_sym(op) {
+                Some(sym) => format!("{} {sym} {}", a[0], a[1]),
+                None => self.undefined(op, dt),
+            },
             _ if dt.is_float() => self.alu_float(op, dt, &a),
             _ if dt == DType::Bool => self.alu_bool(op, &a),
             _ => self.alu_int(i, op, dt, &a),
@@ -594,9 +624,10 @@ impl<'a> Writer<'a> {
             AluOp::Mod => self.math("fmod", dt, a),
             AluOp::Neg => format!("-{}", a[0]),
             AluOp::Recip => format!("{one} / {}", a[0]),
-            AluOp::Add | AluOp::Sub | AluOp::Mul | AluOp::Div => {
-                format!("{} {} {}", a[0], arith_sym(op), a[1])
-            }
+            AluOp::Add | AluOp::Sub | AluOp::Mul | AluOp::Div => match arith_sym(op) {
+                Some(sym) => format!("{} {sym} {}", a[0], a[1]),
+                None => self.undefined(op, dt),
+            },
             AluOp::Max => format!("({0} > {1} || {0} != {0}) ? {0} : {1}", a[0], a[1]),
             AluOp::MulAcc => format!("{} * {} + {}", a[0], a[1], a[2]),
             // The builtin, not `fmaf` from <math.h>: it needs no libm, and with hardware FMA
@@ -605,7 +636,7 @@ impl<'a> Writer<'a> {
                 format!("__builtin_fma({}, {}, {})", a[0], a[1], a[2])
             }
             AluOp::Fma => format!("__builtin_fmaf({}, {}, {})", a[0], a[1], a[2]),
-            _ => panic!("C renderer: {op} is not defined on {dt}"),
+            _ => self.undefined(op, dt),
         }
     }
 
@@ -650,7 +681,7 @@ impl<'a> Writer<'a> {
             AluOp::Div | AluOp::Mod | AluOp::FloorDiv | AluOp::FloorMod => {
                 self.int_div(op, DType::U8, a, false)
             }
-            _ => panic!("C renderer: {op} is not defined on bool"),
+            _ => self.undefined(op, DType::Bool),
         }
     }
 
@@ -660,13 +691,16 @@ impl<'a> Writer<'a> {
         let pos_div = u.src.len() == 2 && self.range_of(u.src[1]).is_some_and(|r| r.0 > 0);
         let nonneg = self.range_of(u.src[0]).is_some_and(|r| r.0 >= 0);
         match op {
-            AluOp::Add | AluOp::Sub | AluOp::Mul => wrap_binop(dt, arith_sym(op), a, safe),
+            AluOp::Add | AluOp::Sub | AluOp::Mul => match arith_sym(op) {
+                Some(sym) => wrap_binop(dt, sym, a, safe),
+                None => self.undefined(op, dt),
+            },
             AluOp::MulAcc => wrap_mulacc(dt, a),
             AluOp::Neg => wrap_neg(dt, &a[0], safe),
             AluOp::Max => format!("{0} > {1} ? {0} : {1}", a[0], a[1]),
             AluOp::Div | AluOp::Mod => self.int_div(op, dt, a, pos_div),
             AluOp::FloorDiv | AluOp::FloorMod => self.int_div(op, dt, a, pos_div && nonneg),
-            _ => panic!("C renderer: {op} is not defined on {dt}"),
+            _ => self.undefined(op, dt),
         }
     }
 
@@ -762,20 +796,59 @@ impl<'a> Writer<'a> {
 
 // ---- free helpers: symbols, literals, wrapping forms ----
 
-fn arith_sym(op: AluOp) -> &'static str {
+/// C's infix symbol for an arithmetic op; `None` for every other op.
+fn arith_sym(op: AluOp) -> Option<&'static str> {
     match op {
-        AluOp::Add => "+",
-        AluOp::Sub => "-",
-        AluOp::Mul => "*",
-        _ => "/",
+        AluOp::Add => Some("+"),
+        AluOp::Sub => Some("-"),
+        AluOp::Mul => Some("*"),
+        AluOp::Div => Some("/"),
+        AluOp::Exp2
+        | AluOp::Log2
+        | AluOp::Sin
+        | AluOp::Sqrt
+        | AluOp::Neg
+        | AluOp::Recip
+        | AluOp::Max
+        | AluOp::Mod
+        | AluOp::CmpLt
+        | AluOp::CmpEq
+        | AluOp::Xor
+        | AluOp::And
+        | AluOp::Or
+        | AluOp::FloorDiv
+        | AluOp::FloorMod
+        | AluOp::Where
+        | AluOp::MulAcc
+        | AluOp::Fma => None,
     }
 }
 
-fn bit_sym(op: AluOp) -> &'static str {
+/// C's infix symbol for a bitwise op; `None` for every other op.
+fn bit_sym(op: AluOp) -> Option<&'static str> {
     match op {
-        AluOp::Xor => "^",
-        AluOp::And => "&",
-        _ => "|",
+        AluOp::Xor => Some("^"),
+        AluOp::And => Some("&"),
+        AluOp::Or => Some("|"),
+        AluOp::Exp2
+        | AluOp::Log2
+        | AluOp::Sin
+        | AluOp::Sqrt
+        | AluOp::Neg
+        | AluOp::Recip
+        | AluOp::Add
+        | AluOp::Sub
+        | AluOp::Mul
+        | AluOp::Div
+        | AluOp::Max
+        | AluOp::Mod
+        | AluOp::CmpLt
+        | AluOp::CmpEq
+        | AluOp::FloorDiv
+        | AluOp::FloorMod
+        | AluOp::Where
+        | AluOp::MulAcc
+        | AluOp::Fma => None,
     }
 }
 
