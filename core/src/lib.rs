@@ -18,6 +18,7 @@ pub mod export;
 pub mod interp;
 pub mod jit;
 pub mod lazy;
+pub mod lru;
 pub mod nn;
 pub mod ops;
 pub mod realize;

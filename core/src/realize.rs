@@ -11,7 +11,6 @@ use alloc::string::String;
 use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
 
-use hashbrown::HashMap;
 use spin::Mutex;
 
 use crate::ast::{Ast, AstOp};
@@ -23,6 +22,7 @@ use crate::context::{debug, log};
 use crate::device::{Buffer, Device, Program};
 use crate::error::{Error, Result};
 use crate::lazy::{LazyBuffer, LazyOp};
+use crate::lru::Lru;
 use crate::schedule::{schedule, ScheduleItem};
 use crate::shape::Sint;
 
@@ -62,11 +62,33 @@ pub fn counters() -> Counters {
     *COUNTERS.lock()
 }
 
-type ProgramCache = HashMap<(usize, LinearKernel), (Weak<dyn Device>, Arc<dyn Program>)>;
+type ProgramCache = Lru<(usize, LinearKernel), (Weak<dyn Device>, Arc<dyn Program>)>;
 /// (AST, optimizer settings, the device's own choice of opts if it made one, fused MULACC).
 type LowerKey = (Ast, Option<OptConfig>, Option<Vec<Opt>>, bool);
-static LOWER_CACHE: Mutex<Option<HashMap<LowerKey, LinearKernel>>> = Mutex::new(None);
+/// Both caches are bounded (least recently used entries go first): a process that meets ever
+/// new kernels keeps at most this many programs — and so compiled libraries — alive through
+/// them (a JIT capture keeps its own programs as long as it lives).
+pub const DEFAULT_CACHE_CAPACITY: usize = 4096;
+static LOWER_CACHE: Mutex<Option<Lru<LowerKey, LinearKernel>>> = Mutex::new(None);
 static PROGRAM_CACHE: Mutex<Option<ProgramCache>> = Mutex::new(None);
+
+/// Sets how many lowered kernels and compiled programs the realizer keeps (each; at least 1;
+/// default [`DEFAULT_CACHE_CAPACITY`]); entries beyond it are forgotten at once.
+pub fn set_cache_capacity(capacity: usize) {
+    PROGRAM_CACHE
+        .lock()
+        .get_or_insert_with(|| Lru::new(capacity))
+        .set_capacity(capacity);
+    LOWER_CACHE
+        .lock()
+        .get_or_insert_with(|| Lru::new(capacity))
+        .set_capacity(capacity);
+}
+
+/// How many compiled programs the realizer holds now (for tests and diagnostics).
+pub fn cached_programs() -> usize {
+    PROGRAM_CACHE.lock().as_ref().map_or(0, Lru::len)
+}
 
 /// The work a schedule would do, without running it: (kernels, reduce ops, flops, bytes).
 pub fn count_work(items: &[ScheduleItem]) -> Result<Counters> {
@@ -147,10 +169,10 @@ pub fn lower(item: &ScheduleItem) -> Result<LinearKernel> {
     let key = (item.ast.clone(), cfg, chosen, device.fused_mulacc());
     if let Some(k) = LOWER_CACHE
         .lock()
-        .get_or_insert_with(HashMap::new)
+        .get_or_insert_with(|| Lru::new(DEFAULT_CACHE_CAPACITY))
         .get(&key)
     {
-        return Ok(k.clone());
+        return Ok(k);
     }
     let lk = lower_ast_with(&item.ast, bufs, key.1.as_ref(), key.2.as_deref(), key.3)?;
     COUNTERS.lock().lowered += 1;
@@ -159,7 +181,7 @@ pub fn lower(item: &ScheduleItem) -> Result<LinearKernel> {
     }
     LOWER_CACHE
         .lock()
-        .get_or_insert_with(HashMap::new)
+        .get_or_insert_with(|| Lru::new(DEFAULT_CACHE_CAPACITY))
         .insert(key, lk.clone());
     Ok(lk)
 }
@@ -170,9 +192,9 @@ pub fn lower(item: &ScheduleItem) -> Result<LinearKernel> {
 fn cached_program(device: &Arc<dyn Device>, k: &LinearKernel) -> Option<Arc<dyn Program>> {
     let key = (Arc::as_ptr(device) as *const u8 as usize, k.clone());
     let mut cache = PROGRAM_CACHE.lock();
-    let cache = cache.get_or_insert_with(HashMap::new);
+    let cache = cache.get_or_insert_with(|| Lru::new(DEFAULT_CACHE_CAPACITY));
     match cache.get(&key) {
-        Some((dev, p)) if dev.strong_count() > 0 => Some(p.clone()),
+        Some((dev, p)) if dev.strong_count() > 0 => Some(p),
         Some(_) => {
             cache.remove(&key);
             None
@@ -185,7 +207,7 @@ fn cache_program(device: &Arc<dyn Device>, k: LinearKernel, p: Arc<dyn Program>)
     let key = (Arc::as_ptr(device) as *const u8 as usize, k);
     PROGRAM_CACHE
         .lock()
-        .get_or_insert_with(HashMap::new)
+        .get_or_insert_with(|| Lru::new(DEFAULT_CACHE_CAPACITY))
         .insert(key, (Arc::downgrade(device), p));
 }
 

@@ -299,6 +299,77 @@ pub(crate) fn publish(tmp: &Path, dest: &Path, key: Key) -> Result<()> {
     r
 }
 
+/// The default bound on a cache folder's size: `$PICOGRAD_CACHE_MAX_MB` mebibytes when set to a
+/// positive number, else 1 GiB.
+pub fn default_limit() -> u64 {
+    const DEFAULT: u64 = 1 << 30;
+    match std::env::var("PICOGRAD_CACHE_MAX_MB") {
+        Ok(v) => match v.trim().parse::<u64>() {
+            Ok(mb) if mb > 0 => mb.saturating_mul(1 << 20),
+            _ => {
+                static SAID: std::sync::Once = std::sync::Once::new();
+                SAID.call_once(|| {
+                    eprintln!(
+                        "picograd: PICOGRAD_CACHE_MAX_MB={v:?} is not a positive number of \
+                         mebibytes; using 1024"
+                    )
+                });
+                DEFAULT
+            }
+        },
+        Err(_) => DEFAULT,
+    }
+}
+
+/// Marks an entry as just used (its modification time, through the handle it was loaded from),
+/// which is what [`trim`] orders by.
+pub(crate) fn touch(file: &File) {
+    let _ = file.set_modified(std::time::SystemTime::now());
+}
+
+/// The bytes a cache folder's files take: entries, set-aside files and temporary files.
+pub(crate) fn folder_bytes(dir: &Path) -> u64 {
+    cache_files(dir).iter().map(|f| f.1).sum()
+}
+
+/// Every regular file directly in `dir`, with its size and modification time (links and folders
+/// are not followed or counted).
+fn cache_files(dir: &Path) -> Vec<(PathBuf, u64, std::time::SystemTime)> {
+    let Ok(rd) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .filter_map(|e| {
+            let meta = fs::symlink_metadata(e.path()).ok()?;
+            let when = meta.modified().ok()?;
+            meta.is_file().then(|| (e.path(), meta.len(), when))
+        })
+        .collect()
+}
+
+/// Keeps a cache folder within `limit` bytes: when it holds more, removes the least recently
+/// used files (oldest modification time first; a hit refreshes it, see [`touch`]) until it holds
+/// at most three quarters of `limit`. `keep` is never removed (the entry just written). Returns
+/// the bytes left. Removing an entry another process has loaded is harmless: its mapping stays.
+pub(crate) fn trim(dir: &Path, limit: u64, keep: &Path) -> u64 {
+    let mut files = cache_files(dir);
+    let mut total: u64 = files.iter().map(|f| f.1).sum();
+    if total <= limit {
+        return total;
+    }
+    files.sort_by_key(|f| f.2);
+    let target = limit / 4 * 3;
+    for (path, len, _) in files {
+        if total <= target {
+            break;
+        }
+        if path != keep && fs::remove_file(&path).is_ok() {
+            total -= len;
+        }
+    }
+    total
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

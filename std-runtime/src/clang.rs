@@ -212,13 +212,25 @@ pub struct Clang {
     threads: usize,
     /// Kernels with less work than this (flops + bytes / 4) run on one core.
     min_split_work: u64,
-    /// Kernels compiled in a batch: stand-alone source -> (the batch's library, the kernel's
-    /// symbol in it).
-    batched: Mutex<HashMap<String, (Arc<CompiledLib>, String)>>,
+    /// Kernels compiled in a batch: stand-alone source -> where it lives.
+    batched: Mutex<HashMap<String, Batched>>,
     /// The measured search choosing each kernel's opts (`PICOGRAD_SEARCH`); `None`: the
     /// hand-coded optimizer decides.
     search: Option<Arc<Search>>,
 }
+
+/// Where a kernel compiled in a batch lives: the batch's library (held weakly, so it is unloaded
+/// when no program uses it), the batch's source (to load it again, from the disk cache, after it
+/// was unloaded) and the kernel's symbol in it.
+#[derive(Clone)]
+struct Batched {
+    lib: std::sync::Weak<CompiledLib>,
+    unit: Arc<str>,
+    symbol: String,
+}
+
+/// How many batch entries [`Clang`] keeps before forgetting those of unloaded batches.
+const MAX_BATCHED_ENTRIES: usize = 4096;
 
 /// Below about four million operations, waking workers costs more than it saves: a split
 /// kernel waits for a worker's wake-up (tens of µs on a shared or virtual machine), longer than
@@ -412,7 +424,10 @@ impl Device for Clang {
         picograd_core::context::log(4, &src);
         let found = lock(&self.batched).get(&src).cloned();
         let (lib, symbol) = match found {
-            Some(b) => b,
+            Some(b) => match b.lib.upgrade() {
+                Some(lib) => (lib, b.symbol),
+                None => (self.compiler.compile(&b.unit)?, b.symbol),
+            },
             None => (self.compiler.compile(&src)?, k.name.clone()),
         };
         self.program(k, lib, &symbol, cores)
@@ -489,10 +504,21 @@ impl Clang {
         let src = render_program_split(&refs, &self.opts)?;
         picograd_core::context::log(4, &src);
         let lib = self.compiler.compile(&src)?;
+        let unit: Arc<str> = src.into();
         let mut batched = lock(&self.batched);
+        // Bounded: past this, the entries of unloaded batches go (such a kernel, needed again,
+        // is compiled on its own).
+        if batched.len() > MAX_BATCHED_ENTRIES {
+            batched.retain(|_, b| b.lib.strong_count() > 0);
+        }
         for &i in idx {
             let alone = self.render_alone(ks[i], self.cores_for(ks[i]))?;
-            batched.insert(alone, (lib.clone(), batch_symbol(ks[i], i)));
+            let b = Batched {
+                lib: Arc::downgrade(&lib),
+                unit: unit.clone(),
+                symbol: batch_symbol(ks[i], i),
+            };
+            batched.insert(alone, b);
         }
         Ok(lib)
     }

@@ -14,7 +14,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Once, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, Once, OnceLock, Weak};
 
 use libloading::Library;
 use picograd_core::{Error, Result};
@@ -63,8 +63,13 @@ struct Counters {
 }
 
 /// One slot per key; its lock is held while that key is being compiled or loaded, so concurrent
-/// requests for the same source wait for the first instead of compiling again.
-type Slot = Arc<Mutex<Option<Arc<CompiledLib>>>>;
+/// requests for the same source wait for the first instead of compiling again. The slot holds
+/// the library weakly: it is unloaded when no program uses it any more (a later request loads
+/// it again, from the disk cache).
+type Slot = Arc<Mutex<Weak<CompiledLib>>>;
+
+/// Libraries loaded and not yet unloaded, in this process (for tests and diagnostics).
+static LIVE_LIBRARIES: AtomicU64 = AtomicU64::new(0);
 
 /// A C compiler plus the kernel cache it fills. `Send + Sync`: share one per process (see
 /// [`Compiler::shared`]).
@@ -78,6 +83,13 @@ pub struct Compiler {
     cache_verdict: OnceLock<std::result::Result<(), String>>,
     refusal_said: Once,
     notices: Mutex<Vec<String>>,
+    /// Size of `loaded` above which (times two) its dead slots are dropped.
+    prune_at: std::sync::atomic::AtomicUsize,
+    /// The cache folder's bound in bytes (see [`cache::trim`]).
+    cache_limit: u64,
+    /// What this compiler believes the folder holds (scanned on first use, then counted up as
+    /// it writes): crossing `cache_limit` triggers a trim, which rescans.
+    cache_bytes: Mutex<Option<u64>>,
     loaded: Mutex<HashMap<Key, Slot>>,
     counters: Counters,
 }
@@ -155,6 +167,9 @@ impl Compiler {
             cache_verdict: OnceLock::new(),
             refusal_said: Once::new(),
             notices: Mutex::new(Vec::new()),
+            prune_at: std::sync::atomic::AtomicUsize::new(64),
+            cache_limit: cache::default_limit(),
+            cache_bytes: Mutex::new(None),
             loaded: Mutex::new(HashMap::new()),
             counters: Counters::default(),
         })
@@ -175,6 +190,7 @@ impl Compiler {
     pub fn with_cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.cache_dir = Some(dir.into());
         self.cache_verdict = OnceLock::new();
+        self.cache_bytes = Mutex::new(None);
         self
     }
 
@@ -224,15 +240,31 @@ impl Compiler {
     /// are [`Error::Compile`] with the compiler's stderr and the first lines of `src`.
     pub fn compile(&self, src: &str) -> Result<Arc<CompiledLib>> {
         let key = Key::new(src, &self.path, &self.version, &self.flags, &self.target);
-        let slot = Arc::clone(lock(&self.loaded).entry(key).or_default());
+        let slot = {
+            let mut loaded = lock(&self.loaded);
+            // Forget the slots of unloaded libraries now and then, so the map stays the size of
+            // what is loaded (a slot being filled is in use elsewhere: its Arc count is above 1).
+            if loaded.len() >= 2 * self.prune_at.load(Ordering::Relaxed) {
+                loaded.retain(|_, s| Arc::strong_count(s) > 1 || lock(s).strong_count() > 0);
+                self.prune_at.store(loaded.len().max(64), Ordering::Relaxed);
+            }
+            Arc::clone(loaded.entry(key).or_default())
+        };
         let mut slot = lock(&slot);
-        if let Some(lib) = slot.as_ref() {
+        if let Some(lib) = slot.upgrade() {
             self.counters.memory_hits.fetch_add(1, Ordering::Relaxed);
-            return Ok(Arc::clone(lib));
+            return Ok(lib);
         }
         let lib = Arc::new(self.load_or_build(src, key)?);
-        *slot = Some(Arc::clone(&lib));
+        LIVE_LIBRARIES.fetch_add(1, Ordering::Relaxed);
+        *slot = Arc::downgrade(&lib);
         Ok(lib)
+    }
+
+    /// How many kernel libraries are loaded in this process right now (every compiler's): a
+    /// library is unloaded when the last program using it is dropped.
+    pub fn live_libraries() -> u64 {
+        LIVE_LIBRARIES.load(Ordering::Relaxed)
     }
 
     fn load_or_build(&self, src: &str, key: Key) -> Result<CompiledLib> {
@@ -243,6 +275,7 @@ impl Compiler {
         match cache::lookup(&path, key) {
             Lookup::Loaded(lib, file) => {
                 self.counters.disk_hits.fetch_add(1, Ordering::Relaxed);
+                cache::touch(&file);
                 return Ok(CompiledLib {
                     lib,
                     _file: Some(file),
@@ -276,6 +309,7 @@ impl Compiler {
         }
         self.counters.compiles.fetch_add(1, Ordering::Relaxed);
         cache::publish(&tmp, &path, key)?;
+        self.account(dir, &path);
         // Another process may have renamed its own (equally complete) entry over ours; either way
         // what is at `path` now is checked and verified again before it is loaded.
         match cache::lookup(&path, key) {
@@ -316,6 +350,29 @@ impl Compiler {
                 None
             }
         }
+    }
+
+    /// Counts the entry just written at `path` against the folder's bound, trimming the folder
+    /// when it is crossed.
+    fn account(&self, dir: &Path, path: &Path) {
+        let added = fs::symlink_metadata(path).map_or(0, |m| m.len());
+        let mut bytes = lock(&self.cache_bytes);
+        let now = match *bytes {
+            Some(b) => b + added,
+            None => cache::folder_bytes(dir),
+        };
+        *bytes = Some(if now > self.cache_limit {
+            cache::trim(dir, self.cache_limit, path)
+        } else {
+            now
+        });
+    }
+
+    /// The same compiler, keeping its cache folder within `bytes` (least recently used entries
+    /// are removed past it; default [`cache::default_limit`]).
+    pub fn with_cache_limit(mut self, bytes: u64) -> Self {
+        self.cache_limit = bytes;
+        self
     }
 
     /// Says `msg` on stderr (prefixed `picograd: `) and keeps it for [`Compiler::notices`].
@@ -429,6 +486,12 @@ impl CompiledLib {
     /// The cache entry the library was loaded from.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+}
+
+impl Drop for CompiledLib {
+    fn drop(&mut self) {
+        LIVE_LIBRARIES.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

@@ -92,13 +92,60 @@ fn compile_and_call_a_kernel() {
     assert!(!check_add(&cc), "a fresh cache cannot hold the kernel");
     let s = cc.stats();
     assert_eq!((s.compiles, s.disk_hits, s.memory_hits), (1, 0, 0));
-    // The same source again is answered from memory, as the same library.
+    // `check_add` dropped its library, so it was unloaded: asked again, the source is loaded
+    // from the disk cache; asked while it is loaded, it is answered from memory, as the same
+    // library.
+    let live = Compiler::live_libraries();
     let a = cc.compile(ADD_SRC).unwrap();
     let b = cc.compile(ADD_SRC).unwrap();
     assert!(std::sync::Arc::ptr_eq(&a, &b));
-    assert_eq!(cc.stats().memory_hits, 2);
+    let s = cc.stats();
+    assert_eq!((s.compiles, s.disk_hits, s.memory_hits), (1, 1, 1));
+    assert!(Compiler::live_libraries() > live.saturating_sub(1));
     cache::verify_entry(a.path()).expect("a freshly written entry verifies");
     assert!(matches!(a.entry("nope"), Err(Error::Device(_))));
+}
+
+/// `ADD_SRC` with its function renamed, so each `n` is a distinct source (and cache entry).
+fn add_variant(n: usize) -> String {
+    ADD_SRC.replace("add", &format!("add{n}"))
+}
+
+/// The cache folder stays within its bound: the least recently used entries go first, and a
+/// disk hit counts as a use.
+#[test]
+fn cache_folder_stays_within_its_limit() {
+    let dir = fresh_dir("limit");
+    // One entry's size, to set a bound of about four entries.
+    let one = {
+        let cc = compiler(&dir);
+        let lib = cc.compile(&add_variant(0)).unwrap();
+        fs::metadata(lib.path()).unwrap().len()
+    };
+    let limit = one * 4 + one / 2;
+    let cc = compiler(&dir).with_cache_limit(limit);
+    let entry = |n: usize| cc.compile(&add_variant(n)).unwrap().path().to_path_buf();
+    let first = entry(1);
+    let mut paths = vec![first.clone()];
+    for n in 2..=12 {
+        // Keep entry 1 recently used: a fresh compiler loads it from disk (a hit touches it).
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let again = compiler(&dir).compile(&add_variant(1)).unwrap();
+        assert!(
+            again.loaded_from_cache(),
+            "entry 1 was trimmed although just used"
+        );
+        drop(again);
+        paths.push(entry(n));
+        let bytes: u64 = fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().metadata().unwrap().len())
+            .sum();
+        assert!(bytes <= limit, "{bytes} bytes in the folder, limit {limit}");
+    }
+    assert!(first.exists() && paths.last().unwrap().exists());
+    let gone = paths.iter().filter(|p| !p.exists()).count();
+    assert!(gone >= 12 - 4, "only {gone} of 12 entries were trimmed");
 }
 
 #[test]
