@@ -356,6 +356,30 @@ fn malformed_blob_errors_name_the_offset() {
     assert!(load_blob(&extra).is_err());
 }
 
+/// A name twice is an error everywhere, never "the first one wins": saving, loading a blob
+/// (a blob rebuilt by hand with the first entry repeated), and loading a state dict.
+#[test]
+fn duplicate_names_are_errors() {
+    picograd::init();
+    let mut twice = sample_state();
+    twice.push(("w".into(), Tensor::zeros(&[2, 3], DType::F32)));
+    let e = save_blob(&twice).unwrap_err();
+    assert!(e.to_string().contains("\"w\""), "{e}");
+    let one = save_blob(&sample_state()[..1]).unwrap();
+    let entry = &one[12..];
+    let mut blob = one[..8].to_vec();
+    blob.extend(2u32.to_le_bytes());
+    blob.extend(entry);
+    blob.extend(entry);
+    let Err(Error::Format { offset, detail, .. }) = load_blob(&blob) else {
+        panic!("a blob naming \"w\" twice was accepted")
+    };
+    assert_eq!(offset as usize, 12 + entry.len(), "{detail}");
+    assert!(detail.contains("second tensor named \"w\""), "{detail}");
+    let e = load_state_dict(&sample_state(), &twice).unwrap_err();
+    assert!(e.to_string().contains("two loaded tensors"), "{e}");
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
     #[test]

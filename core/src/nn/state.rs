@@ -60,13 +60,24 @@ fn checked_numel(shape: &[usize]) -> Option<usize> {
 }
 
 /// The blob holding `named` (computes every tensor).
+/// Two tensors under one name are an error naming it (a blob keeps each name once).
 pub fn save_blob(named: &[(String, Tensor)]) -> Result<Vec<u8>> {
+    if let Some(dup) = first_duplicate(named.iter().map(|(n, _)| n.as_str())) {
+        return Err(Error::Unsupported(format!(
+            "save_blob: two tensors are named {dup:?}"
+        )));
+    }
+    let count = u32::try_from(named.len())
+        .map_err(|_| Error::Unsupported(format!("save_blob: {} tensors", named.len())))?;
     let mut out = Vec::from(&MAGIC[..]);
-    out.extend((named.len() as u32).to_le_bytes());
+    out.extend(count.to_le_bytes());
     for (name, t) in named {
         out.extend((name.len() as u32).to_le_bytes());
         out.extend(name.as_bytes());
-        let code = ALL_DTYPES.iter().position(|&d| d == t.dtype()).unwrap_or(0);
+        let code = ALL_DTYPES
+            .iter()
+            .position(|&d| d == t.dtype())
+            .ok_or_else(|| Error::internal(format!("save_blob: {} has no code", t.dtype())))?;
         out.push(code as u8);
         let shape = t.shape();
         out.extend((shape.len() as u32).to_le_bytes());
@@ -154,6 +165,12 @@ fn read_entry(r: &mut Reader, device: &Arc<dyn Device>) -> Result<(String, Tenso
     Ok((String::from(name), t))
 }
 
+/// The first name that occurs twice.
+fn first_duplicate<'a>(names: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    let mut seen = alloc::collections::BTreeSet::new();
+    names.into_iter().find(|n| !seen.insert(*n))
+}
+
 /// Parses a blob made by [`save_blob`] into named tensors on the default device.
 pub fn load_blob(blob: &[u8]) -> Result<Vec<(String, Tensor)>> {
     load_blob_on(blob, &crate::context::default_device())
@@ -166,9 +183,14 @@ pub fn load_blob_on(blob: &[u8], device: &Arc<dyn Device>) -> Result<Vec<(String
         return Err(r.err(0, String::from("not a picograd state blob (bad magic)")));
     }
     let count = r.u32("tensor count")?;
-    let mut out = Vec::new();
+    let mut out: Vec<(String, Tensor)> = Vec::new();
     for _ in 0..count {
-        out.push(read_entry(&mut r, device)?);
+        let at = r.pos;
+        let entry = read_entry(&mut r, device)?;
+        if out.iter().any(|(n, _)| *n == entry.0) {
+            return Err(r.err(at, format!("a second tensor named {:?}", entry.0)));
+        }
+        out.push(entry);
     }
     if r.pos != blob.len() {
         let extra = blob.len() - r.pos;
@@ -180,6 +202,11 @@ pub fn load_blob_on(blob: &[u8], device: &Arc<dyn Device>) -> Result<Vec<(String
 /// Copies `loaded` values into the matching (by name) tensors of `into`, in place. Every name of
 /// `into` must be present with the same shape and dtype; extra loaded names are an error too.
 pub fn load_state_dict(into: &[(String, Tensor)], loaded: &[(String, Tensor)]) -> Result<()> {
+    if let Some(dup) = first_duplicate(loaded.iter().map(|(n, _)| n.as_str())) {
+        return Err(Error::Unsupported(format!(
+            "load_state_dict: two loaded tensors are named {dup:?}"
+        )));
+    }
     let missing = |n: &str| Error::Unsupported(format!("load_state_dict: no tensor named {n:?}"));
     for (name, _) in loaded {
         if !into.iter().any(|(n, _)| n == name) {

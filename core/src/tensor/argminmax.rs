@@ -1,11 +1,13 @@
 //! `argmax`/`argmin`: the index of the extreme value along an axis, ties resolved to the first
-//! index. Composed as "equal to the max" masks weighted by descending positions, then a max.
-//! Results are i32 and carry no gradient.
+//! index, and — as numpy does — the first NaN's index when the line holds a NaN (NaN counts as
+//! the extreme both ways). Composed as "equal to the max, or NaN" masks weighted by descending
+//! positions, then a max. Results are i32 and carry no gradient. An empty axis is an error.
 
 use alloc::vec::Vec;
 
 use crate::dtype::DType;
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::ops::AluOp;
 
 use super::{must, Tensor};
 
@@ -26,6 +28,23 @@ pub(crate) fn first_true(mask: &Tensor, ax: usize, keepdim: bool) -> Result<Tens
     Ok(best.const_like(n as f64).sub(&best))
 }
 
+/// Where `x` equals its line's `extreme` or is NaN (max and min propagate NaN, so a line with a
+/// NaN has NaN as its extreme, which equals nothing: its NaNs are the hits). Refuses an empty
+/// axis `ax`, which has no index to give.
+fn extreme_or_nan(x: &Tensor, extreme: &Tensor, op: &'static str, ax: usize) -> Result<Tensor> {
+    if x.shape()[ax] == 0 {
+        return Err(Error::shape(
+            op,
+            alloc::format!("axis {ax} of shape {:?} is empty", x.shape()),
+        ));
+    }
+    let hit = x.try_eq(extreme)?;
+    if !x.dtype().is_float() {
+        return Ok(hit);
+    }
+    hit.try_alu(AluOp::Or, &[&x.try_ne(x)?])
+}
+
 impl Tensor {
     /// Index of the largest value along `axis` (of the flattened tensor when `None`), the first
     /// one on ties, as i32.
@@ -43,7 +62,7 @@ impl Tensor {
         };
         let ax = self.resolve_axes("argmax", &[axis])?[0];
         let x = self.detach();
-        let hit = x.try_eq(x.try_max(&[axis], true)?)?;
+        let hit = extreme_or_nan(&x, &x.try_max(&[axis], true)?, "argmax", ax)?;
         first_true(&hit, ax, keepdim)
     }
     /// [`Tensor::try_argmax`], panicking on a bad axis.
@@ -59,7 +78,7 @@ impl Tensor {
         };
         let ax = self.resolve_axes("argmin", &[axis])?[0];
         let x = self.detach();
-        let hit = x.try_eq(x.try_min(&[axis], true)?)?;
+        let hit = extreme_or_nan(&x, &x.try_min(&[axis], true)?, "argmin", ax)?;
         first_true(&hit, ax, keepdim)
     }
     /// [`Tensor::try_argmin`], panicking on a bad axis.

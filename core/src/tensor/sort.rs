@@ -6,8 +6,9 @@
 //! which is its position in the result; a one-hot of those ranks then moves values and indices
 //! into place. The values are a select-and-sum of the input, so gradients flow back to the
 //! elements they came from. Costs `n²` comparisons per line (fine for short axes; a bitonic
-//! network would be `n log² n`). NaNs are not ordered (results with NaNs are unspecified), and
-//! a `-0.0` comes out as `+0.0` (the select-and-sum adds zeros to it).
+//! network would be `n log² n`). NaN orders as numpy orders it: above every number, NaNs among
+//! themselves in their original order — last when ascending, first when descending. A `-0.0`
+//! comes out as `+0.0` (the select-and-sum adds zeros to it).
 
 use alloc::format;
 use alloc::vec::Vec;
@@ -24,17 +25,39 @@ fn positions(n: usize) -> Tensor {
     Tensor::arange(0.0, n as f64, 1.0, DType::I32)
 }
 
+/// `a < b` in the total order that puts NaN above every number: `a < b`, or `b` is NaN and `a`
+/// is not. (Only floats have NaN.)
+fn total_lt(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let lt = a.try_lt(b)?;
+    if !a.dtype().is_float() {
+        return Ok(lt);
+    }
+    let (a_nan, b_nan) = (a.try_ne(a)?, b.try_ne(b)?);
+    let nan_above = b_nan.try_alu(AluOp::And, &[&a_nan.logical_not()])?;
+    lt.try_alu(AluOp::Or, &[&nan_above])
+}
+
+/// `a == b` in the same order: equal, or both NaN.
+fn total_eq(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let eq = a.try_eq(b)?;
+    if !a.dtype().is_float() {
+        return Ok(eq);
+    }
+    let both_nan = a.try_ne(a)?.try_alu(AluOp::And, &[&b.try_ne(b)?])?;
+    eq.try_alu(AluOp::Or, &[&both_nan])
+}
+
 /// The rank (final position) of every element of `x` along its last axis, as i32.
 fn ranks(x: &Tensor, descending: bool) -> Result<Tensor> {
     let n = x.shape()[x.ndim() - 1];
     let (xi, xj) = (x.try_unsqueeze(-1)?, x.try_unsqueeze(-2)?);
     let ahead = if descending {
-        xj.try_gt(&xi)?
+        total_lt(&xi, &xj)?
     } else {
-        xj.try_lt(&xi)?
+        total_lt(&xj, &xi)?
     };
     let earlier = tri_mask(n, n, 0).logical_not();
-    let tie_earlier = xj.try_eq(&xi)?.try_alu(AluOp::And, &[&earlier])?;
+    let tie_earlier = total_eq(&xj, &xi)?.try_alu(AluOp::And, &[&earlier])?;
     let before = ahead.try_alu(AluOp::Or, &[&tie_earlier])?;
     before.try_sum(&[-1], false)
 }
