@@ -25,7 +25,7 @@ fn scalar_bytes(v: f64, dtype: DType, out: &mut Vec<u8>) {
 impl Tensor {
     /// A tensor of `dtype` holding `values` (converted as casts convert), on the default device.
     pub fn try_from_f64s(values: &[f64], shape: &[usize], dtype: DType) -> Result<Tensor> {
-        let n: usize = shape.iter().product();
+        let n = super::size::checked_numel("from_f64s", shape, dtype)?;
         if n != values.len() {
             return Err(crate::error::Error::shape(
                 "from_f64s",
@@ -44,37 +44,65 @@ impl Tensor {
         must(Tensor::try_from_f64s(values, shape, dtype))
     }
 
-    /// `start, start+step, ...` up to (not including) `stop`, as a 1-D tensor of `dtype`.
-    /// Panics when `step` is zero.
+    /// `start, start+step, ...` up to (not including) `stop`, as a 1-D tensor of `dtype`. An
+    /// error when `step` is zero, a bound or the step is not finite, or the range is too long
+    /// to exist.
     ///
     /// ```
     /// use picograd_core::{DType, Tensor};
     /// let t = Tensor::arange(5.0, 0.0, -2.0, DType::I32);
     /// assert_eq!(t.to_vec::<i32>().unwrap(), vec![5, 3, 1]);
+    /// assert!(Tensor::try_arange(0.0, f64::INFINITY, 1.0, DType::F32).is_err());
     /// ```
-    pub fn arange(start: f64, stop: f64, step: f64, dtype: DType) -> Tensor {
-        assert!(step != 0.0, "arange: step must not be zero");
-        let n = libm::ceil((stop - start) / step).max(0.0) as usize;
+    pub fn try_arange(start: f64, stop: f64, step: f64, dtype: DType) -> Result<Tensor> {
+        let bad = |why: &str| {
+            crate::error::Error::shape(
+                "arange",
+                alloc::format!("arange({start}, {stop}, {step}): {why}"),
+            )
+        };
+        if step == 0.0 {
+            return Err(bad("the step is zero"));
+        }
+        if !(start.is_finite() && stop.is_finite() && step.is_finite()) {
+            return Err(bad("bounds and step must be finite"));
+        }
+        let count = libm::ceil((stop - start) / step).max(0.0);
+        // Past 2^53 the positions are not distinct f64s anyway.
+        if count > (1u64 << 53) as f64 {
+            return Err(bad("too many elements"));
+        }
+        let n = count as usize;
+        super::size::checked_numel("arange", &[n], dtype)?;
         let vals: Vec<f64> = (0..n).map(|i| start + i as f64 * step).collect();
-        Tensor::from_f64s(&vals, &[n], dtype)
+        Tensor::try_from_f64s(&vals, &[n], dtype)
+    }
+    /// [`Tensor::try_arange`], panicking on a zero or non-finite step or bound.
+    pub fn arange(start: f64, stop: f64, step: f64, dtype: DType) -> Tensor {
+        must(Tensor::try_arange(start, stop, step, dtype))
     }
 
-    /// The `n`×`n` identity matrix.
+    /// The `n`×`n` identity matrix; an error when it is too large to exist.
     ///
     /// ```
     /// use picograd_core::{DType, Tensor};
     /// let e = Tensor::eye(2, DType::I32);
     /// assert_eq!(e.to_vec::<i32>().unwrap(), vec![1, 0, 0, 1]);
     /// ```
-    pub fn eye(n: usize, dtype: DType) -> Tensor {
+    pub fn try_eye(n: usize, dtype: DType) -> Result<Tensor> {
         if n == 0 {
-            return Tensor::zeros(&[0, 0], dtype);
+            return Tensor::try_zeros(&[0, 0], dtype);
         }
+        super::size::checked_numel("eye", &[n, n + 1], dtype)?;
         // Rows of [1, 0 × n] laid end to end put a 1 every n+1 elements: the diagonal of n×n.
-        let col = Tensor::ones(&[n, 1], dtype).pad(&[(0, 0), (0, n)]);
-        let flat = col.reshape(&[(n * (n + 1)) as isize]);
-        flat.shrink(&[(0, n * n)])
-            .reshape(&[n as isize, n as isize])
+        let col = Tensor::try_ones(&[n, 1], dtype)?.try_pad(&[(0, 0), (0, n)])?;
+        let flat = col.try_reshape(&[(n * (n + 1)) as isize])?;
+        flat.try_shrink(&[(0, n * n)])?
+            .try_reshape(&[n as isize, n as isize])
+    }
+    /// [`Tensor::try_eye`], panicking when `n`×`n` is too large to exist.
+    pub fn eye(n: usize, dtype: DType) -> Tensor {
+        must(Tensor::try_eye(n, dtype))
     }
 
     /// A tensor shaped like `self`, of its dtype, filled with `value`.

@@ -32,6 +32,7 @@ mod random;
 mod reduce;
 mod scatter;
 mod shard;
+mod size;
 mod slice;
 mod softmax;
 mod sort;
@@ -152,7 +153,7 @@ impl Tensor {
         shape: &[usize],
         device: &Arc<dyn Device>,
     ) -> Result<Tensor> {
-        let n: usize = shape.iter().product();
+        let n = size::checked_numel("from_slice", shape, T::DTYPE)?;
         if n != data.len() {
             return Err(Error::shape(
                 "from_slice",
@@ -175,7 +176,7 @@ impl Tensor {
         dtype: DType,
         device: &Arc<dyn Device>,
     ) -> Result<Tensor> {
-        let n: usize = shape.iter().product();
+        let n = size::checked_numel("from_bytes", shape, dtype)?;
         let buf = Buffer::new(device.clone(), dtype, n)?;
         buf.copy_in(bytes)?;
         Ok(Tensor::from_lazy(LazyBuffer::from_buffer(
@@ -189,22 +190,36 @@ impl Tensor {
         must(Tensor::try_from_slice(data, shape))
     }
 
-    /// A tensor of `shape` filled with `value` converted to `dtype`.
-    pub fn full(shape: &[usize], value: f64, dtype: DType) -> Tensor {
+    /// A tensor of `shape` filled with `value` converted to `dtype`; an error naming the shape
+    /// when it is too large to exist.
+    pub fn try_full(shape: &[usize], value: f64, dtype: DType) -> Result<Tensor> {
+        size::checked_numel("full", shape, dtype)?;
         let dev = crate::context::default_device();
-        Tensor::from_lazy(LazyBuffer::constant(
+        Ok(Tensor::from_lazy(LazyBuffer::constant(
             &dev,
             Scalar::from_f64(value, dtype),
             &dims(shape),
-        ))
+        )))
+    }
+    /// [`Tensor::try_full`], panicking on a shape too large to exist.
+    pub fn full(shape: &[usize], value: f64, dtype: DType) -> Tensor {
+        must(Tensor::try_full(shape, value, dtype))
     }
 
-    /// Zeros.
+    /// Zeros; an error naming the shape when it is too large to exist.
+    pub fn try_zeros(shape: &[usize], dtype: DType) -> Result<Tensor> {
+        Tensor::try_full(shape, 0.0, dtype)
+    }
+    /// [`Tensor::try_zeros`], panicking on a shape too large to exist.
     pub fn zeros(shape: &[usize], dtype: DType) -> Tensor {
         Tensor::full(shape, 0.0, dtype)
     }
 
-    /// Ones.
+    /// Ones; an error naming the shape when it is too large to exist.
+    pub fn try_ones(shape: &[usize], dtype: DType) -> Result<Tensor> {
+        Tensor::try_full(shape, 1.0, dtype)
+    }
+    /// [`Tensor::try_ones`], panicking on a shape too large to exist.
     pub fn ones(shape: &[usize], dtype: DType) -> Tensor {
         Tensor::full(shape, 1.0, dtype)
     }
@@ -394,6 +409,7 @@ impl Tensor {
         if self.shape() == shape {
             return Ok(self.clone());
         }
+        size::checked_numel("broadcast_to", shape, self.dtype())?;
         let own = self.shape();
         if own.len() > shape.len() {
             return Err(Error::shape(
@@ -465,9 +481,11 @@ impl Tensor {
     // ---- reductions ----
 
     /// Normalizes possibly negative axes against the rank.
+    /// An axis given twice is an error too (`sum` over axis 1 twice is not a sum over it).
     pub fn resolve_axes(&self, op: &'static str, axes: &[isize]) -> Result<Vec<usize>> {
         let n = self.ndim() as isize;
-        axes.iter()
+        let resolved = axes
+            .iter()
             .map(|&a| {
                 let r = if a < 0 { a + n } else { a };
                 if r < 0 || r >= n.max(1) || (n == 0) {
@@ -479,7 +497,18 @@ impl Tensor {
                     Ok(r as usize)
                 }
             })
-            .collect()
+            .collect::<Result<Vec<usize>>>()?;
+        if let Some(pos) = (1..resolved.len()).find(|&i| resolved[..i].contains(&resolved[i])) {
+            return Err(Error::axis(
+                op,
+                alloc::format!(
+                    "axis {} is given twice in {axes:?} (shape {:?})",
+                    axes[pos],
+                    self.shape()
+                ),
+            ));
+        }
+        Ok(resolved)
     }
 
     /// Reduces over `axes` (all axes when empty... use `None`), keeping them as 1 if `keepdim`.
@@ -520,11 +549,12 @@ impl Tensor {
     /// Reshapes; one dimension may be `-1` (inferred).
     pub fn try_reshape(&self, shape: &[isize]) -> Result<Tensor> {
         let n = self.numel();
-        let known: usize = shape
+        let fixed: Vec<usize> = shape
             .iter()
             .filter(|&&d| d >= 0)
             .map(|&d| d as usize)
-            .product();
+            .collect();
+        let known = size::checked_numel("reshape", &fixed, self.dtype())?;
         let infer = shape.iter().filter(|&&d| d == -1).count();
         if infer > 1
             || shape.iter().any(|&d| d < -1)
@@ -572,6 +602,14 @@ impl Tensor {
 
     /// Pads each axis with `(before, after)` zeros.
     pub fn try_pad(&self, arg: &[(usize, usize)]) -> Result<Tensor> {
+        let shape = self.shape();
+        let padded = arg
+            .iter()
+            .zip(&shape)
+            .enumerate()
+            .map(|(axis, (&p, &d))| size::padded_dim("pad", axis, d, p))
+            .collect::<Result<Vec<usize>>>()?;
+        size::checked_numel("pad", &padded, self.dtype())?;
         let a: Vec<(i64, i64)> = arg.iter().map(|&(b, e)| (b as i64, e as i64)).collect();
         Ok(Tensor::derive(
             FnKind::Pad(a.clone()),

@@ -63,7 +63,11 @@ impl Tensor {
 
     /// Swaps axes `a` and `b` (negative axes count from the end).
     pub fn try_transpose(&self, a: isize, b: isize) -> Result<Tensor> {
-        let ax = self.resolve_axes("transpose", &[a, b])?;
+        // Each on its own: swapping an axis with itself is a (legal) no-op.
+        let ax = [
+            self.resolve_axes("transpose", &[a])?[0],
+            self.resolve_axes("transpose", &[b])?[0],
+        ];
         let mut order: Vec<usize> = (0..self.ndim()).collect();
         order.swap(ax[0], ax[1]);
         self.try_permute(&order)
@@ -118,7 +122,11 @@ impl Tensor {
         if self.ndim() == 0 {
             return self.try_reshape(&[1]);
         }
-        let ax = self.resolve_axes("flatten", &[start, end])?;
+        // Each on its own: flattening one axis into itself is a (legal) no-op.
+        let ax = [
+            self.resolve_axes("flatten", &[start])?[0],
+            self.resolve_axes("flatten", &[end])?[0],
+        ];
         if ax[0] > ax[1] {
             return Err(Error::axis(
                 "flatten",

@@ -111,7 +111,14 @@ impl PoolOpts {
 }
 
 /// `v` with one entry per axis (a single entry is repeated).
+/// Strides, dilations and kernel sizes must be at least 1; an output padding may be 0.
 pub(crate) fn per_axis(op: &'static str, what: &str, v: &[usize], n: usize) -> Result<Vec<usize>> {
+    if what != "output_padding" && v.contains(&0) {
+        return Err(Error::shape(
+            op,
+            format!("{what} {v:?} has a 0 (each must be at least 1)"),
+        ));
+    }
     match v.len() {
         1 => Ok(vec![v[0]; n]),
         l if l == n => Ok(v.to_vec()),

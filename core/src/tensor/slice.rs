@@ -30,15 +30,24 @@ fn clamp_bound(v: i64, n: i64, step: i64) -> i64 {
 fn span(start: i64, stop: i64, step: i64, n: usize) -> Span {
     let n = n as i64;
     let (a, b) = (clamp_bound(start, n, step), clamp_bound(stop, n, step));
-    let count = if step > 0 {
-        (b - a + step - 1).max(0) / step
+    // In i128: a step near i64::MIN or i64::MAX must not overflow the count.
+    let (a, b, s) = (i128::from(a), i128::from(b), i128::from(step));
+    let count = if s > 0 {
+        (b - a + s - 1).max(0) / s
     } else {
-        (a - b - step - 1).max(0) / -step
+        (a - b - s - 1).max(0) / -s
     };
     if count == 0 {
-        return Span { lo: 0, hi: 0, step };
+        return Span {
+            lo: 0,
+            hi: 0,
+            step: step.signum(),
+        };
     }
-    let last = a + (count - 1) * step;
+    // One element: any step selects it; ±1 keeps later stages clear of a step such as i64::MIN
+    // (more than one element bounds |step| by the axis length).
+    let step = if count == 1 { step.signum() } else { step };
+    let last = a + (count - 1) * s;
     let (lo, hi) = if step > 0 {
         (a, last + 1)
     } else {
