@@ -10,6 +10,7 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
+use super::names::{self, Side};
 use super::plan::{BufferPlan, Home, MemoryPlan, Role};
 use super::weights::{blob, initializer, BLOB_HEADER};
 use super::{json, Bundle, ExportNames, ExportOptions, Weights};
@@ -209,7 +210,7 @@ impl<'a> Ctx<'a> {
         let mut m = String::new();
         for (name, slot, is_out) in self.io() {
             let b = self.buf(slot);
-            let kind = if is_out { "OUTPUT" } else { "INPUT" };
+            let side = if is_out { Side::Output } else { Side::Input };
             let shapes = if is_out {
                 self.capture.output_shapes()
             } else {
@@ -217,12 +218,11 @@ impl<'a> Ctx<'a> {
             };
             let n = self.io_index(slot, is_out);
             m.push_str(&format!(
-                "/** {} `{name}`: {}, shape {}. */\n#define {}_{kind}_{}_SIZE {}\n",
+                "/** {} `{name}`: {}, shape {}. */\n#define {} {}\n",
                 if is_out { "Output" } else { "Input" },
                 b.dtype,
                 fmt_shape(shapes[n]),
-                self.up,
-                name.to_ascii_uppercase(),
+                names::size_macro(self.p, side, name),
                 b.elements
             ));
         }
