@@ -181,7 +181,8 @@ fn compile(path: &Path, target: &str, out: &Path, shapes: &[String]) -> Result<(
 }
 
 fn inspect(path: &Path) -> Result<()> {
-    let model = load(path)?;
+    // Reads no weights: works even when an external data file is missing.
+    let model = Model::load_without_weights(path)?;
     println!("model: {}", path.display());
     println!("producer: {}  opsets: {:?}", model.producer, model.opsets);
     for v in model.inputs() {
@@ -193,7 +194,7 @@ fn inspect(path: &Path) -> Result<()> {
     println!(
         "parameters: {} in {} weight tensors",
         model.parameter_count(),
-        model.weights().len()
+        model.weight_count()
     );
     let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
     for n in model.nodes() {

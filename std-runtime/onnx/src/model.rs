@@ -1,8 +1,10 @@
 //! [`Model`]: a loaded, validated ONNX model. Loading decodes the protobuf (bounded: prost checks
 //! every length against the bytes present and caps nesting), converts the initializers to
 //! weights, and orders the nodes topologically — refusing cycles, duplicate producers and
-//! inputs nothing produces, each error naming the node. Running evaluates the nodes in that
-//! order into lazy tensors, after reporting every unsupported operator at once.
+//! inputs nothing produces, each error naming the node. Initializer data stored in an external
+//! file is read from the model's folder ([`super::external`]); [`Model::load_without_weights`]
+//! reads none (for `picograd inspect`). Running evaluates the nodes in that order into lazy
+//! tensors, after reporting every unsupported operator at once.
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -10,6 +12,7 @@ use std::path::Path;
 use picograd_core::{Error, Result, Tensor};
 use prost::Message;
 
+use super::external::{is_external, read_tensor};
 use super::node::{in_node, Node};
 use super::proto::{GraphProto, ModelProto, NodeProto, ValueInfoProto};
 use super::values::{onnx_type_name, tensor_from_proto};
@@ -60,6 +63,17 @@ impl ValueSpec {
     }
 }
 
+/// Where the initializers' data comes from when a model is loaded.
+#[derive(Clone, Copy, Debug)]
+enum WeightSource<'a> {
+    /// In the protobuf, or in external files in this folder (the model file's folder).
+    Folder(&'a Path),
+    /// In the protobuf only: external data is refused (no file to resolve it against).
+    Embedded,
+    /// Not read at all: the model can be inspected but not run.
+    Skip,
+}
+
 /// A loaded ONNX model.
 pub struct Model {
     graph: GraphProto,
@@ -69,6 +83,8 @@ pub struct Model {
     /// Node indices in evaluation order.
     order: Vec<usize>,
     weights: HashMap<String, Tensor>,
+    /// False when loaded by [`Model::load_without_weights`].
+    weights_loaded: bool,
     inputs: Vec<ValueSpec>,
     outputs: Vec<ValueSpec>,
     /// The producer recorded in the file.
@@ -97,8 +113,24 @@ fn is_default_domain(d: &str) -> bool {
 }
 
 impl Model {
-    /// Reads and validates the model file at `path`.
+    /// Reads and validates the model file at `path`, with its weights (external data files
+    /// are read from the model's folder).
     pub fn load(path: &Path) -> Result<Model> {
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        Model::load_with(path, WeightSource::Folder(dir))
+    }
+
+    /// Reads and validates the model file at `path` without reading any weight data (external
+    /// data files need not exist): enough to list inputs, outputs, operators and parameter
+    /// counts. [`Model::run`] refuses such a model.
+    pub fn load_without_weights(path: &Path) -> Result<Model> {
+        Model::load_with(path, WeightSource::Skip)
+    }
+
+    fn load_with(path: &Path, source: WeightSource<'_>) -> Result<Model> {
         let what = path.display().to_string();
         let io = |e: std::io::Error| Error::Io {
             path: what.clone(),
@@ -113,21 +145,22 @@ impl Model {
             });
         }
         let bytes = std::fs::read(path).map_err(io)?;
-        Model::from_bytes(&bytes, &what)
+        Model::from_proto_with(decode(&bytes, &what)?, &what, source)
     }
 
     /// Decodes and validates a model from its bytes; `what` names the source in errors.
+    /// External tensor data is refused: there is no folder to find it in ([`Model::load`]).
     pub fn from_bytes(bytes: &[u8], what: &str) -> Result<Model> {
-        let proto = ModelProto::decode(bytes).map_err(|e| Error::Format {
-            file: what.to_string(),
-            offset: 0,
-            detail: format!("not a valid ONNX protobuf: {e}"),
-        })?;
-        Model::from_proto(proto, what)
+        Model::from_proto(decode(bytes, what)?, what)
     }
 
-    /// Validates a decoded model.
+    /// Validates a decoded model (external tensor data is refused, as for
+    /// [`Model::from_bytes`]).
     pub fn from_proto(proto: ModelProto, what: &str) -> Result<Model> {
+        Model::from_proto_with(proto, what, WeightSource::Embedded)
+    }
+
+    fn from_proto_with(proto: ModelProto, what: &str, source: WeightSource<'_>) -> Result<Model> {
         let fmt = |d: String| Error::Format {
             file: what.to_string(),
             offset: 0,
@@ -152,14 +185,23 @@ impl Model {
             .unwrap_or(1);
         let mut weights = HashMap::new();
         for t in &graph.initializer {
-            let w = tensor_from_proto(t, &format!("{what}: initializer '{}'", t.name))?;
+            let label = format!("initializer '{}'", t.name);
+            let w = match source {
+                WeightSource::Skip => continue,
+                WeightSource::Folder(dir) if is_external(t) => read_tensor(t, &label, dir)?,
+                WeightSource::Folder(_) | WeightSource::Embedded => {
+                    tensor_from_proto(t, &format!("{what}: {label}"))?
+                }
+            };
             weights.insert(t.name.clone(), w);
         }
-        let order = topo_order(&graph, &weights).map_err(fmt)?;
+        let initializers: HashSet<&str> =
+            graph.initializer.iter().map(|t| t.name.as_str()).collect();
+        let order = topo_order(&graph, &initializers).map_err(fmt)?;
         let inputs = graph
             .input
             .iter()
-            .filter(|v| !weights.contains_key(&v.name))
+            .filter(|v| !initializers.contains(v.name.as_str()))
             .map(ValueSpec::from_proto)
             .collect();
         let outputs = graph.output.iter().map(ValueSpec::from_proto).collect();
@@ -169,6 +211,7 @@ impl Model {
             opsets,
             order,
             weights,
+            weights_loaded: !matches!(source, WeightSource::Skip),
             inputs,
             outputs,
             producer: proto.producer_name,
@@ -200,9 +243,29 @@ impl Model {
         &self.weights
     }
 
-    /// Number of scalar parameters in the weights.
+    /// Number of scalar parameters in the weights (from the initializers' shapes, so it is
+    /// known without reading them).
     pub fn parameter_count(&self) -> u64 {
-        self.weights.values().map(|w| w.numel() as u64).sum()
+        self.graph
+            .initializer
+            .iter()
+            .map(|t| {
+                t.dims
+                    .iter()
+                    .try_fold(1u64, |n, &d| n.checked_mul(u64::try_from(d).ok()?))
+                    .unwrap_or(0)
+            })
+            .fold(0u64, u64::saturating_add)
+    }
+
+    /// Number of weight tensors (initializers), known without reading them.
+    pub fn weight_count(&self) -> usize {
+        self.graph
+            .initializer
+            .iter()
+            .map(|t| t.name.as_str())
+            .collect::<HashSet<_>>()
+            .len()
     }
 
     /// Every node whose operator picograd cannot run.
@@ -271,6 +334,13 @@ impl Model {
 
     /// Runs the model on named inputs; graph inputs left out fall back to their initializer.
     pub fn run_named(&self, inputs: &[(String, Tensor)]) -> Result<Vec<Tensor>> {
+        if !self.weights_loaded {
+            return Err(Error::Unsupported(
+                "the model was loaded without its weights (Model::load_without_weights): \
+                 load it with Model::load to run it"
+                    .into(),
+            ));
+        }
         self.check_supported()?;
         let mut env: HashMap<&str, Tensor> = HashMap::new();
         for (name, w) in &self.weights {
@@ -397,10 +467,10 @@ fn subgraph_reads(n: &NodeProto) -> Vec<&str> {
 /// Orders the nodes so each comes after the producers of its inputs (Kahn's algorithm).
 fn topo_order(
     graph: &GraphProto,
-    weights: &HashMap<String, Tensor>,
+    initializers: &HashSet<&str>,
 ) -> std::result::Result<Vec<usize>, String> {
     let mut known: HashSet<&str> = graph.input.iter().map(|v| v.name.as_str()).collect();
-    known.extend(weights.keys().map(String::as_str));
+    known.extend(initializers.iter().copied());
     let mut producer: HashMap<&str, usize> = HashMap::new();
     for (i, n) in graph.node.iter().enumerate() {
         for o in n.output.iter().filter(|o| !o.is_empty()) {
@@ -470,4 +540,12 @@ fn topo_order(
         }
     }
     Ok(order)
+}
+
+fn decode(bytes: &[u8], what: &str) -> Result<ModelProto> {
+    ModelProto::decode(bytes).map_err(|e| Error::Format {
+        file: what.to_string(),
+        offset: 0,
+        detail: format!("not a valid ONNX protobuf: {e}"),
+    })
 }
