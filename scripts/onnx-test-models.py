@@ -122,18 +122,23 @@ def rnn(out, op, direction):
         numpy_helper.from_array(f32(dirs, 2 * gates * hidden, scale=0.1), "B"),
     ]
     outs = ["Y", "Y_h"] + (["Y_c"] if op == "LSTM" else [])
-    node = helper.make_node(op, ["x", "W", "R", "B"], outs, hidden_size=hidden,
+    # torch's exporter passes the initial state as a graph input (`h0`, and `c0` for LSTM).
+    states = ["h0"] + (["c0"] if op == "LSTM" else [])
+    node = helper.make_node(op, ["x", "W", "R", "B", ""] + states, outs, hidden_size=hidden,
                             direction=direction)
     infos = [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [seq, dirs, batch, hidden])]
     infos += [helper.make_tensor_value_info(n, TensorProto.FLOAT, [dirs, batch, hidden])
               for n in outs[1:]]
     model = make(
         [node],
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [seq, batch, inp])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [seq, batch, inp])]
+        + [helper.make_tensor_value_info(s, TensorProto.FLOAT, [dirs, batch, hidden])
+           for s in states],
         infos,
         weights,
     )
-    finish(model, out, [f32(seq, batch, inp, scale=1.0)])
+    finish(model, out, [f32(seq, batch, inp, scale=1.0)]
+           + [f32(dirs, batch, hidden) for _ in states])
 
 
 def sklearn_data():
