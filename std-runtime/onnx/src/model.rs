@@ -15,7 +15,7 @@ use prost::Message;
 use super::external::{is_external, read_tensor};
 use super::node::{in_node, Node};
 use super::proto::{GraphProto, ModelProto, NodeProto, ValueInfoProto};
-use super::values::{onnx_type_name, tensor_from_proto};
+use super::values::{onnx_code, onnx_type_name, tensor_from_proto, to_i64s};
 
 /// Largest model file read (protobuf's own limit).
 pub const MAX_FILE_BYTES: u64 = 2 << 30;
@@ -358,8 +358,10 @@ impl Model {
                 ));
             }
         }
+        let given: HashSet<&str> = inputs.iter().map(|(n, _)| n.as_str()).collect();
         for &i in &self.order {
             let node = &self.graph.node[i];
+            check_gather_indices(node, &env, &given).map_err(|e| in_node(e, node))?;
             self.eval_node(node, &mut env)
                 .map_err(|e| in_node(e, node))?;
         }
@@ -383,26 +385,41 @@ impl Model {
                 format!("the model has no input named '{name}'"),
             ));
         };
-        let Some(dims) = &spec.shape else {
-            return Ok(());
-        };
+        // As onnxruntime does: the element type must be the declared one (no silent casts,
+        // no f64 run of an f32 model), and every fixed axis its declared size; symbolic axes
+        // take any size.
         let shape = t.shape();
-        let fits = dims.len() == shape.len()
-            && dims
-                .iter()
-                .zip(&shape)
-                .all(|(d, &s)| d.is_none_or(|d| d as usize == s));
-        if fits {
-            Ok(())
-        } else {
-            Err(Error::shape(
-                "onnx",
-                format!(
-                    "input '{name}' should be {}, got shape {shape:?}",
-                    spec.describe()
-                ),
-            ))
+        let got = || {
+            format!(
+                "{}[{}]",
+                onnx_type_name(onnx_code(t.dtype())),
+                shape
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            )
+        };
+        let type_ok = spec.elem_type == 0 || onnx_code(t.dtype()) == spec.elem_type;
+        let shape_ok = spec.shape.as_ref().is_none_or(|dims| {
+            dims.len() == shape.len()
+                && dims
+                    .iter()
+                    .zip(&shape)
+                    .all(|(d, &s)| d.is_none_or(|d| d as usize == s))
+        });
+        if type_ok && shape_ok {
+            return Ok(());
         }
+        let what = if type_ok { "shape" } else { "element type" };
+        Err(Error::shape(
+            "onnx",
+            format!(
+                "input '{name}': wrong {what}: the model expects {}, got {}",
+                spec.describe(),
+                got()
+            ),
+        ))
     }
 
     /// Evaluates one node in scope `env` and binds its outputs there.
@@ -548,4 +565,63 @@ fn decode(bytes: &[u8], what: &str) -> Result<ModelProto> {
         offset: 0,
         detail: format!("not a valid ONNX protobuf: {e}"),
     })
+}
+
+/// For a Gather or GatherElements whose indices are a caller-given model input: every index
+/// must lie in `[-size, size)` of the data's gathered axis. Checked before the node is
+/// evaluated, so an out-of-range index is an error naming the input, the index and the axis
+/// size rather than plausible-looking output.
+fn check_gather_indices(
+    node: &NodeProto,
+    env: &HashMap<&str, Tensor>,
+    given: &HashSet<&str>,
+) -> Result<()> {
+    let op: &'static str = match node.op_type.as_str() {
+        "Gather" => "Gather",
+        "GatherElements" => "GatherElements",
+        _ => return Ok(()),
+    };
+    if !is_default_domain(&node.domain) || node.input.len() < 2 {
+        return Ok(());
+    }
+    let (data, ids) = (node.input[0].as_str(), node.input[1].as_str());
+    if !given.contains(ids) {
+        return Ok(());
+    }
+    let (Some(data), Some(ids_t)) = (env.get(data), env.get(ids)) else {
+        return Ok(());
+    };
+    let rank = data.shape().len() as i64;
+    let axis = node
+        .attribute
+        .iter()
+        .find(|a| a.name == "axis")
+        .map_or(0, |a| a.i);
+    let axis = if axis < 0 { axis + rank } else { axis };
+    let Some(size) = usize::try_from(axis)
+        .ok()
+        .and_then(|a| data.shape().get(a).copied())
+    else {
+        return Ok(()); // the operator itself reports the bad axis
+    };
+    if !ids_t.dtype().is_int() {
+        return Ok(());
+    }
+    let size = size as i64;
+    if let Some((k, &v)) = to_i64s(ids_t)?
+        .iter()
+        .enumerate()
+        .find(|(_, &v)| v < -size || v >= size)
+    {
+        return Err(Error::shape(
+            op,
+            format!(
+                "input '{ids}' holds index {v} (element {k}), out of range for axis {axis} of \
+                 size {size} (valid: {} to {})",
+                -size,
+                size - 1
+            ),
+        ));
+    }
+    Ok(())
 }
