@@ -15,9 +15,11 @@ cases:
                      its default options (integer class labels, ZipMap output); the ZipMap
                      output's probabilities are written as expected_<k>.npy too (one row of
                      class probabilities per sample, classes in `classes.npy`)
-  logreg_strings     the same with string class labels
-  linear_regressor, scaler_normalizer
-                     ai.onnx.ml LinearRegressor; Scaler then Normalizer (L1, L2, MAX)
+  logreg_binary      LogisticRegression on two classes
+  logreg_strings     LogisticRegression with string class labels (model only)
+  linear_regressor, linear_classifier_binary, scaler_normalizer
+                     ai.onnx.ml LinearRegressor; LinearClassifier with one coefficient row
+                     (post_transform NONE and LOGISTIC); Scaler then Normalizer (L1, L2, MAX)
 """
 
 import os
@@ -158,6 +160,8 @@ def sklearn_case(out, kind):
     x, y = sklearn_data()
     if kind == "logreg":
         est = LogisticRegression().fit(x, y)
+    elif kind == "logreg_binary":
+        est = LogisticRegression().fit(x, (y > 0).astype(np.int64))
     elif kind == "logreg_strings":
         est = LogisticRegression().fit(x, np.array(["a", "b", "c"])[y])
     else:
@@ -176,6 +180,22 @@ def linear_regressor(out):
     model = make([node], [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4])],
                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 2])], [], ml=True)
     finish(model, out, [f32(3, 4, scale=1.0)])
+
+
+def linear_classifier_binary(out):
+    """One coefficient row and two labels: onnxruntime's binary form, with and without the
+    logistic function."""
+    nodes, outs = [], []
+    for k, post in enumerate(["NONE", "LOGISTIC"]):
+        nodes.append(helper.make_node("LinearClassifier", ["x"], [f"label{k}", f"scores{k}"],
+                                      domain="ai.onnx.ml", coefficients=f32(4).tolist(),
+                                      intercepts=[0.1], classlabels_ints=[3, 8],
+                                      post_transform=post))
+        outs += [helper.make_tensor_value_info(f"label{k}", TensorProto.INT64, [6]),
+                 helper.make_tensor_value_info(f"scores{k}", TensorProto.FLOAT, [6, 2])]
+    model = make(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [6, 4])], outs,
+                 [], ml=True)
+    finish(model, out, [f32(6, 4, scale=1.0)])
 
 
 def scaler_normalizer(out):
@@ -201,10 +221,12 @@ def main():
     elif case.startswith(("gru_", "lstm_")):
         op, direction = case.split("_", 1)
         rnn(out, op.upper(), direction)
-    elif case in ("logreg", "mlp", "logreg_strings"):
+    elif case in ("logreg", "logreg_binary", "mlp", "logreg_strings"):
         sklearn_case(out, case)
     elif case == "linear_regressor":
         linear_regressor(out)
+    elif case == "linear_classifier_binary":
+        linear_classifier_binary(out)
     elif case == "scaler_normalizer":
         scaler_normalizer(out)
     else:

@@ -196,6 +196,13 @@ impl<'a> Ctx<'a> {
             " * The model uses static memory only (not reentrant), no heap and no I/O; the\n \
              * same inputs always give the same outputs.\n",
         );
+        for note in &self.opts.header_notes {
+            u.push_str(" *\n");
+            for line in wrap(note, 92) {
+                // A note must not end the comment early.
+                u.push_str(&format!(" * {}\n", line.replace("*/", "* /")));
+            }
+        }
         if self.opts.fused_mulacc {
             // clang (not gcc) treats the builtin as a libm call while errno matters.
             u.push_str(
@@ -595,3 +602,22 @@ static __attribute__((unused)) void pg_load_le(uint8_t *dst, const uint8_t *src,
   }
 }
 ";
+
+/// `text` split into lines of at most `width` characters at spaces (a longer word stays whole).
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && line.len() + 1 + word.len() > width {
+            lines.push(core::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
+}

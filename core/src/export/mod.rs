@@ -89,6 +89,10 @@ pub struct ExportOptions {
     /// call libm's `fma`). Off by default: without the instruction the builtin is a slow
     /// software `fmaf` call (and needs libm).
     pub fused_mulacc: bool,
+    /// Paragraphs added to `PREFIX.h`'s documentation comment: what the caller wants a reader
+    /// of the header to know about its inputs and outputs (e.g. that an output stands for an
+    /// ONNX ZipMap's maps). Empty by default.
+    pub header_notes: Vec<String>,
 }
 
 impl Default for ExportOptions {
@@ -100,6 +104,7 @@ impl Default for ExportOptions {
             freestanding_math: true,
             opt: Some(crate::codegen::opt::OptConfig::small_device()),
             fused_mulacc: false,
+            header_notes: Vec::new(),
         }
     }
 }

@@ -96,8 +96,9 @@ pub fn compile(model: &Model, opts: &CompileOptions) -> Result<CompileReport> {
     let (ins, outs): (Vec<&Tensor>, Vec<&Tensor>) =
         (inputs.iter().collect(), outputs.iter().collect());
     let (capture, _) = Capture::record(&ins, &outs)?;
-    let export_opts = ExportOptions::default();
+    let mut export_opts = ExportOptions::default();
     let names = bundle_names(model, &export_opts.prefix);
+    export_opts.header_notes = zipmap_notes(model, &names.outputs);
     let bundle = export(&capture, &names, &export_opts)?;
     picograd_runtime::export::write_bundle(&bundle, &opts.out)?;
     let zeros = zero_values(&names.inputs, &inputs);
@@ -121,6 +122,28 @@ pub fn compile(model: &Model, opts: &CompileOptions) -> Result<CompileReport> {
 pub fn bundle_names(model: &Model, prefix: &str) -> ExportNames {
     let names = |specs: &[ValueSpec]| specs.iter().map(|s| s.name.clone()).collect::<Vec<_>>();
     ExportNames::sanitized(&names(model.inputs()), &names(model.outputs()), prefix)
+}
+
+/// What `model.h` says about outputs made by an ONNX ZipMap (scikit-learn's sequence of
+/// `{label: probability}` maps, which C has no form for): the bundle's output is the
+/// probability tensor, one row per sample, one column per class label in the listed order.
+pub fn zipmap_notes(model: &Model, c_outputs: &[String]) -> Vec<String> {
+    model
+        .outputs()
+        .iter()
+        .zip(c_outputs)
+        .filter_map(|(spec, c)| {
+            let labels = model.zipmap_labels(&spec.name)?;
+            let list: Vec<String> = labels.iter().map(i64::to_string).collect();
+            Some(format!(
+                "Output `{c}` is the ONNX model's ZipMap output '{}' (a sequence of {{label: \
+                 probability}} maps) exported as its probability tensor: one row per sample, \
+                 one float per class, the columns holding the class labels {} in that order.",
+                spec.name,
+                list.join(", ")
+            ))
+        })
+        .collect()
 }
 
 /// Parses `name=1,3,32,32`.

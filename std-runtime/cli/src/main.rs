@@ -142,6 +142,21 @@ fn run(path: &Path, inputs: &[PathBuf], out: &Path, interp: bool) -> Result<()> 
             t.dtype(),
             file.display()
         );
+        if let Some(labels) = model.zipmap_labels(&spec.name) {
+            // ZipMap's maps are written as the probability matrix; the labels of its columns
+            // go to a side file.
+            let side = out.join(format!("{}.labels.npy", sanitize(&spec.name)));
+            let n = labels.len();
+            npy::write(
+                &side,
+                &picograd_core::Tensor::try_from_slice(&labels, &[n])?,
+            )?;
+            println!(
+                "{}: ZipMap maps written as probabilities, one column per class; class labels -> {}",
+                spec.name,
+                side.display()
+            );
+        }
     }
     Ok(())
 }

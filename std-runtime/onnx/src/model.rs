@@ -238,6 +238,17 @@ impl Model {
         self.order.iter().map(|&i| &self.graph.node[i])
     }
 
+    /// For a graph output that a ZipMap node makes (scikit-learn's sequence of
+    /// `{label: probability}` maps), the integer class labels of its columns: picograd returns
+    /// that output as the probability tensor `[N, classes]`, columns in this order.
+    pub fn zipmap_labels(&self, output: &str) -> Option<Vec<i64>> {
+        self.graph
+            .node
+            .iter()
+            .find(|n| n.output.iter().any(|o| o == output))
+            .and_then(super::ops::zipmap_labels)
+    }
+
     /// The weights (initializers) by name.
     pub fn weights(&self) -> &HashMap<String, Tensor> {
         &self.weights

@@ -41,7 +41,7 @@ pub fn python() -> Option<PathBuf> {
 /// the environment (or a Python module the case needs) is missing outside CI.
 pub fn make(case: &str) -> Option<PathBuf> {
     let py = python()?;
-    let needs_sklearn = matches!(case, "logreg" | "mlp" | "logreg_strings");
+    let needs_sklearn = matches!(case, "logreg" | "logreg_binary" | "mlp" | "logreg_strings");
     if needs_sklearn {
         let ok = Command::new(&py)
             .args(["-c", "import skl2onnx, sklearn"])
