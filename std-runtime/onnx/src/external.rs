@@ -44,7 +44,7 @@ pub fn read_tensor(t: &TensorProto, what: &str, dir: &Path) -> Result<Tensor> {
     let n = checked_numel(what, &t.dims)?;
     let need = (n * dtype.itemsize()) as u64;
     let range = parse_keys(t, what, dir)?;
-    let bytes = read_range(&range, need, what, dir)?;
+    let bytes = read_range(&range, need, what)?;
     let shape: Vec<usize> = t.dims.iter().map(|&d| d as usize).collect();
     tensor_from_le_bytes(&bytes, &shape, dtype)
 }
@@ -138,9 +138,8 @@ fn confine(location: &str, what: &str, dir: &Path) -> Result<PathBuf> {
 }
 
 /// The `need` bytes of `r`, after checking the range against the file's size.
-fn read_range(r: &Range, need: u64, what: &str, dir: &Path) -> Result<Vec<u8>> {
-    let shown = r.file.strip_prefix(dir).unwrap_or(&r.file);
-    let shown = dir.join(shown);
+fn read_range(r: &Range, need: u64, what: &str) -> Result<Vec<u8>> {
+    let shown = &r.file;
     let io = |e: std::io::Error| Error::Io {
         path: shown.display().to_string(),
         detail: format!("{what}: {e}"),
@@ -148,13 +147,13 @@ fn read_range(r: &Range, need: u64, what: &str, dir: &Path) -> Result<Vec<u8>> {
     let mut f = File::open(&r.file).map_err(io)?;
     let meta = f.metadata().map_err(io)?;
     if !meta.is_file() {
-        return Err(format_err(&shown, 0, format!("{what}: not a regular file")));
+        return Err(format_err(shown, 0, format!("{what}: not a regular file")));
     }
     let size = meta.len();
     let length = r.length.unwrap_or(need);
     if length != need {
         return Err(format_err(
-            &shown,
+            shown,
             r.offset,
             format!(
                 "{what}: external data length {length} bytes, but its shape and type need {need}"
@@ -164,7 +163,7 @@ fn read_range(r: &Range, need: u64, what: &str, dir: &Path) -> Result<Vec<u8>> {
     let end = r.offset.checked_add(length).filter(|&e| e <= size);
     if end.is_none() {
         return Err(format_err(
-            &shown,
+            shown,
             r.offset,
             format!(
                 "{what}: bytes {}..{} are past the end of the {size}-byte file",
