@@ -190,7 +190,8 @@ pub fn c_identifier(name: &str, side: Side, prefix: &str) -> String {
 impl ExportNames {
     /// Distinct C identifiers for a model's input and output names, in order: each name goes
     /// through [`c_identifier`]; one that is already taken (ignoring ASCII case, across inputs
-    /// and outputs) gets `_2`, `_3`, ... appended, the first free one.
+    /// and outputs) gets `_2`, `_3`, ... appended, the first free one (and `in_`/`out_` in
+    /// front if that made it reserved: `_` twice gives `_` and `in___2`).
     pub fn sanitized<S: AsRef<str>>(inputs: &[S], outputs: &[S], prefix: &str) -> ExportNames {
         let mut taken: Vec<String> = Vec::new();
         let mut make = |names: &[S], side: Side| -> Vec<String> {
@@ -201,7 +202,11 @@ impl ExportNames {
                     let mut id = base.clone();
                     let mut k = 2usize;
                     while taken.iter().any(|t| t.eq_ignore_ascii_case(&id)) {
+                        // `_` taken makes `__2`, a reserved spelling: the side word goes first.
                         id = format!("{base}_{k}");
+                        if !usable(&id, prefix) {
+                            id = format!("{}_{id}", side.word());
+                        }
                         k += 1;
                     }
                     taken.push(id.to_ascii_lowercase());
@@ -290,6 +295,20 @@ mod tests {
         }
         assert_eq!(check(&n, "model"), Ok(()));
         assert_eq!(ExportNames::sanitized(&ins, &outs, "model"), n);
+    }
+
+    proptest::proptest! {
+        /// Any names at all (ASCII punctuation, digits, non-ASCII, repeats, case variants)
+        /// become usable identifiers, distinct ignoring case, the same on every call.
+        #[test]
+        fn any_names_become_distinct_usable_identifiers(
+            ins in proptest::collection::vec("[a-zA-Z0-9_./:é-]{0,6}", 0..8),
+            outs in proptest::collection::vec("[a-zA-Z0-9_./:é-]{0,6}", 0..8),
+        ) {
+            let n = ExportNames::sanitized(&ins, &outs, "model");
+            proptest::prop_assert_eq!(check(&n, "model"), Ok(()));
+            proptest::prop_assert_eq!(&ExportNames::sanitized(&ins, &outs, "model"), &n);
+        }
     }
 
     #[test]
