@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The Python environment the ONNX scripts and tests share: a virtual environment in `.venv` (or
-# $ONNX_VENV) with `onnx`, `onnxruntime` and `numpy` from PyPI. Made once and reused; running this
+# $ONNX_VENV) with `onnx`, `onnxruntime` and `numpy` from PyPI, and `skl2onnx` with
+# `scikit-learn` for the tests of scikit-learn models. Made once and reused; running this
 # again on a ready environment does nothing. Prints the environment's python on stdout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,5 +13,9 @@ fi
 if ! "$VENV/bin/python" -c "import onnx, onnxruntime, numpy" 2>/dev/null; then
     echo "python-env: installing onnx onnxruntime numpy into $VENV" >&2
     "$VENV/bin/pip" install --quiet onnx onnxruntime numpy >&2
+fi
+if ! "$VENV/bin/python" -c "import skl2onnx, sklearn" 2>/dev/null; then
+    echo "python-env: installing skl2onnx scikit-learn into $VENV" >&2
+    "$VENV/bin/pip" install --quiet skl2onnx scikit-learn >&2
 fi
 echo "$VENV/bin/python"

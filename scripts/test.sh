@@ -22,7 +22,7 @@ cargo build -p picograd-core --no-default-features --target thumbv7em-none-eabih
 cargo build -p picograd-core --no-default-features --target riscv32imac-unknown-none-elf
 cargo build -p picograd-core --no-default-features --features defmt --target thumbv7em-none-eabihf
 
-step "Python environment for the ONNX tests (.venv: onnx, onnxruntime, numpy)"
+step "Python environment for the ONNX tests (.venv: onnx, onnxruntime, numpy, skl2onnx, scikit-learn)"
 bash scripts/python-env.sh
 
 step "cargo test --workspace"

@@ -63,8 +63,18 @@ pub fn counters() -> Counters {
 }
 
 type ProgramCache = Lru<(usize, LinearKernel), (Weak<dyn Device>, Arc<dyn Program>)>;
-/// (AST, optimizer settings, the device's own choice of opts if it made one, fused MULACC).
-type LowerKey = (Ast, Option<OptConfig>, Option<Vec<Opt>>, bool);
+/// (AST, buffer parameters, optimizer settings, the device's own choice of opts if it made
+/// one, fused MULACC). The buffer parameters belong to the key: one AST can read buffers of
+/// different sizes (a slice of a two-direction RNN weight and a one-direction one load through
+/// the same view), and the lowered kernel records those sizes (export checks every slot against
+/// them, and they decide 32- or 64-bit indexing).
+type LowerKey = (
+    Ast,
+    Vec<BufParam>,
+    Option<OptConfig>,
+    Option<Vec<Opt>>,
+    bool,
+);
 /// Both caches are bounded (least recently used entries go first): a process that meets ever
 /// new kernels keeps at most this many programs — and so compiled libraries — alive through
 /// them (a JIT capture keeps its own programs as long as it lives).
@@ -159,14 +169,14 @@ pub fn buf_params(item: &ScheduleItem) -> Vec<BufParam> {
 }
 
 /// Lowers an item's AST to UOps, optimized as its device asks — with the device's own choice
-/// of opts when it makes one ([`Device::choose_opts`]), else hand-coded (cached by AST, options
-/// and choice).
+/// of opts when it makes one ([`Device::choose_opts`]), else hand-coded (cached by AST, buffer
+/// parameters, options and choice).
 pub fn lower(item: &ScheduleItem) -> Result<LinearKernel> {
     let device = item.out.device();
     let cfg = device.opt_config();
     let bufs = buf_params(item);
     let chosen = cfg.and_then(|_| device.choose_opts(&item.ast, &bufs));
-    let key = (item.ast.clone(), cfg, chosen, device.fused_mulacc());
+    let key = (item.ast.clone(), bufs, cfg, chosen, device.fused_mulacc());
     if let Some(k) = LOWER_CACHE
         .lock()
         .get_or_insert_with(|| Lru::new(DEFAULT_CACHE_CAPACITY))
@@ -174,7 +184,13 @@ pub fn lower(item: &ScheduleItem) -> Result<LinearKernel> {
     {
         return Ok(k);
     }
-    let lk = lower_ast_with(&item.ast, bufs, key.1.as_ref(), key.2.as_deref(), key.3)?;
+    let lk = lower_ast_with(
+        &item.ast,
+        key.1.clone(),
+        key.2.as_ref(),
+        key.3.as_deref(),
+        key.4,
+    )?;
     COUNTERS.lock().lowered += 1;
     if debug() >= 3 {
         log(3, &format!("{}", lk));

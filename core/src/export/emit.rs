@@ -10,6 +10,7 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
+use super::names::{self, Side};
 use super::plan::{BufferPlan, Home, MemoryPlan, Role};
 use super::weights::{blob, initializer, BLOB_HEADER};
 use super::{json, Bundle, ExportNames, ExportOptions, Weights};
@@ -195,6 +196,13 @@ impl<'a> Ctx<'a> {
             " * The model uses static memory only (not reentrant), no heap and no I/O; the\n \
              * same inputs always give the same outputs.\n",
         );
+        for note in &self.opts.header_notes {
+            u.push_str(" *\n");
+            for line in wrap(note, 92) {
+                // A note must not end the comment early.
+                u.push_str(&format!(" * {}\n", line.replace("*/", "* /")));
+            }
+        }
         if self.opts.fused_mulacc {
             // clang (not gcc) treats the builtin as a libm call while errno matters.
             u.push_str(
@@ -209,7 +217,7 @@ impl<'a> Ctx<'a> {
         let mut m = String::new();
         for (name, slot, is_out) in self.io() {
             let b = self.buf(slot);
-            let kind = if is_out { "OUTPUT" } else { "INPUT" };
+            let side = if is_out { Side::Output } else { Side::Input };
             let shapes = if is_out {
                 self.capture.output_shapes()
             } else {
@@ -217,12 +225,11 @@ impl<'a> Ctx<'a> {
             };
             let n = self.io_index(slot, is_out);
             m.push_str(&format!(
-                "/** {} `{name}`: {}, shape {}. */\n#define {}_{kind}_{}_SIZE {}\n",
+                "/** {} `{name}`: {}, shape {}. */\n#define {} {}\n",
                 if is_out { "Output" } else { "Input" },
                 b.dtype,
                 fmt_shape(shapes[n]),
-                self.up,
-                name.to_ascii_uppercase(),
+                names::size_macro(self.p, side, name),
                 b.elements
             ));
         }
@@ -595,3 +602,22 @@ static __attribute__((unused)) void pg_load_le(uint8_t *dst, const uint8_t *src,
   }
 }
 ";
+
+/// `text` split into lines of at most `width` characters at spaces (a longer word stays whole).
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && line.len() + 1 + word.len() > width {
+            lines.push(core::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
+}

@@ -23,6 +23,7 @@
 
 mod emit;
 mod json;
+pub mod names;
 pub mod place;
 pub mod plan;
 mod weights;
@@ -88,6 +89,10 @@ pub struct ExportOptions {
     /// call libm's `fma`). Off by default: without the instruction the builtin is a slow
     /// software `fmaf` call (and needs libm).
     pub fused_mulacc: bool,
+    /// Paragraphs added to `PREFIX.h`'s documentation comment: what the caller wants a reader
+    /// of the header to know about its inputs and outputs (e.g. that an output stands for an
+    /// ONNX ZipMap's maps). Empty by default.
+    pub header_notes: Vec<String>,
 }
 
 impl Default for ExportOptions {
@@ -99,6 +104,7 @@ impl Default for ExportOptions {
             freestanding_math: true,
             opt: Some(crate::codegen::opt::OptConfig::small_device()),
             fused_mulacc: false,
+            header_notes: Vec::new(),
         }
     }
 }
@@ -147,54 +153,6 @@ fn bad_name(what: String) -> Error {
     Error::Unsupported(alloc::format!("export: {what}"))
 }
 
-/// Is `s` a C identifier that is no C99 keyword?
-fn is_c_identifier(s: &str) -> bool {
-    const KEYWORDS: &[&str] = &[
-        "auto",
-        "break",
-        "case",
-        "char",
-        "const",
-        "continue",
-        "default",
-        "do",
-        "double",
-        "else",
-        "enum",
-        "extern",
-        "float",
-        "for",
-        "goto",
-        "if",
-        "inline",
-        "int",
-        "long",
-        "register",
-        "restrict",
-        "return",
-        "short",
-        "signed",
-        "sizeof",
-        "static",
-        "struct",
-        "switch",
-        "typedef",
-        "union",
-        "unsigned",
-        "void",
-        "volatile",
-        "while",
-        "_Bool",
-        "_Complex",
-        "_Imaginary",
-    ];
-    let mut chars = s.chars();
-    let first_ok = chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
-    first_ok && chars.all(|c| c.is_ascii_alphanumeric() || c == '_') && !KEYWORDS.contains(&s)
-}
-
 fn check_names(capture: &Capture, names: &ExportNames, opts: &ExportOptions) -> Result<()> {
     let (ni, no) = (capture.input_slots().len(), capture.output_slots().len());
     if names.inputs.len() != ni || names.outputs.len() != no {
@@ -204,25 +162,5 @@ fn check_names(capture: &Capture, names: &ExportNames, opts: &ExportOptions) -> 
             names.outputs.len()
         )));
     }
-    if !is_c_identifier(&opts.prefix) {
-        return Err(bad_name(alloc::format!(
-            "prefix {:?} is not a C identifier",
-            opts.prefix
-        )));
-    }
-    let all: Vec<&String> = names.inputs.iter().chain(&names.outputs).collect();
-    for (i, n) in all.iter().enumerate() {
-        if !is_c_identifier(n) || n.starts_with(opts.prefix.as_str()) {
-            return Err(bad_name(alloc::format!(
-                "name {n:?} is not a C identifier, is a keyword, or starts with the prefix {:?}",
-                opts.prefix
-            )));
-        }
-        if all[..i].iter().any(|m| m.eq_ignore_ascii_case(n)) {
-            return Err(bad_name(alloc::format!(
-                "name {n:?} is used twice (names must differ in more than case)"
-            )));
-        }
-    }
-    Ok(())
+    names::check(names, &opts.prefix).map_err(bad_name)
 }

@@ -4,10 +4,9 @@
 //! bundle, and built once for the target (run on zeros) to measure flash, RAM and instructions.
 //!
 //! Invariant: the bundle's input and output names are the ONNX names made into C identifiers
-//! ([`c_names`]), in the model's order; [`CompileReport`] carries them so callers can feed the
+//! ([`bundle_names`], by the exporter's one rule), in the model's order; [`CompileReport`] carries them so callers can feed the
 //! bundle by name.
 
-use std::collections::HashSet;
 use std::fmt;
 use std::path::PathBuf;
 
@@ -104,27 +103,54 @@ pub fn compile(model: &Model, opts: &CompileOptions) -> Result<CompileReport> {
     let (ins, outs): (Vec<&Tensor>, Vec<&Tensor>) =
         (inputs.iter().collect(), outputs.iter().collect());
     let (capture, _) = Capture::record(&ins, &outs)?;
-    let in_names = c_names(model.inputs(), "in");
-    let out_names = c_names(model.outputs(), "out");
-    let names = ExportNames {
-        inputs: in_names.clone(),
-        outputs: out_names.clone(),
-    };
-    let bundle = export(&capture, &names, &ExportOptions::default())?;
+    let mut export_opts = ExportOptions::default();
+    let names = bundle_names(model, &export_opts.prefix);
+    export_opts.header_notes = zipmap_notes(model, &names.outputs);
+    let bundle = export(&capture, &names, &export_opts)?;
     picograd_runtime::export::write_bundle(&bundle, &opts.out)?;
-    let zeros = zero_values(&in_names, &inputs);
+    let zeros = zero_values(&names.inputs, &inputs);
     let feed: Vec<(&str, Values)> = zeros.iter().map(|(n, v)| (n.as_str(), v.clone())).collect();
     let run = build_and_run(&target, &opts.out, &feed, &opts.build)?;
     Ok(CompileReport {
         target: target.name.clone(),
         out: opts.out.clone(),
-        inputs: in_names.into_iter().zip(shapes).collect(),
-        outputs: out_names,
+        inputs: names.inputs.into_iter().zip(shapes).collect(),
+        outputs: names.outputs,
         kernels: capture.steps().len(),
         arena_bytes: bundle.arena_bytes,
         weight_bytes: bundle.weight_bytes,
         run,
     })
+}
+
+/// The C identifiers of the model's inputs and outputs in a bundle whose symbols start with
+/// `prefix`: [`ExportNames::sanitized`] over the ONNX names, the one rule every part of the
+/// bundle (C symbols, size macros, manifest, the measuring harness) follows.
+pub fn bundle_names(model: &Model, prefix: &str) -> ExportNames {
+    let names = |specs: &[ValueSpec]| specs.iter().map(|s| s.name.clone()).collect::<Vec<_>>();
+    ExportNames::sanitized(&names(model.inputs()), &names(model.outputs()), prefix)
+}
+
+/// What `model.h` says about outputs made by an ONNX ZipMap (scikit-learn's sequence of
+/// `{label: probability}` maps, which C has no form for): the bundle's output is the
+/// probability tensor, one row per sample, one column per class label in the listed order.
+pub fn zipmap_notes(model: &Model, c_outputs: &[String]) -> Vec<String> {
+    model
+        .outputs()
+        .iter()
+        .zip(c_outputs)
+        .filter_map(|(spec, c)| {
+            let labels = model.zipmap_labels(&spec.name)?;
+            let list: Vec<String> = labels.iter().map(i64::to_string).collect();
+            Some(format!(
+                "Output `{c}` is the ONNX model's ZipMap output '{}' (a sequence of {{label: \
+                 probability}} maps) exported as its probability tensor: one row per sample, \
+                 one float per class, the columns holding the class labels {} in that order.",
+                spec.name,
+                list.join(", ")
+            ))
+        })
+        .collect()
 }
 
 /// Parses `name=1,3,32,32`.
@@ -217,45 +243,4 @@ fn zero_values(names: &[String], inputs: &[Tensor]) -> Vec<(String, Values)> {
             (n.clone(), Values { dtype, bits })
         })
         .collect()
-}
-
-/// The ONNX names as distinct C identifiers: other characters become `_`; a name that would
-/// start with a digit, clash with the `model` prefix or repeat another gets `<kind>_` in front
-/// (and an index when still taken).
-pub fn c_names(specs: &[ValueSpec], kind: &str) -> Vec<String> {
-    let mut seen = HashSet::new();
-    specs
-        .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            let mut n: String = s
-                .name
-                .chars()
-                .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-                .collect();
-            let clash = |n: &str| {
-                n.is_empty()
-                    || n.starts_with(|c: char| c.is_ascii_digit())
-                    || n.starts_with("model")
-            };
-            if clash(&n) || is_keyword(&n) {
-                n = format!("{kind}_{n}");
-            }
-            if !seen.insert(n.clone()) {
-                n = format!("{kind}{i}_{n}");
-                seen.insert(n.clone());
-            }
-            n
-        })
-        .collect()
-}
-
-fn is_keyword(s: &str) -> bool {
-    const C_WORDS: &[&str] = &[
-        "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
-        "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
-        "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef",
-        "union", "unsigned", "void", "volatile", "while",
-    ];
-    C_WORDS.contains(&s)
 }

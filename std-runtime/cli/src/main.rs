@@ -148,6 +148,21 @@ fn run(path: &Path, inputs: &[PathBuf], out: &Path, interp: bool) -> Result<()> 
             t.dtype(),
             file.display()
         );
+        if let Some(labels) = model.zipmap_labels(&spec.name) {
+            // ZipMap's maps are written as the probability matrix; the labels of its columns
+            // go to a side file.
+            let side = out.join(format!("{}.labels.npy", sanitize(&spec.name)));
+            let n = labels.len();
+            npy::write(
+                &side,
+                &picograd_core::Tensor::try_from_slice(&labels, &[n])?,
+            )?;
+            println!(
+                "{}: ZipMap maps written as probabilities, one column per class; class labels -> {}",
+                spec.name,
+                side.display()
+            );
+        }
     }
     Ok(())
 }
@@ -194,7 +209,8 @@ fn compile(
 }
 
 fn inspect(path: &Path) -> Result<()> {
-    let model = load(path)?;
+    // Reads no weights: works even when an external data file is missing.
+    let model = Model::load_without_weights(path)?;
     println!("model: {}", path.display());
     println!("producer: {}  opsets: {:?}", model.producer, model.opsets);
     for v in model.inputs() {
@@ -206,7 +222,7 @@ fn inspect(path: &Path) -> Result<()> {
     println!(
         "parameters: {} in {} weight tensors",
         model.parameter_count(),
-        model.weights().len()
+        model.weight_count()
     );
     let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
     for n in model.nodes() {

@@ -1,9 +1,12 @@
 //! `picograd_cli::compile` tests: a tiny CNN with a dynamic batch axis is refused until its shape
 //! is given, then exported, built and run on the host target (the biases alone reach the output
-//! on zero inputs); ONNX names become distinct C identifiers.
+//! on zero inputs); a model whose outputs carry the legacy torch exporter's names (`191`, `7`,
+//! `/fc/Gemm:0`) compiles and its bundle gives onnxruntime's values.
 
 #[path = "../../onnx/tests/common/mod.rs"]
 mod common;
+#[path = "../../onnx/tests/pymodels/mod.rs"]
+mod pymodels;
 
 use common::tiny_cnn;
 use picograd_onnx::proto::{Dimension, ModelProto};
@@ -25,7 +28,7 @@ fn tiny_cnn_dynamic() -> ModelProto {
 
 #[test]
 fn compile_needs_shapes_for_dynamic_inputs_and_runs_on_host() {
-    use picograd_cli::compile::{c_names, parse_shape_arg};
+    use picograd_cli::compile::{bundle_names, parse_shape_arg};
     use picograd_cli::{compile, CompileOptions};
     let model = Model::from_bytes(&tiny_cnn_dynamic().encode_to_vec(), "tiny").unwrap();
     let out = std::env::temp_dir().join(format!("picograd-onnx-compile-{}", std::process::id()));
@@ -48,8 +51,8 @@ fn compile_needs_shapes_for_dynamic_inputs_and_runs_on_host() {
     for (g, w) in y.iter().zip(&want) {
         assert!((f64::from(*g) - w).abs() < 1e-5, "{y:?} vs {want:?}");
     }
-    let names = c_names(model.inputs(), "in");
-    assert_eq!(names, ["x"]);
+    let names = bundle_names(&model, "model");
+    assert_eq!(names.inputs, ["x"]);
     let _ = std::fs::remove_dir_all(&out);
 }
 
@@ -59,24 +62,55 @@ fn reference_at_zero() -> Vec<f64> {
     vec![g[0], g[1] + 0.5, g[0] + g[1] - 0.5]
 }
 
+/// Legacy exporter names: the outputs `191`, `7` and `/fc/Gemm:0` become `out_191`, `out_7` and
+/// `_fc_Gemm_0` everywhere (prototype, size macros, harness); the host build of the bundle, fed
+/// the helper's input, gives onnxruntime's outputs.
 #[test]
-fn c_names_are_distinct_identifiers() {
-    use picograd_cli::compile::c_names;
-    use picograd_onnx::ValueSpec;
-    let spec = |n: &str| ValueSpec {
-        name: n.into(),
-        elem_type: 1,
-        shape: None,
+fn numeric_output_names_compile_and_match_onnxruntime() {
+    use picograd_cli::{compile, CompileOptions};
+    use picograd_runtime::target::{build_and_run, BuildOptions, Target, Values};
+    let Some(dir) = pymodels::make("numeric_outputs") else {
+        return;
     };
-    let specs = [
-        spec("input.1"),
-        spec("input_1"),
-        spec("0"),
-        spec("model_x"),
-        spec("int"),
-    ];
-    assert_eq!(
-        c_names(&specs, "in"),
-        ["input_1", "in1_input_1", "in_0", "in_model_x", "in_int"]
+    let model = Model::load(&dir.join("model.onnx")).unwrap();
+    let opts = CompileOptions {
+        target: "host".into(),
+        target_dir: None,
+        out: dir.join("bundle"),
+        shapes: Vec::new(),
+        build: Default::default(),
+    };
+    let report = compile(&model, &opts).unwrap_or_else(|e| panic!("compile: {e}"));
+    assert_eq!(report.outputs, ["out_191", "out_7", "_fc_Gemm_0"]);
+    let header = std::fs::read_to_string(opts.out.join("model.h")).unwrap();
+    assert!(
+        header.contains("#define MODEL_OUTPUT_OUT_191_SIZE 6"),
+        "{header}"
     );
+    let x: Vec<f32> = pymodels::npy(&dir, "input_0")
+        .to_f64_vec()
+        .unwrap()
+        .iter()
+        .map(|&v| v as f32)
+        .collect();
+    let target = Target::by_name("host").unwrap();
+    let run = build_and_run(
+        &target,
+        &opts.out,
+        &[("x", Values::f32(&x))],
+        &BuildOptions::default(),
+    )
+    .unwrap();
+    for (name, want) in report.outputs.iter().zip(pymodels::expected(&dir)) {
+        let got: Vec<f64> = run
+            .output(name)
+            .unwrap()
+            .to_f32()
+            .unwrap()
+            .iter()
+            .map(|&v| f64::from(v))
+            .collect();
+        pymodels::assert_close(name, &got, &want, 1e-5);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

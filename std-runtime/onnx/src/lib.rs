@@ -8,6 +8,7 @@
 #![deny(missing_docs)]
 
 pub mod control;
+pub mod external;
 pub mod model;
 pub mod node;
 pub mod npy;

@@ -1,8 +1,10 @@
 //! [`Model`]: a loaded, validated ONNX model. Loading decodes the protobuf (bounded: prost checks
 //! every length against the bytes present and caps nesting), converts the initializers to
 //! weights, and orders the nodes topologically — refusing cycles, duplicate producers and
-//! inputs nothing produces, each error naming the node. Running evaluates the nodes in that
-//! order into lazy tensors, after reporting every unsupported operator at once.
+//! inputs nothing produces, each error naming the node. Initializer data stored in an external
+//! file is read from the model's folder ([`super::external`]); [`Model::load_without_weights`]
+//! reads none (for `picograd inspect`). Running evaluates the nodes in that order into lazy
+//! tensors, after reporting every unsupported operator at once.
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -10,9 +12,10 @@ use std::path::Path;
 use picograd_core::{Error, Result, Tensor};
 use prost::Message;
 
+use super::external::{is_external, read_tensor};
 use super::node::{in_node, Node};
 use super::proto::{GraphProto, ModelProto, NodeProto, ValueInfoProto};
-use super::values::{onnx_type_name, tensor_from_proto};
+use super::values::{onnx_code, onnx_type_name, tensor_from_proto, to_i64s};
 
 /// Largest model file read (protobuf's own limit).
 pub const MAX_FILE_BYTES: u64 = 2 << 30;
@@ -60,6 +63,17 @@ impl ValueSpec {
     }
 }
 
+/// Where the initializers' data comes from when a model is loaded.
+#[derive(Clone, Copy, Debug)]
+enum WeightSource<'a> {
+    /// In the protobuf, or in external files in this folder (the model file's folder).
+    Folder(&'a Path),
+    /// In the protobuf only: external data is refused (no file to resolve it against).
+    Embedded,
+    /// Not read at all: the model can be inspected but not run.
+    Skip,
+}
+
 /// A loaded ONNX model.
 pub struct Model {
     graph: GraphProto,
@@ -69,6 +83,8 @@ pub struct Model {
     /// Node indices in evaluation order.
     order: Vec<usize>,
     weights: HashMap<String, Tensor>,
+    /// False when loaded by [`Model::load_without_weights`].
+    weights_loaded: bool,
     inputs: Vec<ValueSpec>,
     outputs: Vec<ValueSpec>,
     /// The producer recorded in the file.
@@ -97,8 +113,24 @@ fn is_default_domain(d: &str) -> bool {
 }
 
 impl Model {
-    /// Reads and validates the model file at `path`.
+    /// Reads and validates the model file at `path`, with its weights (external data files
+    /// are read from the model's folder).
     pub fn load(path: &Path) -> Result<Model> {
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        Model::load_with(path, WeightSource::Folder(dir))
+    }
+
+    /// Reads and validates the model file at `path` without reading any weight data (external
+    /// data files need not exist): enough to list inputs, outputs, operators and parameter
+    /// counts. [`Model::run`] refuses such a model.
+    pub fn load_without_weights(path: &Path) -> Result<Model> {
+        Model::load_with(path, WeightSource::Skip)
+    }
+
+    fn load_with(path: &Path, source: WeightSource<'_>) -> Result<Model> {
         let what = path.display().to_string();
         let io = |e: std::io::Error| Error::Io {
             path: what.clone(),
@@ -113,21 +145,22 @@ impl Model {
             });
         }
         let bytes = std::fs::read(path).map_err(io)?;
-        Model::from_bytes(&bytes, &what)
+        Model::from_proto_with(decode(&bytes, &what)?, &what, source)
     }
 
     /// Decodes and validates a model from its bytes; `what` names the source in errors.
+    /// External tensor data is refused: there is no folder to find it in ([`Model::load`]).
     pub fn from_bytes(bytes: &[u8], what: &str) -> Result<Model> {
-        let proto = ModelProto::decode(bytes).map_err(|e| Error::Format {
-            file: what.to_string(),
-            offset: 0,
-            detail: format!("not a valid ONNX protobuf: {e}"),
-        })?;
-        Model::from_proto(proto, what)
+        Model::from_proto(decode(bytes, what)?, what)
     }
 
-    /// Validates a decoded model.
+    /// Validates a decoded model (external tensor data is refused, as for
+    /// [`Model::from_bytes`]).
     pub fn from_proto(proto: ModelProto, what: &str) -> Result<Model> {
+        Model::from_proto_with(proto, what, WeightSource::Embedded)
+    }
+
+    fn from_proto_with(proto: ModelProto, what: &str, source: WeightSource<'_>) -> Result<Model> {
         let fmt = |d: String| Error::Format {
             file: what.to_string(),
             offset: 0,
@@ -152,14 +185,23 @@ impl Model {
             .unwrap_or(1);
         let mut weights = HashMap::new();
         for t in &graph.initializer {
-            let w = tensor_from_proto(t, &format!("{what}: initializer '{}'", t.name))?;
+            let label = format!("initializer '{}'", t.name);
+            let w = match source {
+                WeightSource::Skip => continue,
+                WeightSource::Folder(dir) if is_external(t) => read_tensor(t, &label, dir)?,
+                WeightSource::Folder(_) | WeightSource::Embedded => {
+                    tensor_from_proto(t, &format!("{what}: {label}"))?
+                }
+            };
             weights.insert(t.name.clone(), w);
         }
-        let order = topo_order(&graph, &weights).map_err(fmt)?;
+        let initializers: HashSet<&str> =
+            graph.initializer.iter().map(|t| t.name.as_str()).collect();
+        let order = topo_order(&graph, &initializers).map_err(fmt)?;
         let inputs = graph
             .input
             .iter()
-            .filter(|v| !weights.contains_key(&v.name))
+            .filter(|v| !initializers.contains(v.name.as_str()))
             .map(ValueSpec::from_proto)
             .collect();
         let outputs = graph.output.iter().map(ValueSpec::from_proto).collect();
@@ -169,6 +211,7 @@ impl Model {
             opsets,
             order,
             weights,
+            weights_loaded: !matches!(source, WeightSource::Skip),
             inputs,
             outputs,
             producer: proto.producer_name,
@@ -195,14 +238,45 @@ impl Model {
         self.order.iter().map(|&i| &self.graph.node[i])
     }
 
+    /// For a graph output that a ZipMap node makes (scikit-learn's sequence of
+    /// `{label: probability}` maps), the integer class labels of its columns: picograd returns
+    /// that output as the probability tensor `[N, classes]`, columns in this order.
+    pub fn zipmap_labels(&self, output: &str) -> Option<Vec<i64>> {
+        self.graph
+            .node
+            .iter()
+            .find(|n| n.output.iter().any(|o| o == output))
+            .and_then(super::ops::zipmap_labels)
+    }
+
     /// The weights (initializers) by name.
     pub fn weights(&self) -> &HashMap<String, Tensor> {
         &self.weights
     }
 
-    /// Number of scalar parameters in the weights.
+    /// Number of scalar parameters in the weights (from the initializers' shapes, so it is
+    /// known without reading them).
     pub fn parameter_count(&self) -> u64 {
-        self.weights.values().map(|w| w.numel() as u64).sum()
+        self.graph
+            .initializer
+            .iter()
+            .map(|t| {
+                t.dims
+                    .iter()
+                    .try_fold(1u64, |n, &d| n.checked_mul(u64::try_from(d).ok()?))
+                    .unwrap_or(0)
+            })
+            .fold(0u64, u64::saturating_add)
+    }
+
+    /// Number of weight tensors (initializers), known without reading them.
+    pub fn weight_count(&self) -> usize {
+        self.graph
+            .initializer
+            .iter()
+            .map(|t| t.name.as_str())
+            .collect::<HashSet<_>>()
+            .len()
     }
 
     /// Every node whose operator picograd cannot run.
@@ -271,6 +345,13 @@ impl Model {
 
     /// Runs the model on named inputs; graph inputs left out fall back to their initializer.
     pub fn run_named(&self, inputs: &[(String, Tensor)]) -> Result<Vec<Tensor>> {
+        if !self.weights_loaded {
+            return Err(Error::Unsupported(
+                "the model was loaded without its weights (Model::load_without_weights): \
+                 load it with Model::load to run it"
+                    .into(),
+            ));
+        }
         self.check_supported()?;
         let mut env: HashMap<&str, Tensor> = HashMap::new();
         for (name, w) in &self.weights {
@@ -288,8 +369,10 @@ impl Model {
                 ));
             }
         }
+        let given: HashSet<&str> = inputs.iter().map(|(n, _)| n.as_str()).collect();
         for &i in &self.order {
             let node = &self.graph.node[i];
+            check_gather_indices(node, &env, &given).map_err(|e| in_node(e, node))?;
             self.eval_node(node, &mut env)
                 .map_err(|e| in_node(e, node))?;
         }
@@ -313,26 +396,41 @@ impl Model {
                 format!("the model has no input named '{name}'"),
             ));
         };
-        let Some(dims) = &spec.shape else {
-            return Ok(());
-        };
+        // As onnxruntime does: the element type must be the declared one (no silent casts,
+        // no f64 run of an f32 model), and every fixed axis its declared size; symbolic axes
+        // take any size.
         let shape = t.shape();
-        let fits = dims.len() == shape.len()
-            && dims
-                .iter()
-                .zip(&shape)
-                .all(|(d, &s)| d.is_none_or(|d| d as usize == s));
-        if fits {
-            Ok(())
-        } else {
-            Err(Error::shape(
-                "onnx",
-                format!(
-                    "input '{name}' should be {}, got shape {shape:?}",
-                    spec.describe()
-                ),
-            ))
+        let got = || {
+            format!(
+                "{}[{}]",
+                onnx_type_name(onnx_code(t.dtype())),
+                shape
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            )
+        };
+        let type_ok = spec.elem_type == 0 || onnx_code(t.dtype()) == spec.elem_type;
+        let shape_ok = spec.shape.as_ref().is_none_or(|dims| {
+            dims.len() == shape.len()
+                && dims
+                    .iter()
+                    .zip(&shape)
+                    .all(|(d, &s)| d.is_none_or(|d| d as usize == s))
+        });
+        if type_ok && shape_ok {
+            return Ok(());
         }
+        let what = if type_ok { "shape" } else { "element type" };
+        Err(Error::shape(
+            "onnx",
+            format!(
+                "input '{name}': wrong {what}: the model expects {}, got {}",
+                spec.describe(),
+                got()
+            ),
+        ))
     }
 
     /// Evaluates one node in scope `env` and binds its outputs there.
@@ -397,10 +495,10 @@ fn subgraph_reads(n: &NodeProto) -> Vec<&str> {
 /// Orders the nodes so each comes after the producers of its inputs (Kahn's algorithm).
 fn topo_order(
     graph: &GraphProto,
-    weights: &HashMap<String, Tensor>,
+    initializers: &HashSet<&str>,
 ) -> std::result::Result<Vec<usize>, String> {
     let mut known: HashSet<&str> = graph.input.iter().map(|v| v.name.as_str()).collect();
-    known.extend(weights.keys().map(String::as_str));
+    known.extend(initializers.iter().copied());
     let mut producer: HashMap<&str, usize> = HashMap::new();
     for (i, n) in graph.node.iter().enumerate() {
         for o in n.output.iter().filter(|o| !o.is_empty()) {
@@ -470,4 +568,71 @@ fn topo_order(
         }
     }
     Ok(order)
+}
+
+fn decode(bytes: &[u8], what: &str) -> Result<ModelProto> {
+    ModelProto::decode(bytes).map_err(|e| Error::Format {
+        file: what.to_string(),
+        offset: 0,
+        detail: format!("not a valid ONNX protobuf: {e}"),
+    })
+}
+
+/// For a Gather or GatherElements whose indices are a caller-given model input: every index
+/// must lie in `[-size, size)` of the data's gathered axis. Checked before the node is
+/// evaluated, so an out-of-range index is an error naming the input, the index and the axis
+/// size rather than plausible-looking output.
+fn check_gather_indices(
+    node: &NodeProto,
+    env: &HashMap<&str, Tensor>,
+    given: &HashSet<&str>,
+) -> Result<()> {
+    let op: &'static str = match node.op_type.as_str() {
+        "Gather" => "Gather",
+        "GatherElements" => "GatherElements",
+        _ => return Ok(()),
+    };
+    if !is_default_domain(&node.domain) || node.input.len() < 2 {
+        return Ok(());
+    }
+    let (data, ids) = (node.input[0].as_str(), node.input[1].as_str());
+    if !given.contains(ids) {
+        return Ok(());
+    }
+    let (Some(data), Some(ids_t)) = (env.get(data), env.get(ids)) else {
+        return Ok(());
+    };
+    let rank = data.shape().len() as i64;
+    let axis = node
+        .attribute
+        .iter()
+        .find(|a| a.name == "axis")
+        .map_or(0, |a| a.i);
+    let axis = if axis < 0 { axis + rank } else { axis };
+    let Some(size) = usize::try_from(axis)
+        .ok()
+        .and_then(|a| data.shape().get(a).copied())
+    else {
+        return Ok(()); // the operator itself reports the bad axis
+    };
+    if !ids_t.dtype().is_int() {
+        return Ok(());
+    }
+    let size = size as i64;
+    if let Some((k, &v)) = to_i64s(ids_t)?
+        .iter()
+        .enumerate()
+        .find(|(_, &v)| v < -size || v >= size)
+    {
+        return Err(Error::shape(
+            op,
+            format!(
+                "input '{ids}' holds index {v} (element {k}), out of range for axis {axis} of \
+                 size {size} (valid: {} to {})",
+                -size,
+                size - 1
+            ),
+        ));
+    }
+    Ok(())
 }

@@ -124,8 +124,19 @@ pub struct TensorProto {
     pub double_data: Vec<f64>,
     #[prost(uint64, repeated, tag = "11")]
     pub uint64_data: Vec<u64>,
+    #[prost(message, repeated, tag = "13")]
+    pub external_data: Vec<StringStringEntryProto>,
     #[prost(int32, tag = "14")]
     pub data_location: i32,
+}
+
+/// A key and a value (`TensorProto.external_data`: `location`, `offset`, `length`, ...).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct StringStringEntryProto {
+    #[prost(string, tag = "1")]
+    pub key: String,
+    #[prost(string, tag = "2")]
+    pub value: String,
 }
 
 /// A graph input or output: name and type.

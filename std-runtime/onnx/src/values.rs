@@ -92,9 +92,10 @@ pub fn checked_numel(what: &str, dims: &[i64]) -> Result<usize> {
 
 /// Converts a `TensorProto` (raw or typed data) to a tensor; `what` names it in errors.
 pub fn tensor_from_proto(t: &TensorProto, what: &str) -> Result<Tensor> {
-    if t.data_location == 1 {
+    if super::external::is_external(t) {
         return Err(Error::Unsupported(format!(
-            "{what}: tensor data stored in an external file"
+            "{what}: tensor data stored in an external file is read only for initializers of a \
+             model loaded from its file (Model::load), which says where the data file is"
         )));
     }
     let dtype = dtype_of(t.data_type).ok_or_else(|| {

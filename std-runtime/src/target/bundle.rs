@@ -8,6 +8,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use picograd_core::export::names::{size_macro, Side};
 use picograd_core::{DType, Error, Result};
 
 /// A buffer of one element type, as exact bit patterns (zero-extended to 64 bits).
@@ -159,7 +160,7 @@ impl Bundle {
                 _ => "uint64_t",
             };
             let var = format!("pg_{}_{}", if p.input { "in" } else { "out" }, p.name);
-            let size = size_macro(p);
+            let size = param_size_macro(p);
             if p.input {
                 let v = find_input(inputs, p)?;
                 let _ = write!(
@@ -195,9 +196,12 @@ impl Bundle {
     }
 }
 
-fn size_macro(p: &Param) -> String {
-    let kind = if p.input { "INPUT" } else { "OUTPUT" };
-    format!("MODEL_{kind}_{}_SIZE", p.name.to_ascii_uppercase())
+/// The symbol prefix of the bundles the harness builds.
+const PREFIX: &str = "model";
+
+fn param_size_macro(p: &Param) -> String {
+    let side = if p.input { Side::Input } else { Side::Output };
+    size_macro(PREFIX, side, &p.name)
 }
 
 fn find_input<'a>(inputs: &'a [(&str, Values)], p: &Param) -> Result<&'a Values> {
@@ -244,22 +248,29 @@ fn parse_param(decl: &str, header: &str) -> std::result::Result<Param, String> {
         .join(" ");
     let dtype =
         dtype_of(&ctype).ok_or_else(|| format!("parameter `{ident}`: unknown C type `{ctype}`"))?;
-    // Inputs are `const` pointers, outputs are not (the exporter's convention); an `in_`/`out_`
-    // prefix, as hand-written bundles use, is dropped from the name.
+    // Inputs are `const` pointers, outputs are not (the exporter's convention). The size macro
+    // is spelled from the parameter's name by the exporter's own rule; hand-written bundles may
+    // instead name `in_x` and define `MODEL_INPUT_X_SIZE`, so the name without its
+    // `in_`/`out_` is tried second.
     let input = rest.contains(&"const");
-    let name = ident
-        .strip_prefix(if input { "in_" } else { "out_" })
-        .unwrap_or(ident);
-    let mut p = Param {
+    let side = if input { Side::Input } else { Side::Output };
+    let short = ident.strip_prefix(if input { "in_" } else { "out_" });
+    let (name, size) = std::iter::once(ident)
+        .chain(short)
+        .find_map(|n| define_value(header, &size_macro(PREFIX, side, n)).map(|s| (n, s)))
+        .ok_or_else(|| {
+            format!(
+                "no numeric `#define {}` for parameter `{ident}`",
+                size_macro(PREFIX, side, ident)
+            )
+        })?;
+    Ok(Param {
         name: name.to_owned(),
         input,
         dtype,
         ctype,
-        size: 0,
-    };
-    let mac = size_macro(&p);
-    p.size = define_value(header, &mac).ok_or_else(|| format!("no numeric `#define {mac}`"))?;
-    Ok(p)
+        size,
+    })
 }
 
 fn dtype_of(ctype: &str) -> Option<DType> {
@@ -299,7 +310,8 @@ mod tests {
 
     const HEADER: &str = "#include <stdint.h>\n#define MODEL_INPUT_X_SIZE 8\n\
         #define MODEL_OUTPUT_Y_SIZE (4u)\n#define MODEL_OUTPUT_IDX_SIZE 1\n\
-        void model_run(const float *in_x, float *out_y, int32_t *out_idx);\n";
+        #define MODEL_OUTPUT_OUT_191_SIZE 2\n\
+        void model_run(const float *in_x, float *out_y, int32_t *out_idx, float *out_191);\n";
 
     #[test]
     fn parses_model_run() {
@@ -309,7 +321,15 @@ mod tests {
             .iter()
             .map(|p| (p.name.as_str(), p.input, p.size))
             .collect();
-        assert_eq!(names, [("x", true, 8), ("y", false, 4), ("idx", false, 1)]);
+        assert_eq!(
+            names,
+            [
+                ("x", true, 8),
+                ("y", false, 4),
+                ("idx", false, 1),
+                ("out_191", false, 2)
+            ]
+        );
         assert_eq!(b.params[2].dtype, DType::I32);
     }
 
@@ -322,7 +342,7 @@ mod tests {
             h.contains("0x3f800000ull, 0xbf000000ull, 0x3dcccccdull"),
             "{h}"
         );
-        assert!(h.contains("#define HARNESS_RUN() model_run(pg_in_x.v, pg_out_y.v, pg_out_idx.v)"));
+        assert!(h.contains("#define HARNESS_RUN() model_run(pg_in_x.v, pg_out_y.v, pg_out_idx.v, pg_out_out_191.v)"));
         assert!(b.inputs_header(&[("x", Values::f32(&[1.0]))]).is_err());
         assert!(b.inputs_header(&[]).is_err());
     }

@@ -17,6 +17,7 @@ mod host;
 mod index;
 mod loss;
 mod math;
+mod ml;
 mod nn;
 mod quant;
 mod reduce;
@@ -52,35 +53,9 @@ pub fn handler_in(domain: &str, op: &str) -> Option<Handler> {
     match domain {
         "" | "ai.onnx" => handler(op),
         "ai.onnx.preview.training" => training::lookup(op),
-        "ai.onnx.ml" => ml(op),
+        "ai.onnx.ml" => ml::lookup(op),
         _ => None,
     }
-}
-
-/// The few `ai.onnx.ml` ops on plain tensors: Binarizer, ArrayFeatureExtractor.
-fn ml(op: &str) -> Option<Handler> {
-    Some(match op {
-        "Binarizer" => |n| {
-            let x = n.input(0)?;
-            let t = f64::from(n.float("threshold", 0.0));
-            one(x.try_gt(t)?.cast(x.dtype()))
-        },
-        "ArrayFeatureExtractor" => |n| {
-            let x = n.input(0)?;
-            let idx = n
-                .input(1)?
-                .cast(picograd_core::DType::I64)
-                .try_reshape(&[-1])?;
-            let mut shape = x.shape();
-            let last = shape.len() - 1;
-            shape[last] = idx.numel();
-            let mut at = vec![1isize; shape.len()];
-            at[last] = -1;
-            let idx = idx.try_reshape(&at)?.try_expand(&shape)?;
-            one(x.try_gather(-1, &idx)?)
-        },
-        _ => return None,
-    })
 }
 
 /// A family's table: op type → handler.
@@ -110,7 +85,7 @@ pub fn family(op: &str) -> Option<&'static str> {
         ("signal", signal::lookup),
         ("host", detect::lookup),
         ("training", training::lookup),
-        ("ml", ml),
+        ("ml", ml::lookup),
     ];
     table
         .iter()
@@ -119,6 +94,7 @@ pub fn family(op: &str) -> Option<&'static str> {
 }
 
 pub(crate) use attention::repeat_heads;
+pub use ml::zipmap_labels;
 
 /// One output.
 fn one(t: Tensor) -> Result<Vec<Tensor>> {
