@@ -79,7 +79,7 @@ fn onnx_cnn_on_cortex_m4_matches_onnxruntime() {
         target: "cortex-m4".into(),
         out: dir.join("bundle"),
         shapes: Vec::new(),
-        build: BuildOptions::default(),
+        ..CompileOptions::new("cortex-m4", "")
     };
     let report = compile(&model, &opts).unwrap();
     println!("{report}");

@@ -33,7 +33,7 @@ fn compile_needs_shapes_for_dynamic_inputs_and_runs_on_host() {
         target: "host".into(),
         out: out.clone(),
         shapes: Vec::new(),
-        build: Default::default(),
+        ..CompileOptions::new("host", "")
     };
     let err = compile(&model, &opts).expect_err("dynamic input refused");
     assert!(err.to_string().contains("--shape x="), "{err}");
