@@ -67,7 +67,7 @@ fn ensure_installed() {
         return;
     }
     if let Some(install) = AUTO_INSTALL.get() {
-        AUTO_RAN.call_once(|| install());
+        AUTO_RAN.call_once(install);
     }
 }
 

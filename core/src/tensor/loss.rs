@@ -92,7 +92,7 @@ pub(crate) fn check_label_range(
     };
     let bad = labels.iter().enumerate().find(|&(_, &l)| {
         let ignored = ignore.is_some_and(|i| l == i as f64);
-        !ignored && !(l >= 0.0 && l < classes as f64)
+        !(ignored || (0.0..classes as f64).contains(&l))
     });
     match bad {
         None => Ok(()),

@@ -106,8 +106,9 @@ pub fn compare_one(name: &str, got: &[f64], want: &[f64]) -> OutputCheck {
         let d = if same { 0.0 } else { (g - w).abs() };
         let d = if d.is_nan() { f64::INFINITY } else { d };
         max_abs_diff = max_abs_diff.max(d);
-        // Written so that a NaN tolerance (the desktop gave NaN, the device did not) mismatches.
-        if d != 0.0 && !(d <= ATOL + RTOL * w.abs()) {
+        // A NaN tolerance (the desktop gave NaN, the device did not) mismatches too.
+        let tol = ATOL + RTOL * w.abs();
+        if d != 0.0 && (tol.is_nan() || d > tol) {
             mismatches += 1;
         }
     }

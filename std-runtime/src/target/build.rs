@@ -97,9 +97,12 @@ impl BuildStage {
     }
 }
 
+/// What a [`StageHook`] calls: the stage starting, and the target built for.
+pub type StageFn = dyn Fn(BuildStage, &Target) + Send + Sync;
+
 /// A callback told of each [`BuildStage`] as it starts.
 #[derive(Clone)]
-pub struct StageHook(pub std::sync::Arc<dyn Fn(BuildStage, &Target) + Send + Sync>);
+pub struct StageHook(pub std::sync::Arc<StageFn>);
 
 impl std::fmt::Debug for StageHook {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
