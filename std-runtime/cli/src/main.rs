@@ -16,6 +16,7 @@ use std::time::Instant;
 use clap::{Parser, Subcommand};
 use picograd_core::{Error, Result};
 use picograd_onnx::{npy, ops, values::onnx_type_name, Model};
+use picograd_runtime::install::DeviceKind;
 use picograd_runtime::target::Target;
 
 /// The command line (`about` is this crate's description).
@@ -197,8 +198,11 @@ fn run(
     bench: Option<u32>,
 ) -> CliResult {
     let shapes = parse_shapes(shapes)?;
-    if !interp {
-        picograd_runtime::install();
+    // The runtime installs itself on first use anyway; `--interp` chooses the interpreter over
+    // it (and over PICOGRAD_DEVICE).
+    picograd_runtime::install();
+    if interp {
+        picograd_runtime::install::set_default_device(DeviceKind::Interp)?;
     }
     let model = load(path)?;
     model.check_supported()?;

@@ -332,5 +332,19 @@ fn invalid_environment_values_are_warned_about_once() {
         "{err}"
     );
     assert!(!err.contains("warning"), "{err}");
+    assert!(
+        err.contains("*** CLANG"),
+        "the runtime's default device: {err}"
+    );
+    // `--interp` wins over the runtime's default (which installs itself on first use).
+    let o = picograd(
+        &["run", &m, "-o", &out, "--interp"],
+        &[("PICOGRAD_DEBUG", "1")],
+    );
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("*** INTERP") && !err.contains("*** CLANG"),
+        "{err}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

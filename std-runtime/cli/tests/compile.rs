@@ -1,6 +1,7 @@
 //! `picograd_cli::compile` tests: a tiny CNN with a dynamic batch axis is refused until its shape
 //! is given, then exported, built and run on the host target (the biases alone reach the output
-//! on zero inputs); ONNX names become distinct C identifiers.
+//! on zero inputs); ONNX names become distinct C identifiers; with given inputs the device run is
+//! compared with the desktop, and a run on other inputs is caught disagreeing.
 
 #[path = "../../onnx/tests/common/mod.rs"]
 mod common;
@@ -78,4 +79,41 @@ fn c_names_are_distinct_identifiers() {
         c_names(&specs, "in"),
         ["input_1", "in1_input_1", "in_0", "in_model_x", "in_int"]
     );
+}
+
+#[test]
+fn check_compares_device_and_desktop_and_catches_a_difference() {
+    use picograd_cli::check::compare;
+    use picograd_cli::{compile, CompileOptions};
+    use picograd_core::Tensor;
+    use picograd_runtime::target::{build_and_run, BuildOptions, Target, Values};
+    let model = Model::from_bytes(&common::tiny_cnn().encode_to_vec(), "tiny").unwrap();
+    let out = std::env::temp_dir().join(format!("picograd-cli-check-{}", std::process::id()));
+    let xs: Vec<f32> = (0..16).map(|i| (i as f32 - 7.5) / 4.0).collect();
+    let opts = CompileOptions {
+        inputs: vec![Tensor::from_slice(&xs, &[1, 1, 4, 4])],
+        ..CompileOptions::new("host", &out)
+    };
+    let report = compile(&model, &opts).unwrap();
+    let check = report.check.as_ref().expect("inputs given: a check");
+    assert!(check.passed(), "{check}");
+    assert!(check.max_abs_diff() <= 1e-5, "{check}");
+    // The device run on other inputs must be caught disagreeing with the desktop on these, by
+    // exactly the largest difference between the two device runs.
+    let other: Vec<f32> = xs.iter().map(|v| v * 2.0 + 1.0).collect();
+    let feed = [("x", Values::f32(&other))];
+    let host = Target::by_name("host").unwrap();
+    let run2 = build_and_run(&host, &out, &feed, &BuildOptions::default()).unwrap();
+    let desktop = model.run(&opts.inputs).unwrap();
+    let bad = compare(&report.outputs, &desktop, &run2).unwrap();
+    assert!(!bad.passed(), "{bad}");
+    let a = report.run.output("y").unwrap().to_f32().unwrap();
+    let b = run2.output("y").unwrap().to_f32().unwrap();
+    let want = a
+        .iter()
+        .zip(&b)
+        .map(|(p, q)| f64::from((p - q).abs()))
+        .fold(0.0, f64::max);
+    assert!((bad.max_abs_diff() - want).abs() <= 1e-5, "{bad} vs {want}");
+    let _ = std::fs::remove_dir_all(&out);
 }
