@@ -8,7 +8,7 @@
 //!
 //! A model is layers ([`nn::Sequential`] of [`nn::Linear`] and activations); a loss is a tensor
 //! op; `backward` fills the gradients and an optimizer ([`nn::Adam`], [`nn::SGD`]) updates the
-//! parameters in place. [`nn::fit`] runs the loop over a [`nn::Dataset`]'s batches and tells a
+//! parameters in place. [`nn::fit()`] runs the loop over a [`nn::Dataset`]'s batches and tells a
 //! hook after every step.
 //!
 //! ```
