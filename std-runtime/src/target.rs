@@ -254,14 +254,14 @@ impl Target {
     /// target without budgets (the host). An unknown name is an error listing the known ones.
     pub fn budget(&self, name: Option<&str>) -> Result<Option<&Budget>> {
         let Some(name) = name.or(self.default_budget.as_deref()) else {
-            return match self.budgets.is_empty() {
-                true => Ok(None),
-                false => Err(Error::Format {
-                    file: self.file.display().to_string(),
-                    offset: 0,
-                    detail: "budgets but no default".into(),
-                }),
-            };
+            if self.budgets.is_empty() {
+                return Ok(None);
+            }
+            return Err(Error::Format {
+                file: self.file.display().to_string(),
+                offset: 0,
+                detail: "budgets but no default".into(),
+            });
         };
         self.budgets
             .iter()

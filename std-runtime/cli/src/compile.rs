@@ -142,15 +142,16 @@ pub fn compile(model: &Model, opts: &CompileOptions) -> Result<CompileReport> {
     model.check_supported()?;
     let target = Target::by_name(&opts.target)?;
     let budget = target.budget(opts.budget.as_deref())?.cloned();
-    let shapes = match opts.inputs.is_empty() {
-        true => input_shapes(model, &opts.shapes)?,
-        false => given_shapes(model, &opts.inputs)?,
+    let shapes = if opts.inputs.is_empty() {
+        input_shapes(model, &opts.shapes)?
+    } else {
+        given_shapes(model, &opts.inputs)?
     };
     let inputs = placeholders(model.inputs(), &shapes)?;
-    let outputs = stage("compiling kernels", || model.run(&inputs))?;
+    let outputs = stage("building the graph", || model.run(&inputs))?;
     let (ins, outs): (Vec<&Tensor>, Vec<&Tensor>) =
         (inputs.iter().collect(), outputs.iter().collect());
-    let (capture, _) = stage("capturing", || Capture::record(&ins, &outs))?;
+    let (capture, _) = stage("compiling kernels", || Capture::record(&ins, &outs))?;
     let in_names = c_names(model.inputs(), "in");
     let out_names = c_names(model.outputs(), "out");
     let names = ExportNames {
@@ -167,9 +168,10 @@ pub fn compile(model: &Model, opts: &CompileOptions) -> Result<CompileReport> {
     let before = "before building, the weights and the static arena alone";
     check_memory(&target, budget.as_ref(), need, before)?;
     picograd_runtime::export::write_bundle(&bundle, &opts.out)?;
-    let feed = match opts.inputs.is_empty() {
-        true => zero_values(&in_names, &inputs),
-        false => given_values(&in_names, &inputs, &opts.inputs)?,
+    let feed = if opts.inputs.is_empty() {
+        zero_values(&in_names, &inputs)
+    } else {
+        given_values(&in_names, &inputs, &opts.inputs)?
     };
     let feed: Vec<(&str, Values)> = feed.iter().map(|(n, v)| (n.as_str(), v.clone())).collect();
     let progress = crate::progress::BuildProgress::default();
@@ -186,12 +188,15 @@ pub fn compile(model: &Model, opts: &CompileOptions) -> Result<CompileReport> {
     };
     let after = "as built, the model's text + data and its arena + stack";
     check_memory(&target, budget.as_ref(), measured, after)?;
-    let check = match opts.inputs.is_empty() {
-        true => None,
-        false => {
-            let desktop = stage("running on the desktop", || model.run(&opts.inputs))?;
-            Some(compare(&out_names, &desktop, &run)?)
-        }
+    let check = if opts.inputs.is_empty() {
+        None
+    } else {
+        let desktop = stage("running on the desktop", || {
+            let outs = model.run(&opts.inputs)?;
+            Tensor::realize_all(&outs.iter().collect::<Vec<_>>())?;
+            Ok(outs)
+        })?;
+        Some(compare(&out_names, &desktop, &run)?)
     };
     Ok(CompileReport {
         target: target.name.clone(),

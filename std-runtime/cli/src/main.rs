@@ -206,9 +206,10 @@ fn run(
     }
     let model = load(path)?;
     model.check_supported()?;
-    let tensors = match inputs.is_empty() {
-        true => picograd_cli::compile::zero_inputs(&model, &shapes)?,
-        false => read_inputs(&model, inputs, &shapes)?,
+    let tensors = if inputs.is_empty() {
+        picograd_cli::compile::zero_inputs(&model, &shapes)?
+    } else {
+        read_inputs(&model, inputs, &shapes)?
     };
     let t = Instant::now();
     let outs = run_once(&model, &tensors)?;
