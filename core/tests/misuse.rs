@@ -4,6 +4,7 @@
 use std::panic::{self, Location};
 use std::sync::Mutex;
 
+use picograd_core::nn::{Linear, Module};
 use picograd_core::{DType, Reduction, Tensor};
 
 /// Where the last panic happened (file, line), as the panic hook saw it.
@@ -33,6 +34,7 @@ fn panics_name_the_callers_line() {
     let c = Tensor::ones(&[2], DType::F32);
     let y = Tensor::from_slice(&[0i32, 7], &[2]);
     let m = Reduction::Mean;
+    let lin = Linear::new(5, 2, true, 0);
     // Each case is one line, with `line!()` beside the misuse.
     let cases = [
         (line!(), at(|| drop(a.reshape(&[5])))),
@@ -40,6 +42,7 @@ fn panics_name_the_callers_line() {
         (line!(), at(|| drop(&a + &c))),
         (line!(), at(|| drop(Tensor::from_slice(&[1.0f32], &[3])))),
         (line!(), at(|| drop(a.cross_entropy(&y, m, 0.0)))),
+        (line!(), at(|| drop(lin.forward(&a)))),
     ];
     let _ = panic::take_hook();
     for (want_line, (file, line)) in cases {

@@ -45,7 +45,9 @@ pub trait Module {
     /// The forward pass; errors name the op and the shapes that did not fit.
     fn try_forward(&self, x: &Tensor) -> Result<Tensor>;
 
-    /// [`Module::try_forward`], panicking on misuse (as the Tensor building methods do).
+    /// [`Module::try_forward`], panicking on misuse (as the Tensor building methods do); the
+    /// panic names the caller's line.
+    #[track_caller]
     fn forward(&self, x: &Tensor) -> Tensor {
         match self.try_forward(x) {
             Ok(t) => t,
