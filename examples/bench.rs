@@ -16,7 +16,6 @@ mod digits;
 
 use std::collections::HashMap;
 use std::process::Command;
-use std::sync::Mutex;
 use std::time::Instant;
 
 use picograd::jit::Jit;
@@ -354,7 +353,7 @@ fn mlp_rows(peers: &Peers) -> Result<Vec<Row>> {
     let mut rows = Vec::new();
     for batch in [1usize, 128] {
         let x = rand(&[batch, 784], 7)?;
-        let f = Jit::new(|io: &[Tensor]| vec![mlp.forward(&io[0])]);
+        let f = Jit::new(|io: &[Tensor]| Ok(vec![mlp.forward(&io[0])]));
         let n = if batch == 1 { 200 } else { 20 };
         let secs = best(n, || {
             let y = f.call(std::slice::from_ref(&x))?;
@@ -402,16 +401,16 @@ fn train_row(peers: &Peers) -> Result<Row> {
     };
     let mut params: Vec<Tensor> = m.l1.parameters().into_iter().map(|(_, t)| t).collect();
     params.extend(m.l2.parameters().into_iter().map(|(_, t)| t));
-    let opt = Mutex::new(Adam::new(params, AdamConfig::adam(1e-3))?);
-    let step = Jit::new(|io: &[Tensor]| {
-        let mut opt = opt.lock().unwrap_or_else(|e| e.into_inner());
+    // The step owns the optimizer: a JIT function is `FnMut` and returns `Result`.
+    let mut opt = Adam::new(params, AdamConfig::adam(1e-3))?;
+    let step = Jit::new(move |io: &[Tensor]| {
         opt.zero_grad();
-        let logits = m.l2.forward(&m.l1.forward(&io[0]).relu());
-        let loss = cross_entropy(&logits, &io[1]).expect("batch shapes");
-        loss.backward().expect("backward");
+        let logits = m.l2.try_forward(&m.l1.try_forward(&io[0])?.relu())?;
+        let loss = cross_entropy(&logits, &io[1])?;
+        loss.backward()?;
         let mut outs = vec![loss.clone()];
-        outs.extend(opt.schedule_step(&[&loss]).expect("optimizer step"));
-        outs
+        outs.extend(opt.schedule_step(&[&loss])?);
+        Ok(outs)
     });
     let batches: Vec<(Tensor, Tensor)> = (0..4)
         .map(|b| {

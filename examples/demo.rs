@@ -148,13 +148,21 @@ fn export_and_run(
         &target.export_options(),
     )?;
     picograd::runtime::export::write_bundle(&bundle, Path::new(dir))?;
+    // Cross-building and the QEMU run show as stages (a spinner on a terminal; plain lines
+    // with PICOGRAD_DEBUG=1).
+    let progress = picograd_cli::progress::BuildProgress::default();
+    let opts = BuildOptions {
+        on_stage: Some(progress.hook()),
+        ..BuildOptions::default()
+    };
     let report = build_and_run(
         target,
         Path::new(dir),
         &[("image", Values::f32(images))],
-        &BuildOptions::default(),
-    )?;
-    Ok(report)
+        &opts,
+    );
+    progress.finish(report.is_ok());
+    Ok(report?)
 }
 
 fn argmaxes(logits: &[f32]) -> Vec<usize> {

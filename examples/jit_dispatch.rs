@@ -21,7 +21,7 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
         for _ in 0..n / 2 {
             h = h.mul(0.5).add(h.sum(&[0], true).mul(0.1));
         }
-        vec![h]
+        Ok(vec![h])
     });
     let x = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[4]);
     f.call(std::slice::from_ref(&x))?;

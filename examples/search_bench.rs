@@ -83,7 +83,7 @@ fn mlp(d: &Arc<dyn Device>, n: usize) -> Result<Work> {
                 h = h.relu();
             }
         }
-        vec![h]
+        Ok(vec![h])
     });
     Ok(Box::new(move || {
         let y = f.call(std::slice::from_ref(&x))?;

@@ -14,11 +14,9 @@ fn check_on(device: std::sync::Arc<dyn picograd::device::Device>) {
     // y = sum(x * w) + x: a reduce and an elementwise kernel reading a captured weight.
     let f = Jit::new(|x: &[Tensor]| {
         let p = x[0]
-            .try_alu(AluOp::Mul, &[&w])
-            .unwrap()
-            .try_reduce(ReduceOp::Sum, None, false)
-            .unwrap();
-        vec![x[0].try_alu(AluOp::Add, &[&p]).unwrap()]
+            .try_alu(AluOp::Mul, &[&w])?
+            .try_reduce(ReduceOp::Sum, None, false)?;
+        Ok(vec![x[0].try_alu(AluOp::Add, &[&p])?])
     });
     let mut before = None;
     for i in 0..6 {
@@ -52,14 +50,12 @@ fn check_on(device: std::sync::Arc<dyn picograd::device::Device>) {
     let param = Mutex::new(Tensor::try_from_slice_on(&[1.0f32, 2.0], &[2], &device).unwrap());
     let step = Jit::new(|g: &[Tensor]| {
         let p = param.lock().unwrap();
-        let upd = p
-            .try_alu(
-                AluOp::Sub,
-                &[&g[0].try_alu(AluOp::Mul, &[&g[0].const_like(0.5)]).unwrap()],
-            )
-            .unwrap();
-        p.try_assign(&upd).unwrap();
-        vec![p.clone()]
+        let upd = p.try_alu(
+            AluOp::Sub,
+            &[&g[0].try_alu(AluOp::Mul, &[&g[0].const_like(0.5)])?],
+        )?;
+        p.try_assign(&upd)?;
+        Ok(vec![p.clone()])
     });
     let mut want = [1.0f32, 2.0];
     for k in 0..3 {

@@ -8,8 +8,6 @@
 #[path = "../examples/common/digits.rs"]
 mod digits;
 
-use std::sync::Mutex;
-
 use picograd::jit::Jit;
 use picograd::nn::losses::cross_entropy;
 use picograd::nn::optim::AdamConfig;
@@ -237,16 +235,15 @@ fn one_adam_step_matches_f64_reference() {
 }
 
 /// Three steps under the JIT (one capture, two replays) equal three f64 steps.
-fn jit_steps(opt: Box<dyn Optimizer + Send>, l1: &Linear, l2: &Linear) {
-    let opt = Mutex::new(opt);
+fn jit_steps(mut opt: Box<dyn Optimizer + Send>, l1: &Linear, l2: &Linear) {
+    // The step borrows the optimizer mutably (the function is `FnMut`) and uses `?`.
     let step = Jit::new(|io: &[Tensor]| {
-        let mut opt = opt.lock().unwrap();
         opt.zero_grad();
         let loss = loss_of(l1, l2, &io[0], &io[1]);
-        loss.backward().unwrap();
+        loss.backward()?;
         let mut outs = vec![loss.clone()];
-        outs.extend(opt.schedule_step(&[&loss]).unwrap());
-        outs
+        outs.extend(opt.schedule_step(&[&loss])?);
+        Ok(outs)
     });
     let (x, y) = batch();
     for _ in 0..3 {

@@ -82,11 +82,7 @@ fn onnx_cnn_on_cortex_m4_matches_onnxruntime() {
     let dir = make_model(&py);
     let model = Model::load(&dir.join("cnn.onnx")).unwrap();
     let opts = CompileOptions {
-        target: "cortex-m4".into(),
-        target_dir: None,
-        out: dir.join("bundle"),
-        shapes: Vec::new(),
-        build: BuildOptions::default(),
+        ..CompileOptions::new("cortex-m4", dir.join("bundle"))
     };
     let report = compile(&model, &opts).unwrap();
     println!("{report}");

@@ -261,33 +261,44 @@ impl Capture {
 
 /// A function whose kernels are captured on the first call and replayed afterwards.
 ///
+/// The function returns `Result`, so errors inside it (a shape that does not fit, a failed
+/// `backward`) propagate with `?` out of [`Jit::call`] instead of panicking; and it is `FnMut`,
+/// so it may own or mutably borrow what it updates (an optimizer) without a `RefCell`. It runs
+/// once, on the first call; later calls replay the kernels it ran.
+///
 /// ```
-/// use picograd_core::{jit::Jit, ops::AluOp, Tensor};
-/// let f = Jit::new(|x: &[Tensor]| vec![x[0].try_alu(AluOp::Add, &[&x[0]]).unwrap()]);
+/// use picograd_core::{jit::Jit, Tensor};
+/// let f = Jit::new(|x: &[Tensor]| Ok(vec![x[0].try_add(&x[0])?]));
 /// for i in 0..3 {
 ///     let x = Tensor::from_slice(&[i as f32, 1.0], &[2]);
 ///     let y = f.call(&[x]).unwrap();
 ///     assert_eq!(y[0].to_vec::<f32>().unwrap(), vec![2.0 * i as f32, 2.0]);
 /// }
 /// assert_eq!(f.replays(), 2);
+/// // An error inside the function comes out of the first call.
+/// let bad = Jit::new(|x: &[Tensor]| Ok(vec![x[0].try_reshape(&[5])?]));
+/// let e = bad.call(&[Tensor::from_slice(&[1.0f32, 2.0], &[2])]).err().unwrap();
+/// assert!(e.to_string().contains("reshape"));
 /// ```
 pub struct Jit<F> {
-    f: F,
+    f: Mutex<F>,
     capture: Mutex<Option<Arc<Capture>>>,
     replays: Mutex<u64>,
 }
 
-impl<F: Fn(&[Tensor]) -> Vec<Tensor>> Jit<F> {
+impl<F: FnMut(&[Tensor]) -> Result<Vec<Tensor>>> Jit<F> {
     /// Wraps `f`.
     pub fn new(f: F) -> Jit<F> {
         Jit {
-            f,
+            f: Mutex::new(f),
             capture: Mutex::new(None),
             replays: Mutex::new(0),
         }
     }
 
-    /// Calls the function: captures on the first call, replays the capture afterwards.
+    /// Calls the function: captures on the first call, replays the capture afterwards. An
+    /// error from the function (first call) or from a replay is returned; after a failed first
+    /// call the next call runs the function again.
     pub fn call(&self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
         let cap = self.capture.lock().clone();
         if let Some(c) = cap {
@@ -300,7 +311,7 @@ impl<F: Fn(&[Tensor]) -> Vec<Tensor>> Jit<F> {
             .iter()
             .map(|t| realized_node(t).map(Tensor::from_lazy))
             .collect::<Result<Vec<_>>>()?;
-        let outs = (self.f)(&realized);
+        let outs = (self.f.lock())(&realized)?;
         let out_refs: Vec<&Tensor> = outs.iter().collect();
         let in_refs: Vec<&Tensor> = realized.iter().collect();
         let (cap, results) = Capture::record(&in_refs, &out_refs)?;

@@ -154,11 +154,11 @@ pub fn train(model: &dyn Module, train: &digits::Digits, plan: &Plan) -> Result<
     let step = Jit::new(|io: &[Tensor]| {
         let mut opt = opt.lock().unwrap_or_else(|e| e.into_inner());
         opt.zero_grad();
-        let loss = cross_entropy(&model.forward(&io[0]), &io[1]).expect("batch shapes");
-        loss.backward().expect("backward");
+        let loss = cross_entropy(&model.try_forward(&io[0])?, &io[1])?;
+        loss.backward()?;
         let mut outs = vec![loss.clone()];
-        outs.extend(opt.schedule_step(&[&loss]).expect("optimizer step"));
-        outs
+        outs.extend(opt.schedule_step(&[&loss])?);
+        Ok(outs)
     });
     let per_epoch = train.len() / BATCH;
     let (mut steps, mut start) = (0usize, Instant::now());

@@ -6,11 +6,14 @@
 //! by that key's (already expanded) value; `{elf}` in `run` stands for the built program. The keys
 //! are listed in [`REQUIRED_KEYS`]; others are kept and readable with [`Target::get`]. The
 //! optional `fma = yes|no` (default `no`) says the FPU has a single-precision fused
-//! multiply-add, which [`Target::export_options`] then lets exported kernels use.
+//! multiply-add, which [`Target::export_options`] then lets exported kernels use. Optional
+//! `budget.NAME = FLASH RAM DESCRIPTION` lines name real parts' memory ([`Budget`]), `budget =
+//! NAME` the default one ([`Target::budget`]).
 //!
 //! The descriptions are found in `$PICOGRAD_TARGETS` when set, else in the repository's
 //! `targets/` folder next to this crate.
 
+mod budget;
 mod build;
 mod bundle;
 
@@ -20,7 +23,10 @@ use std::path::{Path, PathBuf};
 
 use picograd_core::{Error, Result};
 
-pub use build::{build_and_run, BuildOptions, CompilerKind, OptLevel, RunReport};
+pub use budget::{Budget, Need, Overflow};
+pub use build::{
+    build_and_run, BuildOptions, BuildStage, CompilerKind, OptLevel, RunReport, StageHook,
+};
 pub use bundle::{Bundle, Param, Values};
 
 /// Keys every target description must have.
@@ -98,6 +104,10 @@ pub struct Target {
     pub counter: Counter,
     /// How the harness measures the stack.
     pub stack_probe: StackProbe,
+    /// Real parts' memory budgets, sorted by name (none on the host).
+    pub budgets: Vec<Budget>,
+    /// The name of the budget used when none is chosen.
+    pub default_budget: Option<String>,
     keys: BTreeMap<String, String>,
 }
 
@@ -207,6 +217,7 @@ impl Target {
             Some("yes") => true,
             Some(other) => return Err(fmt_err(format!("`fma` is `{other}`, not `yes` or `no`"))),
         };
+        let (budgets, default_budget) = budget::parse_budgets(&keys, fmt_err)?;
         Ok(Target {
             name: keys["name"].clone(),
             file: file.to_path_buf(),
@@ -224,6 +235,8 @@ impl Target {
             fused_mulacc,
             counter,
             stack_probe,
+            budgets,
+            default_budget,
             keys,
         })
     }
@@ -235,6 +248,37 @@ impl Target {
             fused_mulacc: self.fused_mulacc,
             ..Default::default()
         }
+    }
+
+    /// The budget called `name`, or the default one when `name` is `None`; `Ok(None)` for a
+    /// target without budgets (the host). An unknown name is an error listing the known ones.
+    pub fn budget(&self, name: Option<&str>) -> Result<Option<&Budget>> {
+        let Some(name) = name.or(self.default_budget.as_deref()) else {
+            if self.budgets.is_empty() {
+                return Ok(None);
+            }
+            return Err(Error::Format {
+                file: self.file.display().to_string(),
+                offset: 0,
+                detail: "budgets but no default".into(),
+            });
+        };
+        self.budgets
+            .iter()
+            .find(|b| b.name == name)
+            .map(Some)
+            .ok_or_else(|| {
+                let known: Vec<&str> = self.budgets.iter().map(|b| b.name.as_str()).collect();
+                Error::Unsupported(format!(
+                    "target `{}` has no budget named `{name}` (known: {})",
+                    self.name,
+                    if known.is_empty() {
+                        "none".to_string()
+                    } else {
+                        known.join(", ")
+                    }
+                ))
+            })
     }
 
     /// A key's expanded value (any key of the file, including ones picograd does not interpret).
@@ -370,6 +414,73 @@ mod tests {
             assert_eq!(t.fused_mulacc, fused, "{n}");
             assert_eq!(t.export_options().fused_mulacc, fused, "{n}");
         }
+    }
+
+    #[test]
+    fn budgets_name_real_parts_and_say_what_does_not_fit() {
+        let m4 = Target::by_name("cortex-m4").unwrap();
+        let b = m4.budget(None).unwrap().unwrap();
+        assert_eq!(
+            (b.name.as_str(), b.flash, b.ram),
+            ("nrf52840", 1 << 20, 256 << 10)
+        );
+        let emulated = m4.budget(Some("mps2-an386")).unwrap().unwrap();
+        assert_eq!((emulated.flash, emulated.ram), (m4.flash.size, m4.ram.size));
+        assert!(Target::by_name("host")
+            .unwrap()
+            .budget(None)
+            .unwrap()
+            .is_none());
+        for n in ["cortex-m3", "riscv32imac", "riscv32imafc"] {
+            assert!(
+                Target::by_name(n).unwrap().budget(None).unwrap().is_some(),
+                "{n}"
+            );
+        }
+        let e = m4.budget(Some("esp32")).unwrap_err().to_string();
+        assert!(e.contains("esp32") && e.contains("stm32f411re"), "{e}");
+        let fits = Need {
+            flash: 1 << 20,
+            ram: 1000,
+        };
+        assert!(b.overflows(fits).is_empty() && b.check(fits, "x").is_ok());
+        let over = b.overflows(Need {
+            flash: (1 << 20) + 5,
+            ram: 300_000,
+        });
+        assert_eq!(over.len(), 2);
+        assert_eq!(
+            (over[0].region, over[0].needed - over[0].available),
+            ("flash", 5)
+        );
+        assert_eq!(
+            (over[1].region, over[1].needed - over[1].available),
+            ("RAM", 300_000 - 262_144)
+        );
+        let e = b
+            .check(
+                Need {
+                    flash: 0,
+                    ram: 300_000,
+                },
+                "the arena",
+            )
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("nrf52840")
+                && e.contains("RAM needs 300000 B")
+                && !e.contains("flash needs"),
+            "{e}"
+        );
+        let p = Path::new("t.txt");
+        let text = fs::read_to_string(&m4.file).unwrap() + "budget.bad = 12\n";
+        let e = Target::parse(&text, p, p).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("budget.NAME = FLASH RAM DESCRIPTION"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -23,7 +23,8 @@ pub fn one_hot(labels: &Tensor, classes: usize, dtype: DType) -> Result<Tensor> 
     Ok(l.try_eq(&range)?.cast(dtype))
 }
 
-/// Mean cross entropy of `logits` `[B, C]` against integer `labels` `[B]`.
+/// Mean cross entropy of `logits` `[B, C]` against integer `labels` `[B]`. Host-known labels
+/// (constants, `from_slice`, realized tensors) outside `0..C` are an error naming the label.
 pub fn cross_entropy(logits: &Tensor, labels: &Tensor) -> Result<Tensor> {
     let (ls, ys) = (logits.shape(), labels.shape());
     if ls.len() != 2 || ys.len() != 1 || ys[0] != ls[0] {
@@ -32,6 +33,7 @@ pub fn cross_entropy(logits: &Tensor, labels: &Tensor) -> Result<Tensor> {
             alloc::format!("logits {ls:?} and labels {ys:?} need [B, C] and [B]"),
         ));
     }
+    crate::tensor::check_label_range("cross_entropy", labels, ls[1], None)?;
     let target = one_hot(labels, ls[1], logits.dtype())?;
     let picked = log_softmax(logits)?
         .try_mul(target)?

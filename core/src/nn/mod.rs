@@ -6,23 +6,31 @@
 //! Layers that behave differently while training (BatchNorm, Dropout) carry an explicit
 //! `training` flag set by `train()`/`eval()`: the core keeps no global mode. Initialization is
 //! tinygrad's (kaiming-uniform for Linear and Conv weights) from a caller-given seed, so the same
-//! seed always builds the same model.
+//! seed always builds the same model. [`Sequential`] chains layers; [`data::Dataset`] cuts
+//! tensors into shuffled or ordered batches; [`fit()`] is a plain training loop with a progress
+//! hook.
 
 mod conv;
+pub mod data;
 mod dropout;
 mod embedding;
+pub mod fit;
 mod linear;
 pub mod losses;
 mod norm;
 pub mod optim;
+mod sequential;
 pub mod state;
 
 pub use conv::{Conv1d, Conv2d, ConvTranspose2d};
+pub use data::{Batches, Dataset, Last, Order};
 pub use dropout::Dropout;
 pub use embedding::Embedding;
+pub use fit::{fit, FitOptions, Progress, ProgressHook};
 pub use linear::Linear;
 pub use norm::{BatchNorm, GroupNorm, LayerNorm};
 pub use optim::{cosine_lr, Adam, Optimizer, StepLR, SGD};
+pub use sequential::Sequential;
 pub use state::state_dict;
 
 use alloc::format;
@@ -37,7 +45,9 @@ pub trait Module {
     /// The forward pass; errors name the op and the shapes that did not fit.
     fn try_forward(&self, x: &Tensor) -> Result<Tensor>;
 
-    /// [`Module::try_forward`], panicking on misuse (as the Tensor building methods do).
+    /// [`Module::try_forward`], panicking on misuse (as the Tensor building methods do); the
+    /// panic names the caller's line.
+    #[track_caller]
     fn forward(&self, x: &Tensor) -> Tensor {
         match self.try_forward(x) {
             Ok(t) => t,

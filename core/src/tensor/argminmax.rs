@@ -66,6 +66,7 @@ impl Tensor {
         first_true(&hit, ax, keepdim)
     }
     /// [`Tensor::try_argmax`], panicking on a bad axis.
+    #[track_caller]
     pub fn argmax(&self, axis: Option<isize>, keepdim: bool) -> Tensor {
         must(self.try_argmax(axis, keepdim))
     }
@@ -82,6 +83,7 @@ impl Tensor {
         first_true(&hit, ax, keepdim)
     }
     /// [`Tensor::try_argmin`], panicking on a bad axis.
+    #[track_caller]
     pub fn argmin(&self, axis: Option<isize>, keepdim: bool) -> Tensor {
         must(self.try_argmin(axis, keepdim))
     }

@@ -20,6 +20,7 @@ impl Tensor {
         self.try_binary(AluOp::CmpLt, rhs)
     }
     /// [`Tensor::try_lt`], panicking on a broadcast mismatch.
+    #[track_caller]
     pub fn lt(&self, rhs: impl Operand) -> Tensor {
         must(self.try_lt(rhs))
     }
@@ -30,6 +31,7 @@ impl Tensor {
         r.try_alu(AluOp::CmpLt, &[self])
     }
     /// [`Tensor::try_gt`], panicking on a broadcast mismatch.
+    #[track_caller]
     pub fn gt(&self, rhs: impl Operand) -> Tensor {
         must(self.try_gt(rhs))
     }
@@ -39,6 +41,7 @@ impl Tensor {
         Ok(self.try_gt(rhs)?.logical_not())
     }
     /// [`Tensor::try_le`], panicking on a broadcast mismatch.
+    #[track_caller]
     pub fn le(&self, rhs: impl Operand) -> Tensor {
         must(self.try_le(rhs))
     }
@@ -48,6 +51,7 @@ impl Tensor {
         Ok(self.try_lt(rhs)?.logical_not())
     }
     /// [`Tensor::try_ge`], panicking on a broadcast mismatch.
+    #[track_caller]
     pub fn ge(&self, rhs: impl Operand) -> Tensor {
         must(self.try_ge(rhs))
     }
@@ -57,6 +61,7 @@ impl Tensor {
         self.try_binary(AluOp::CmpEq, rhs)
     }
     /// [`Tensor::try_eq`], panicking on a broadcast mismatch.
+    #[track_caller]
     pub fn eq(&self, rhs: impl Operand) -> Tensor {
         must(self.try_eq(rhs))
     }
@@ -66,11 +71,13 @@ impl Tensor {
         Ok(self.try_eq(rhs)?.logical_not())
     }
     /// [`Tensor::try_ne`], panicking on a broadcast mismatch.
+    #[track_caller]
     pub fn ne(&self, rhs: impl Operand) -> Tensor {
         must(self.try_ne(rhs))
     }
 
     /// Logical negation: true where the value is zero (any dtype; gives bools).
+    #[track_caller]
     pub fn logical_not(&self) -> Tensor {
         let b = self.cast(DType::Bool);
         must(b.try_alu(AluOp::Xor, &[&b.const_like(1.0)]))
@@ -97,6 +104,7 @@ impl Tensor {
         self.cast(DType::Bool).try_alu(AluOp::Where, &[&at, &bt])
     }
     /// [`Tensor::try_where`], panicking on a broadcast mismatch.
+    #[track_caller]
     pub fn where_(&self, a: impl Operand, b: impl Operand) -> Tensor {
         must(self.try_where(a, b))
     }

@@ -198,6 +198,7 @@ impl Tensor {
         self.conv_padded(weight, bias, opts, &p)
     }
     /// [`Tensor::try_conv2d`], panicking on mismatched shapes.
+    #[track_caller]
     pub fn conv2d(&self, weight: &Tensor, bias: Option<&Tensor>, opts: &ConvOpts) -> Tensor {
         must(self.try_conv2d(weight, bias, opts))
     }
@@ -222,6 +223,7 @@ impl Tensor {
         self.try_conv2d(weight, bias, opts)
     }
     /// [`Tensor::try_conv1d`], panicking on mismatched shapes.
+    #[track_caller]
     pub fn conv1d(&self, weight: &Tensor, bias: Option<&Tensor>, opts: &ConvOpts) -> Tensor {
         must(self.try_conv1d(weight, bias, opts))
     }
@@ -327,6 +329,7 @@ impl Tensor {
         x.conv_padded(&w, bias, &inner, &p)
     }
     /// [`Tensor::try_conv_transpose2d`], panicking on mismatched shapes.
+    #[track_caller]
     pub fn conv_transpose2d(
         &self,
         weight: &Tensor,

@@ -40,6 +40,7 @@ impl Tensor {
         Tensor::from_raw_bytes(&bytes, shape, dtype, &dev)
     }
     /// [`Tensor::try_from_f64s`], panicking on a size mismatch.
+    #[track_caller]
     pub fn from_f64s(values: &[f64], shape: &[usize], dtype: DType) -> Tensor {
         must(Tensor::try_from_f64s(values, shape, dtype))
     }

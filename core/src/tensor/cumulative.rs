@@ -60,6 +60,7 @@ impl Tensor {
         self.running(Running::Sum, axis)
     }
     /// [`Tensor::try_cumsum`], panicking on a bad axis.
+    #[track_caller]
     pub fn cumsum(&self, axis: isize) -> Tensor {
         must(self.try_cumsum(axis))
     }
@@ -69,6 +70,7 @@ impl Tensor {
         self.running(Running::Prod, axis)
     }
     /// [`Tensor::try_cumprod`], panicking on a bad axis.
+    #[track_caller]
     pub fn cumprod(&self, axis: isize) -> Tensor {
         must(self.try_cumprod(axis))
     }
@@ -98,6 +100,7 @@ impl Tensor {
         Ok((values, idx.try_transpose(-1, axis)?))
     }
     /// [`Tensor::try_cummax`], panicking on a bad axis.
+    #[track_caller]
     pub fn cummax(&self, axis: isize) -> (Tensor, Tensor) {
         must(self.try_cummax(axis))
     }
@@ -109,6 +112,7 @@ impl Tensor {
         Ok((v.order_flip(), idx))
     }
     /// [`Tensor::try_cummin`], panicking on a bad axis.
+    #[track_caller]
     pub fn cummin(&self, axis: isize) -> (Tensor, Tensor) {
         must(self.try_cummin(axis))
     }

@@ -74,6 +74,7 @@ impl Tensor {
         self.try_binary(AluOp::Add, rhs)
     }
     /// [`Tensor::try_add`], panicking on a broadcast mismatch.
+    #[track_caller]
     pub fn add(&self, rhs: impl Operand) -> Tensor {
         must(self.try_add(rhs))
     }
@@ -83,6 +84,7 @@ impl Tensor {
         self.try_binary(AluOp::Sub, rhs)
     }
     /// [`Tensor::try_sub`], panicking on a broadcast mismatch.
+    #[track_caller]
     pub fn sub(&self, rhs: impl Operand) -> Tensor {
         must(self.try_sub(rhs))
     }
@@ -92,6 +94,7 @@ impl Tensor {
         self.try_binary(AluOp::Mul, rhs)
     }
     /// [`Tensor::try_mul`], panicking on a broadcast mismatch.
+    #[track_caller]
     pub fn mul(&self, rhs: impl Operand) -> Tensor {
         must(self.try_mul(rhs))
     }
@@ -108,6 +111,7 @@ impl Tensor {
         self.try_binary(AluOp::Div, rhs)
     }
     /// [`Tensor::try_div`], panicking on a broadcast mismatch.
+    #[track_caller]
     pub fn div(&self, rhs: impl Operand) -> Tensor {
         must(self.try_div(rhs))
     }
@@ -117,6 +121,7 @@ impl Tensor {
         self.try_binary(AluOp::Mod, rhs)
     }
     /// [`Tensor::try_rem`], panicking on a broadcast mismatch.
+    #[track_caller]
     pub fn rem(&self, rhs: impl Operand) -> Tensor {
         must(self.try_rem(rhs))
     }
@@ -126,6 +131,7 @@ impl Tensor {
         self.try_binary(AluOp::Max, rhs)
     }
     /// [`Tensor::try_maximum`], panicking on a broadcast mismatch.
+    #[track_caller]
     pub fn maximum(&self, rhs: impl Operand) -> Tensor {
         must(self.try_maximum(rhs))
     }
@@ -140,6 +146,7 @@ impl Tensor {
         self.try_lt(&r)?.try_where(self, &r)
     }
     /// [`Tensor::try_minimum`], panicking on a broadcast mismatch.
+    #[track_caller]
     pub fn minimum(&self, rhs: impl Operand) -> Tensor {
         must(self.try_minimum(rhs))
     }
@@ -179,6 +186,7 @@ impl Tensor {
         Ok(if out.is_float() { r } else { round_to(&r, out) })
     }
     /// [`Tensor::try_pow`], panicking on a broadcast mismatch.
+    #[track_caller]
     pub fn pow(&self, exp: impl Operand) -> Tensor {
         must(self.try_pow(exp))
     }

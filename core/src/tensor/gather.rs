@@ -67,6 +67,7 @@ impl Tensor {
         Ok(picked.try_sum(&[-1], false)?.cast(self.dtype()))
     }
     /// [`Tensor::try_gather`], panicking on a bad axis, dtype or shape.
+    #[track_caller]
     pub fn gather(&self, axis: isize, index: &Tensor) -> Tensor {
         must(self.try_gather(axis, index))
     }
@@ -84,6 +85,7 @@ impl Tensor {
         Ok(index_hits(self, num_classes)?.cast(DType::I32))
     }
     /// [`Tensor::try_one_hot`], panicking on a non-integer tensor.
+    #[track_caller]
     pub fn one_hot(&self, num_classes: usize) -> Tensor {
         must(self.try_one_hot(num_classes))
     }

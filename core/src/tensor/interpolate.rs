@@ -99,6 +99,7 @@ impl Tensor {
         Ok(x.cast(self.dtype()))
     }
     /// [`Tensor::try_interpolate`], panicking on a bad size.
+    #[track_caller]
     pub fn interpolate(
         &self,
         size: &[usize],

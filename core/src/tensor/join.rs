@@ -70,6 +70,7 @@ impl Tensor {
         Ok(acc.expect("at least one tensor"))
     }
     /// [`Tensor::try_cat`], panicking on mismatched shapes or a bad axis.
+    #[track_caller]
     pub fn cat(ts: &[&Tensor], axis: isize) -> Tensor {
         must(Tensor::try_cat(ts, axis))
     }
@@ -87,6 +88,7 @@ impl Tensor {
         })
     }
     /// [`Tensor::try_stack`], panicking on mismatched shapes or a bad axis.
+    #[track_caller]
     pub fn stack(ts: &[&Tensor], axis: isize) -> Tensor {
         must(Tensor::try_stack(ts, axis))
     }
@@ -112,6 +114,7 @@ impl Tensor {
         Ok(out)
     }
     /// [`Tensor::try_split`], panicking on bad sizes or a bad axis.
+    #[track_caller]
     pub fn split(&self, sizes: &[usize], axis: isize) -> Vec<Tensor> {
         must(self.try_split(sizes, axis))
     }
@@ -130,6 +133,7 @@ impl Tensor {
         self.try_split(&sizes, axis)
     }
     /// [`Tensor::try_split_size`], panicking on a zero size or a bad axis.
+    #[track_caller]
     pub fn split_size(&self, size: usize, axis: isize) -> Vec<Tensor> {
         must(self.try_split_size(size, axis))
     }
@@ -144,6 +148,7 @@ impl Tensor {
         self.try_split_size(n.div_ceil(chunks).max(1), axis)
     }
     /// [`Tensor::try_chunk`], panicking on zero chunks or a bad axis.
+    #[track_caller]
     pub fn chunk(&self, chunks: usize, axis: isize) -> Vec<Tensor> {
         must(self.try_chunk(chunks, axis))
     }

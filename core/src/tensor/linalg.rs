@@ -188,6 +188,7 @@ impl Tensor {
         Ok((q, r))
     }
     /// [`Tensor::try_qr`], panicking on a rank below 2.
+    #[track_caller]
     pub fn qr(&self) -> (Tensor, Tensor) {
         must(self.try_qr())
     }
@@ -240,6 +241,7 @@ impl Tensor {
     }
 
     /// [`Tensor::try_svd`], panicking on a rank below 2 or a failed computation.
+    #[track_caller]
     pub fn svd(&self) -> (Tensor, Tensor, Tensor) {
         must(self.try_svd())
     }

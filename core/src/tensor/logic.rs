@@ -45,6 +45,7 @@ impl Tensor {
         self.cast(DType::Bool).try_max(axes, keepdim)
     }
     /// [`Tensor::try_any`], panicking on a bad axis.
+    #[track_caller]
     pub fn any(&self, axes: &[isize], keepdim: bool) -> Tensor {
         must(self.try_any(axes, keepdim))
     }
@@ -55,6 +56,7 @@ impl Tensor {
         Ok(none_false.logical_not())
     }
     /// [`Tensor::try_all`], panicking on a bad axis.
+    #[track_caller]
     pub fn all(&self, axes: &[isize], keepdim: bool) -> Tensor {
         must(self.try_all(axes, keepdim))
     }
@@ -90,6 +92,7 @@ impl Tensor {
         or(&close, &and(&is_nan(self), &is_nan(other))?)
     }
     /// [`Tensor::try_isclose`], panicking when the shapes do not broadcast.
+    #[track_caller]
     pub fn isclose(&self, other: &Tensor, rtol: f64, atol: f64, equal_nan: bool) -> Tensor {
         must(self.try_isclose(other, rtol, atol, equal_nan))
     }
@@ -106,6 +109,7 @@ impl Tensor {
         c.try_all(&c.axes(), false)
     }
     /// [`Tensor::try_allclose`], panicking when the shapes do not broadcast.
+    #[track_caller]
     pub fn allclose(&self, other: &Tensor, rtol: f64, atol: f64, equal_nan: bool) -> Tensor {
         must(self.try_allclose(other, rtol, atol, equal_nan))
     }

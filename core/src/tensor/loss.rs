@@ -1,7 +1,8 @@
 //! Losses (`binary_crossentropy[_logits]`, `sparse_categorical_crossentropy`, `cross_entropy`,
 //! `nll_loss`) with a [`Reduction`], and the helpers they share: a numerically stable
 //! log-softmax and one-hot masks from integer labels (compares against an `arange`). All
-//! composed, so gradients come from the primitives.
+//! composed, so gradients come from the primitives. Integer labels are range-checked where their
+//! values are known on the host (see `check_label_range`).
 
 use alloc::format;
 use alloc::vec;
@@ -57,6 +58,54 @@ fn log_sigmoid(x: &Tensor) -> Tensor {
     x.minimum(0.0).sub(x.abs().neg().exp().add(1.0).log())
 }
 
+/// The labels' values when they are known on the host without running anything: a constant,
+/// or a realized contiguous buffer (as `from_slice` and realized tensors are). `None` for labels
+/// still to be computed.
+fn host_known_labels(y: &Tensor) -> Result<Option<alloc::vec::Vec<f64>>> {
+    let lazy = y.lazy();
+    if let Some(v) = lazy.as_const() {
+        return Ok(Some(vec![v.as_f64()]));
+    }
+    if !lazy.st().contiguous() {
+        return Ok(None);
+    }
+    match lazy.realized() {
+        Some(buf) if buf.len() == y.numel() => {
+            Ok(Some(super::bytes_to_f64(&buf.to_bytes()?, buf.dtype())))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Errors when a host-known label (see [`host_known_labels`]) is outside `0..classes` and is
+/// not `ignore`, naming the label, its position and the class count. Labels still to be
+/// computed are not checked: an out-of-range one matches no class, so its one-hot row is all
+/// zero and it adds nothing but the smoothing term to the loss.
+pub(crate) fn check_label_range(
+    op: &'static str,
+    y: &Tensor,
+    classes: usize,
+    ignore: Option<i64>,
+) -> Result<()> {
+    let Some(labels) = host_known_labels(y)? else {
+        return Ok(());
+    };
+    let bad = labels.iter().enumerate().find(|&(_, &l)| {
+        let ignored = ignore.is_some_and(|i| l == i as f64);
+        !(ignored || (0.0..classes as f64).contains(&l))
+    });
+    match bad {
+        None => Ok(()),
+        Some((at, &l)) => Err(Error::shape(
+            op,
+            format!(
+                "label {l} (at flat index {at}) is out of range for {classes} classes (valid: 0..={})",
+                classes.saturating_sub(1)
+            ),
+        )),
+    }
+}
+
 fn check_labels(op: &'static str, x: &Tensor, y: &Tensor, want: &[usize]) -> Result<()> {
     if y.shape() != want || y.dtype().is_float() || y.dtype() == DType::Bool {
         return Err(Error::shape(
@@ -93,6 +142,7 @@ impl Tensor {
         Ok(pos.try_sub(neg)?.reduce_loss(r))
     }
     /// [`Tensor::try_binary_crossentropy`], panicking on mismatched shapes.
+    #[track_caller]
     pub fn binary_crossentropy(&self, y: &Tensor, r: Reduction) -> Tensor {
         must(self.try_binary_crossentropy(y, r))
     }
@@ -118,6 +168,7 @@ impl Tensor {
         Ok(pos.try_add(neg)?.neg().reduce_loss(r))
     }
     /// [`Tensor::try_binary_crossentropy_logits`], panicking on mismatched shapes.
+    #[track_caller]
     pub fn binary_crossentropy_logits(
         &self,
         y: &Tensor,
@@ -131,6 +182,10 @@ impl Tensor {
     /// `y` `[..]`. Labels equal to `ignore_index` (unless it is -1) do not count; with
     /// `label_smoothing` the target mixes in the uniform distribution. `Mean` divides by the
     /// number of counted labels.
+    ///
+    /// A label outside `0..classes` is an error naming it and the class count when the labels
+    /// are known on the host (a constant, `from_slice`, or a realized tensor); labels still to be
+    /// computed are not checked, and an out-of-range one then matches no class.
     ///
     /// ```
     /// use picograd_core::{Reduction, Tensor};
@@ -155,6 +210,8 @@ impl Tensor {
             ));
         }
         check_labels(op, self, y, &shape[..shape.len() - 1])?;
+        let ignore = (ignore_index != -1).then_some(ignore_index);
+        check_label_range(op, y, shape[shape.len() - 1], ignore)?;
         let logp = log_softmax_axis(self, -1)?;
         let mask = if ignore_index != -1 {
             y.try_ne(ignore_index)?
@@ -178,6 +235,7 @@ impl Tensor {
         Ok(per.neg().reduce_loss(r))
     }
     /// [`Tensor::try_sparse_categorical_crossentropy`], panicking on mismatched shapes.
+    #[track_caller]
     pub fn sparse_categorical_crossentropy(
         &self,
         y: &Tensor,
@@ -191,6 +249,10 @@ impl Tensor {
     /// Cross-entropy of logits `self` (`[classes]` or `[n, classes, ..]`, class axis 1) against
     /// `y`: integer labels (`self`'s shape without the class axis) or class probabilities
     /// (`self`'s shape).
+    ///
+    /// A label outside `0..classes` is an error naming it and the class count when the labels
+    /// are known on the host (a constant, `from_slice`, or a realized tensor); labels still to be
+    /// computed are not checked, and an out-of-range one then matches no class.
     pub fn try_cross_entropy(
         &self,
         y: &Tensor,
@@ -212,6 +274,7 @@ impl Tensor {
             let mut want = shape.clone();
             want.remove(cd);
             check_labels("cross_entropy", self, y, &want)?;
+            check_label_range("cross_entropy", y, shape[cd], None)?;
             one_hot_at(y, shape[cd], cd)?.cast(logp.dtype())
         };
         let target = target
@@ -224,6 +287,7 @@ impl Tensor {
             .reduce_loss(r))
     }
     /// [`Tensor::try_cross_entropy`], panicking on mismatched shapes.
+    #[track_caller]
     pub fn cross_entropy(&self, y: &Tensor, r: Reduction, label_smoothing: f64) -> Tensor {
         must(self.try_cross_entropy(y, r, label_smoothing))
     }
@@ -231,6 +295,10 @@ impl Tensor {
     /// Negative log-likelihood of log-probabilities `self` `[n, classes, ..]` at integer labels
     /// `y` `[n, ..]`, with optional per-class `weight` `[classes]`; labels equal to
     /// `ignore_index` do not count. `Mean` divides by the total weight counted.
+    ///
+    /// A label outside `0..classes` is an error naming it and the class count when the labels
+    /// are known on the host (a constant, `from_slice`, or a realized tensor); labels still to be
+    /// computed are not checked, and an out-of-range one then matches no class.
     pub fn try_nll_loss(
         &self,
         y: &Tensor,
@@ -248,6 +316,7 @@ impl Tensor {
         let mut want = shape.clone();
         want.remove(1);
         check_labels("nll_loss", self, y, &want)?;
+        check_label_range("nll_loss", y, shape[1], ignore_index)?;
         let x = self.float();
         let hot = one_hot_at(y, shape[1], 1)?;
         let w = match weight {
@@ -271,6 +340,7 @@ impl Tensor {
         Ok(nll.reduce_loss(r))
     }
     /// [`Tensor::try_nll_loss`], panicking on mismatched shapes.
+    #[track_caller]
     pub fn nll_loss(
         &self,
         y: &Tensor,

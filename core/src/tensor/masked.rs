@@ -47,6 +47,7 @@ impl Tensor {
         mask.try_where(&v, self)
     }
     /// [`Tensor::try_masked_fill`], panicking when the shapes do not broadcast.
+    #[track_caller]
     pub fn masked_fill(&self, mask: &Tensor, value: impl Operand) -> Tensor {
         must(self.try_masked_fill(mask, value))
     }

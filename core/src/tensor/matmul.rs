@@ -60,6 +60,7 @@ impl Tensor {
         }
     }
     /// [`Tensor::try_matmul`], panicking (naming both shapes) when they do not multiply.
+    #[track_caller]
     pub fn matmul(&self, rhs: &Tensor) -> Tensor {
         must(self.try_matmul(rhs))
     }
@@ -69,6 +70,7 @@ impl Tensor {
         self.try_matmul(rhs)
     }
     /// [`Tensor::try_dot`], panicking when the shapes do not multiply.
+    #[track_caller]
     pub fn dot(&self, rhs: &Tensor) -> Tensor {
         must(self.try_dot(rhs))
     }

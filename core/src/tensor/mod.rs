@@ -44,6 +44,7 @@ pub use conv::{ConvOpts, PAD_COPY_MIN_ELEMENTS};
 pub use elementwise::Operand;
 pub use interpolate::InterpolateMode;
 pub use linalg::SVD_SWEEPS;
+pub(crate) use loss::check_label_range;
 pub use loss::Reduction;
 pub use pool::{Padding, PoolOpts};
 pub use scatter::ScatterReduce;
@@ -88,6 +89,9 @@ pub(crate) struct Ctx {
 }
 
 /// Unwraps a building result, panicking with the error's message (which names op and shapes).
+/// Every panicking twin goes through here and is `#[track_caller]`, as this is, so the panic
+/// reports the line of the user's call, not this one.
+#[track_caller]
 pub(crate) fn must<T>(r: Result<T>) -> T {
     match r {
         Ok(v) => v,
@@ -186,6 +190,7 @@ impl Tensor {
     }
 
     /// [`Tensor::try_from_slice`], panicking on a size mismatch.
+    #[track_caller]
     pub fn from_slice<T: Element>(data: &[T], shape: &[usize]) -> Tensor {
         must(Tensor::try_from_slice(data, shape))
     }
@@ -328,6 +333,7 @@ impl Tensor {
     }
 
     /// [`Tensor::try_assign`], panicking on a shape or dtype mismatch.
+    #[track_caller]
     pub fn assign(&self, value: &Tensor) {
         must(self.try_assign(value))
     }

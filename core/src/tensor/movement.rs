@@ -18,31 +18,37 @@ impl Tensor {
     /// let t = Tensor::arange(0.0, 6.0, 1.0, DType::F32).reshape(&[2, -1]);
     /// assert_eq!(t.shape(), vec![2, 3]);
     /// ```
+    #[track_caller]
     pub fn reshape(&self, shape: &[isize]) -> Tensor {
         must(self.try_reshape(shape))
     }
 
     /// [`Tensor::try_permute`], panicking on a bad order.
+    #[track_caller]
     pub fn permute(&self, order: &[usize]) -> Tensor {
         must(self.try_permute(order))
     }
 
     /// [`Tensor::try_expand`], panicking when the shape is not a broadcast of `self`'s.
+    #[track_caller]
     pub fn expand(&self, shape: &[usize]) -> Tensor {
         must(self.try_expand(shape))
     }
 
     /// [`Tensor::try_pad`], panicking on a rank mismatch.
+    #[track_caller]
     pub fn pad(&self, arg: &[(usize, usize)]) -> Tensor {
         must(self.try_pad(arg))
     }
 
     /// [`Tensor::try_shrink`], panicking on a bad range.
+    #[track_caller]
     pub fn shrink(&self, arg: &[(usize, usize)]) -> Tensor {
         must(self.try_shrink(arg))
     }
 
     /// [`Tensor::try_flip`], panicking on a bad axis.
+    #[track_caller]
     pub fn flip(&self, axes: &[isize]) -> Tensor {
         must(self.try_flip(axes))
     }
@@ -57,6 +63,7 @@ impl Tensor {
         mask.try_where(&padded, value)
     }
     /// [`Tensor::try_pad_value`], panicking on a rank mismatch.
+    #[track_caller]
     pub fn pad_value(&self, arg: &[(usize, usize)], value: f64) -> Tensor {
         must(self.try_pad_value(arg, value))
     }
@@ -73,6 +80,7 @@ impl Tensor {
         self.try_permute(&order)
     }
     /// [`Tensor::try_transpose`], panicking on a bad axis.
+    #[track_caller]
     pub fn transpose(&self, a: isize, b: isize) -> Tensor {
         must(self.try_transpose(a, b))
     }
@@ -94,6 +102,7 @@ impl Tensor {
         self.try_reshape(&keep)
     }
     /// [`Tensor::try_squeeze`], panicking on a bad axis.
+    #[track_caller]
     pub fn squeeze(&self, axis: Option<isize>) -> Tensor {
         must(self.try_squeeze(axis))
     }
@@ -113,6 +122,7 @@ impl Tensor {
         self.try_reshape(&shape)
     }
     /// [`Tensor::try_unsqueeze`], panicking on a bad axis.
+    #[track_caller]
     pub fn unsqueeze(&self, axis: isize) -> Tensor {
         must(self.try_unsqueeze(axis))
     }
@@ -140,6 +150,7 @@ impl Tensor {
         self.try_reshape(&shape)
     }
     /// [`Tensor::try_flatten`], panicking on a bad axis.
+    #[track_caller]
     pub fn flatten(&self, start: isize, end: isize) -> Tensor {
         must(self.try_flatten(start, end))
     }

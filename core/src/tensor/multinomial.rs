@@ -54,6 +54,7 @@ impl Tensor {
         }
     }
     /// [`Tensor::try_multinomial`], panicking on bad shapes or counts.
+    #[track_caller]
     pub fn multinomial(&self, num_samples: usize, replacement: bool, seed: u64) -> Tensor {
         must(self.try_multinomial(num_samples, replacement, seed))
     }

@@ -35,6 +35,7 @@ impl Tensor {
         }
     }
     /// [`Tensor::try_linear`], panicking on mismatched shapes.
+    #[track_caller]
     pub fn linear(&self, weight: &Tensor, bias: Option<&Tensor>) -> Tensor {
         must(self.try_linear(weight, bias))
     }
@@ -58,6 +59,7 @@ impl Tensor {
         y.try_mul(var.add(eps).rsqrt())
     }
     /// [`Tensor::try_layernorm`], panicking on a bad axis.
+    #[track_caller]
     pub fn layernorm(&self, axes: &[isize], eps: f64) -> Tensor {
         must(self.try_layernorm(axes, eps))
     }
@@ -93,6 +95,7 @@ impl Tensor {
         }
     }
     /// [`Tensor::try_batchnorm`], panicking on mismatched shapes.
+    #[track_caller]
     pub fn batchnorm(
         &self,
         weight: Option<&Tensor>,
@@ -123,6 +126,7 @@ impl Tensor {
         keep.try_where(self, 0.0)?.try_div(1.0 - p)
     }
     /// [`Tensor::try_dropout`], panicking when `p` is outside `[0, 1]`.
+    #[track_caller]
     pub fn dropout(&self, p: f64, train: bool, seed: u64) -> Tensor {
         must(self.try_dropout(p, train, seed))
     }
@@ -174,6 +178,7 @@ impl Tensor {
         softmax_axis(&qk, -1)?.try_matmul(value)
     }
     /// [`Tensor::try_scaled_dot_product_attention`], panicking on mismatched shapes.
+    #[track_caller]
     pub fn scaled_dot_product_attention(
         &self,
         key: &Tensor,

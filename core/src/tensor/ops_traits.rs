@@ -20,6 +20,7 @@ macro_rules! binary_op {
     (@tt $trait:ident, $method:ident, $lhs:ty, $rhs:ty) => {
         impl $trait<$rhs> for $lhs {
             type Output = Tensor;
+            #[track_caller]
             fn $method(self, rhs: $rhs) -> Tensor {
                 Tensor::$method(&self, rhs)
             }
@@ -28,24 +29,28 @@ macro_rules! binary_op {
     (@scalar $trait:ident, $method:ident, $s:ty) => {
         impl $trait<$s> for Tensor {
             type Output = Tensor;
+            #[track_caller]
             fn $method(self, rhs: $s) -> Tensor {
                 Tensor::$method(&self, rhs)
             }
         }
         impl $trait<$s> for &Tensor {
             type Output = Tensor;
+            #[track_caller]
             fn $method(self, rhs: $s) -> Tensor {
                 Tensor::$method(self, rhs)
             }
         }
         impl $trait<Tensor> for $s {
             type Output = Tensor;
+            #[track_caller]
             fn $method(self, rhs: Tensor) -> Tensor {
                 Tensor::$method(&rhs.const_like(f64::from(self)), &rhs)
             }
         }
         impl $trait<&Tensor> for $s {
             type Output = Tensor;
+            #[track_caller]
             fn $method(self, rhs: &Tensor) -> Tensor {
                 Tensor::$method(&rhs.const_like(f64::from(self)), rhs)
             }

@@ -346,6 +346,7 @@ impl Tensor {
         total.try_div(ones.try_sum(&axes, false)?)
     }
     /// [`Tensor::try_avg_pool2d`], panicking on a bad geometry.
+    #[track_caller]
     pub fn avg_pool2d(&self, opts: &PoolOpts) -> Tensor {
         must(self.try_avg_pool2d(opts))
     }
@@ -363,6 +364,7 @@ impl Tensor {
         Ok(self.max_pool_parts(opts)?.maxima)
     }
     /// [`Tensor::try_max_pool2d`], panicking on a bad geometry.
+    #[track_caller]
     pub fn max_pool2d(&self, opts: &PoolOpts) -> Tensor {
         must(self.try_max_pool2d(opts))
     }
@@ -408,6 +410,7 @@ impl Tensor {
         Ok((m, best.const_like(size as f64).try_sub(&best)?))
     }
     /// [`Tensor::try_max_pool2d_with_indices`], panicking on a bad geometry.
+    #[track_caller]
     pub fn max_pool2d_with_indices(&self, opts: &PoolOpts) -> (Tensor, Tensor) {
         must(self.try_max_pool2d_with_indices(opts))
     }
@@ -462,6 +465,7 @@ impl Tensor {
             .try_reshape(&dims)
     }
     /// [`Tensor::try_max_unpool2d`], panicking on mismatched shapes.
+    #[track_caller]
     pub fn max_unpool2d(
         &self,
         indices: &Tensor,

@@ -38,6 +38,7 @@ impl Tensor {
         Ok(self.shape()[a])
     }
     /// [`Tensor::try_size`], panicking on a bad axis.
+    #[track_caller]
     pub fn size(&self, axis: isize) -> usize {
         must(self.try_size(axis))
     }
@@ -78,6 +79,7 @@ impl Tensor {
         Ok(())
     }
     /// [`Tensor::try_replace`], panicking when the shapes differ.
+    #[track_caller]
     pub fn replace(&self, other: &Tensor) {
         must(self.try_replace(other))
     }

@@ -45,10 +45,12 @@ impl Tensor {
         x.try_reduce(ReduceOp::Sum, Some(axes), keepdim)
     }
     /// [`Tensor::try_sum`], panicking on a bad axis.
+    #[track_caller]
     pub fn sum(&self, axes: &[isize], keepdim: bool) -> Tensor {
         must(self.try_sum(axes, keepdim))
     }
     /// Sum of every element (a scalar tensor).
+    #[track_caller]
     pub fn sum_all(&self) -> Tensor {
         let x = self.cast(acc_dtype(self.dtype()));
         must(x.try_reduce(ReduceOp::Sum, None, false))
@@ -63,6 +65,7 @@ impl Tensor {
         self.try_reduce(ReduceOp::Max, Some(axes), keepdim)
     }
     /// [`Tensor::try_max`], panicking on a bad axis.
+    #[track_caller]
     pub fn max(&self, axes: &[isize], keepdim: bool) -> Tensor {
         must(self.try_max(axes, keepdim))
     }
@@ -73,6 +76,7 @@ impl Tensor {
     }
 
     /// An order-reversing map that is its own inverse: `-x` for floats, `!x` for ints and bools.
+    #[track_caller]
     pub(crate) fn order_flip(&self) -> Tensor {
         let d = self.dtype();
         if d.is_float() {
@@ -91,6 +95,7 @@ impl Tensor {
         Ok(self.order_flip().try_max(axes, keepdim)?.order_flip())
     }
     /// [`Tensor::try_min`], panicking on a bad axis.
+    #[track_caller]
     pub fn min(&self, axes: &[isize], keepdim: bool) -> Tensor {
         must(self.try_min(axes, keepdim))
     }
@@ -106,6 +111,7 @@ impl Tensor {
         Ok(self.float().try_sum(axes, keepdim)?.div(count as f64))
     }
     /// [`Tensor::try_mean`], panicking on a bad axis.
+    #[track_caller]
     pub fn mean(&self, axes: &[isize], keepdim: bool) -> Tensor {
         must(self.try_mean(axes, keepdim))
     }
@@ -130,6 +136,7 @@ impl Tensor {
         x.drop_axes(&ax, keepdim)
     }
     /// [`Tensor::try_prod`], panicking on a bad axis.
+    #[track_caller]
     pub fn prod(&self, axes: &[isize], keepdim: bool) -> Tensor {
         must(self.try_prod(axes, keepdim))
     }

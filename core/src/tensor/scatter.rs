@@ -101,6 +101,7 @@ impl Tensor {
         any.try_where(value.cast(self.dtype()), self)
     }
     /// [`Tensor::try_scatter`], panicking on a bad axis, dtype or shape.
+    #[track_caller]
     pub fn scatter(&self, axis: isize, index: &Tensor, src: &Tensor) -> Tensor {
         must(self.try_scatter(axis, index, src))
     }
@@ -121,6 +122,7 @@ impl Tensor {
         }
     }
     /// [`Tensor::try_scatter_value`], panicking on a bad axis, dtype or shape.
+    #[track_caller]
     pub fn scatter_value(
         &self,
         axis: isize,
@@ -189,6 +191,7 @@ impl Tensor {
         Ok(out.cast(d))
     }
     /// [`Tensor::try_scatter_reduce`], panicking on a bad axis, dtype or shape.
+    #[track_caller]
     pub fn scatter_reduce(
         &self,
         axis: isize,

@@ -87,6 +87,7 @@ impl Tensor {
     }
 
     /// [`Tensor::try_shard`], panicking on a bad axis or too few elements.
+    #[track_caller]
     pub fn shard(&self, devices: &[Arc<dyn Device>], axis: isize) -> Tensor {
         must(self.try_shard(devices, axis))
     }

@@ -96,6 +96,7 @@ impl Tensor {
         shrunk.try_stride(&steps)
     }
     /// [`Tensor::try_slice`], panicking on a bad slice.
+    #[track_caller]
     pub fn slice(&self, arg: &[(i64, i64, i64)]) -> Tensor {
         must(self.try_slice(arg))
     }

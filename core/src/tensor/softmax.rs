@@ -28,6 +28,7 @@ impl Tensor {
         e.try_mul(total.reciprocal())
     }
     /// [`Tensor::try_softmax`], panicking on a bad axis.
+    #[track_caller]
     pub fn softmax(&self, axis: isize) -> Tensor {
         must(self.try_softmax(axis))
     }
@@ -38,6 +39,7 @@ impl Tensor {
         shifted.try_sub(total.log())
     }
     /// [`Tensor::try_log_softmax`], panicking on a bad axis.
+    #[track_caller]
     pub fn log_softmax(&self, axis: isize) -> Tensor {
         must(self.try_log_softmax(axis))
     }
@@ -58,6 +60,7 @@ impl Tensor {
         s.try_add(m.try_reshape(&dims)?)
     }
     /// [`Tensor::try_logsumexp`], panicking on a bad axis.
+    #[track_caller]
     pub fn logsumexp(&self, axes: &[isize], keepdim: bool) -> Tensor {
         must(self.try_logsumexp(axes, keepdim))
     }
@@ -79,6 +82,7 @@ impl Tensor {
         s.log().try_add(&run_max)?.try_transpose(-1, axis)
     }
     /// [`Tensor::try_logcumsumexp`], panicking on a bad axis.
+    #[track_caller]
     pub fn logcumsumexp(&self, axis: isize) -> Tensor {
         must(self.try_logcumsumexp(axis))
     }

@@ -90,6 +90,7 @@ impl Tensor {
         ))
     }
     /// [`Tensor::try_sort`], panicking on a bad axis.
+    #[track_caller]
     pub fn sort(&self, axis: isize, descending: bool) -> (Tensor, Tensor) {
         must(self.try_sort(axis, descending))
     }
@@ -99,6 +100,7 @@ impl Tensor {
         Ok(self.detach().try_sort(axis, descending)?.1)
     }
     /// [`Tensor::try_argsort`], panicking on a bad axis.
+    #[track_caller]
     pub fn argsort(&self, axis: isize, descending: bool) -> Tensor {
         must(self.try_argsort(axis, descending))
     }
@@ -128,6 +130,7 @@ impl Tensor {
         Ok((v.try_shrink(&keep)?, i.try_shrink(&keep)?))
     }
     /// [`Tensor::try_topk`], panicking on a bad axis or `k`.
+    #[track_caller]
     pub fn topk(&self, k: usize, axis: isize, largest: bool) -> (Tensor, Tensor) {
         must(self.try_topk(k, axis, largest))
     }

@@ -26,6 +26,7 @@ impl Tensor {
         squares.try_div(&denom)
     }
     /// [`Tensor::try_var`], panicking on a bad axis.
+    #[track_caller]
     pub fn var(&self, axes: &[isize], keepdim: bool, correction: f64) -> Tensor {
         must(self.try_var(axes, keepdim, correction))
     }
@@ -43,6 +44,7 @@ impl Tensor {
         ))
     }
     /// [`Tensor::try_var_mean`], panicking on a bad axis.
+    #[track_caller]
     pub fn var_mean(&self, axes: &[isize], keepdim: bool, correction: f64) -> (Tensor, Tensor) {
         must(self.try_var_mean(axes, keepdim, correction))
     }
@@ -52,6 +54,7 @@ impl Tensor {
         Ok(self.try_var(axes, keepdim, correction)?.sqrt())
     }
     /// [`Tensor::try_std`], panicking on a bad axis.
+    #[track_caller]
     pub fn std(&self, axes: &[isize], keepdim: bool, correction: f64) -> Tensor {
         must(self.try_std(axes, keepdim, correction))
     }
@@ -69,6 +72,7 @@ impl Tensor {
         ))
     }
     /// [`Tensor::try_std_mean`], panicking on a bad axis.
+    #[track_caller]
     pub fn std_mean(&self, axes: &[isize], keepdim: bool, correction: f64) -> (Tensor, Tensor) {
         must(self.try_std_mean(axes, keepdim, correction))
     }

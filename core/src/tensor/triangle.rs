@@ -43,6 +43,7 @@ impl Tensor {
         self.last_two_mask("triu", diagonal)?.try_where(self, 0.0)
     }
     /// [`Tensor::try_triu`], panicking on a tensor of fewer than 2 dimensions.
+    #[track_caller]
     pub fn triu(&self, diagonal: i64) -> Tensor {
         must(self.try_triu(diagonal))
     }
@@ -53,6 +54,7 @@ impl Tensor {
         above.try_where(0.0, self)
     }
     /// [`Tensor::try_tril`], panicking on a tensor of fewer than 2 dimensions.
+    #[track_caller]
     pub fn tril(&self, diagonal: i64) -> Tensor {
         must(self.try_tril(diagonal))
     }

@@ -10,6 +10,7 @@ use super::elementwise::float_of;
 use super::{must, Tensor};
 
 impl Tensor {
+    #[track_caller]
     fn unary(&self, op: AluOp) -> Tensor {
         must(self.try_alu(op, &[]))
     }

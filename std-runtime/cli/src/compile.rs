@@ -1,7 +1,10 @@
 //! Compiling an ONNX model for a device: the library side of `picograd compile`. The model's
 //! forward pass is captured on zero-valued placeholder inputs (shapes from the model, or given
 //! where an axis is symbolic), exported to freestanding C with `const` weights, written as a
-//! bundle, and built once for the target (run on zeros) to measure flash, RAM and instructions.
+//! bundle, and built once for the target (run on zeros, or on given inputs) to measure flash,
+//! RAM and instructions. Before anything is built, the weights (flash) and the arena (RAM) are
+//! checked against the selected [`Budget`] and the emulated board; with given inputs, the
+//! device's outputs are compared with the desktop's ([`crate::check`]).
 //!
 //! Invariant: the bundle's input and output names are the ONNX names made into C identifiers
 //! ([`bundle_names`], by the exporter's one rule), in the model's order; [`CompileReport`] carries them so callers can feed the
@@ -10,13 +13,17 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use picograd_core::export::{export, ExportNames, ExportOptions};
+use picograd_core::export::{export, ExportNames};
 use picograd_core::jit::Capture;
 use picograd_core::{DType, Error, Result, Tensor};
 
 use picograd_onnx::values::{dtype_of, onnx_type_name, tensor_from_le_bytes};
 use picograd_onnx::{Model, ValueSpec};
-use picograd_runtime::target::{build_and_run, BuildOptions, RunReport, Target, Values};
+use picograd_runtime::target::{
+    build_and_run, Budget, BuildOptions, Memory, Need, RunReport, Target, Values,
+};
+
+use crate::check::{compare, CheckReport};
 
 /// What to compile for and where to put it.
 #[derive(Clone, Debug)]
@@ -33,6 +40,28 @@ pub struct CompileOptions {
     pub shapes: Vec<(String, Vec<usize>)>,
     /// How the measuring build is made.
     pub build: BuildOptions,
+    /// The part (one of the target's budgets) the model must fit; `None`: the target's default.
+    pub budget: Option<String>,
+    /// Values to run the built bundle on, one per model input in model order (their shapes win
+    /// over `shapes`); empty: zeros. With values, [`CompileReport::check`] compares the device's
+    /// outputs with the desktop's on the same values.
+    pub inputs: Vec<Tensor>,
+}
+
+impl CompileOptions {
+    /// Options for `target`, writing to `out`: the model's own shapes, the default build, the
+    /// target's default budget, zero inputs.
+    pub fn new(target: &str, out: impl Into<PathBuf>) -> CompileOptions {
+        CompileOptions {
+            target: target.to_string(),
+            target_dir: None,
+            out: out.into(),
+            shapes: Vec::new(),
+            build: BuildOptions::default(),
+            budget: None,
+            inputs: Vec::new(),
+        }
+    }
 }
 
 /// What compiling gave: the bundle's names and sizes, and the measuring run.
@@ -52,8 +81,12 @@ pub struct CompileReport {
     pub arena_bytes: usize,
     /// Bytes of constant weights.
     pub weight_bytes: usize,
-    /// The build and run on zero inputs.
+    /// The build and run (on zeros, or on the given inputs).
     pub run: RunReport,
+    /// The part the model was checked against (`None` on the host).
+    pub budget: Option<Budget>,
+    /// The device's outputs against the desktop's, when inputs were given.
+    pub check: Option<CheckReport>,
 }
 
 impl CompileReport {
@@ -86,31 +119,88 @@ impl fmt::Display for CompileReport {
         let ins = r
             .instructions
             .map_or("not counted".into(), |n| n.to_string());
-        write!(f, "instructions: {ins} (one run of model_run)")
+        write!(f, "instructions: {ins} (one run of model_run)")?;
+        if let Some(b) = &self.budget {
+            let pct = |n: u64, of: u64| 100.0 * n as f64 / of.max(1) as f64;
+            let ram = self.arena_bytes as u64 + r.stack_bytes.unwrap_or(0);
+            write!(
+                f,
+                "\nbudget:       {} — flash {:.1}% of {} B, RAM {:.1}% of {} B",
+                b.name,
+                pct(self.flash(), b.flash),
+                b.flash,
+                pct(ram, b.ram),
+                b.ram
+            )?;
+        }
+        if let Some(c) = &self.check {
+            write!(f, "\n{c}")?;
+        }
+        Ok(())
     }
 }
 
-/// Imports nothing: `model` is already loaded. Captures, exports, writes and measures it.
+/// Imports nothing: `model` is already loaded. Captures, exports, checks the budget, writes and
+/// measures it (and compares it with the desktop when inputs are given).
 pub fn compile(model: &Model, opts: &CompileOptions) -> Result<CompileReport> {
     model.check_supported()?;
     let target = match &opts.target_dir {
         Some(dir) => Target::from_dir(dir)?,
         None => Target::by_name(&opts.target)?,
     };
-    let shapes = input_shapes(model, &opts.shapes)?;
+    let budget = target.budget(opts.budget.as_deref())?.cloned();
+    let shapes = if opts.inputs.is_empty() {
+        input_shapes(model, &opts.shapes)?
+    } else {
+        given_shapes(model, &opts.inputs)?
+    };
     let inputs = placeholders(model.inputs(), &shapes)?;
-    let outputs = model.run(&inputs)?;
+    let outputs = stage("building the graph", || model.run(&inputs))?;
     let (ins, outs): (Vec<&Tensor>, Vec<&Tensor>) =
         (inputs.iter().collect(), outputs.iter().collect());
-    let (capture, _) = Capture::record(&ins, &outs)?;
-    let mut export_opts = ExportOptions::default();
+    let (capture, _) = stage("compiling kernels", || Capture::record(&ins, &outs))?;
+    // The target's own export options: fused multiply-add where its FPU has one.
+    let mut export_opts = target.export_options();
     let names = bundle_names(model, &export_opts.prefix);
     export_opts.header_notes = zipmap_notes(model, &names.outputs);
-    let bundle = export(&capture, &names, &export_opts)?;
+    let bundle = stage("exporting C", || export(&capture, &names, &export_opts))?;
+    let need = Need {
+        flash: bundle.weight_bytes as u64,
+        ram: bundle.arena_bytes as u64,
+    };
+    let before = "before building, the weights and the static arena alone";
+    check_memory(&target, budget.as_ref(), need, before)?;
     picograd_runtime::export::write_bundle(&bundle, &opts.out)?;
-    let zeros = zero_values(&names.inputs, &inputs);
-    let feed: Vec<(&str, Values)> = zeros.iter().map(|(n, v)| (n.as_str(), v.clone())).collect();
-    let run = build_and_run(&target, &opts.out, &feed, &opts.build)?;
+    let feed = if opts.inputs.is_empty() {
+        zero_values(&names.inputs, &inputs)
+    } else {
+        given_values(&names.inputs, &inputs, &opts.inputs)?
+    };
+    let feed: Vec<(&str, Values)> = feed.iter().map(|(n, v)| (n.as_str(), v.clone())).collect();
+    let progress = crate::progress::BuildProgress::default();
+    let mut build = opts.build.clone();
+    if build.on_stage.is_none() {
+        build.on_stage = Some(progress.hook());
+    }
+    let run = build_and_run(&target, &opts.out, &feed, &build);
+    progress.finish(run.is_ok());
+    let run = run?;
+    let measured = Need {
+        flash: run.model_text + run.model_data,
+        ram: bundle.arena_bytes as u64 + run.stack_bytes.unwrap_or(0),
+    };
+    let after = "as built, the model's text + data and its arena + stack";
+    check_memory(&target, budget.as_ref(), measured, after)?;
+    let check = if opts.inputs.is_empty() {
+        None
+    } else {
+        let desktop = stage("running on the desktop", || {
+            let outs = model.run(&opts.inputs)?;
+            Tensor::realize_all(&outs.iter().collect::<Vec<_>>())?;
+            Ok(outs)
+        })?;
+        Some(compare(&names.outputs, &desktop, &run)?)
+    };
     Ok(CompileReport {
         target: target.name.clone(),
         out: opts.out.clone(),
@@ -120,6 +210,8 @@ pub fn compile(model: &Model, opts: &CompileOptions) -> Result<CompileReport> {
         arena_bytes: bundle.arena_bytes,
         weight_bytes: bundle.weight_bytes,
         run,
+        budget,
+        check,
     })
 }
 
@@ -149,6 +241,94 @@ pub fn zipmap_notes(model: &Model, c_outputs: &[String]) -> Vec<String> {
                 spec.name,
                 list.join(", ")
             ))
+        })
+        .collect()
+}
+
+/// Runs one stage of the work with a progress line (see [`crate::progress`]).
+fn stage<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    let s = crate::progress::Stage::start(what);
+    let r = f();
+    s.finish(r.is_ok());
+    r
+}
+
+/// Checks `need` against the selected part and against the board the build runs on (a model
+/// that fits the part may still not fit the emulated board, or the other way round).
+fn check_memory(target: &Target, budget: Option<&Budget>, need: Need, what: &str) -> Result<()> {
+    if let Some(b) = budget {
+        b.check(need, what)?;
+    }
+    let board = |m: Memory| m.size;
+    if board(target.flash) > 0 && board(target.ram) > 0 {
+        let emulated = Budget {
+            name: format!("{} (the board the build runs on)", target.name),
+            flash: target.flash.size,
+            ram: target.ram.size,
+            description: target.get("description").unwrap_or("").to_string(),
+        };
+        emulated.check(need, what)?;
+    }
+    Ok(())
+}
+
+/// The shapes of given input values, which must be one per model input, of its element type.
+fn given_shapes(model: &Model, given: &[Tensor]) -> Result<Vec<Vec<usize>>> {
+    let specs = model.inputs();
+    if given.len() != specs.len() {
+        return Err(Error::shape(
+            "compile",
+            format!(
+                "{} input value(s) given, the model has {} input(s) ({})",
+                given.len(),
+                specs.len(),
+                specs
+                    .iter()
+                    .map(|s| s.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ));
+    }
+    specs
+        .iter()
+        .zip(given)
+        .map(|(spec, t)| match dtype_of(spec.elem_type) {
+            Some(d) if d == t.dtype() => Ok(t.shape()),
+            _ => Err(Error::dtype(
+                "compile",
+                format!(
+                    "input '{}' is {} but the value given is {}",
+                    spec.name,
+                    onnx_type_name(spec.elem_type),
+                    t.dtype()
+                ),
+            )),
+        })
+        .collect()
+}
+
+/// Given input values as bit patterns for the bundle.
+fn given_values(
+    names: &[String],
+    placeholders: &[Tensor],
+    given: &[Tensor],
+) -> Result<Vec<(String, Values)>> {
+    names
+        .iter()
+        .zip(placeholders.iter().zip(given))
+        .map(|(n, (p, t))| {
+            let dtype = p.dtype();
+            let bytes = t.to_bytes()?;
+            let bits = bytes
+                .chunks_exact(dtype.itemsize())
+                .map(|c| {
+                    let mut b = [0u8; 8];
+                    b[..c.len()].copy_from_slice(c);
+                    u64::from_le_bytes(b)
+                })
+                .collect();
+            Ok((n.clone(), Values { dtype, bits }))
         })
         .collect()
 }
@@ -210,6 +390,12 @@ fn static_shape(spec: &ValueSpec) -> Result<Vec<usize>> {
             ),
         )
     })
+}
+
+/// Zero-valued, realized inputs for every model input: the model's static shapes, or the given
+/// ones (required where an axis is symbolic).
+pub fn zero_inputs(model: &Model, given: &[(String, Vec<usize>)]) -> Result<Vec<Tensor>> {
+    placeholders(model.inputs(), &input_shapes(model, given)?)
 }
 
 /// Zero-valued, realized input tensors of the model's element types.

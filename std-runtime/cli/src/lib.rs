@@ -1,9 +1,12 @@
 //! The library side of the `picograd` command line (crate `picograd-cli`): [`compile`](mod@compile)
 //! exports an ONNX model (loaded with `picograd-onnx`) to freestanding C for a device target and
 //! builds and measures it there with `picograd_runtime::target` — what `picograd compile` runs,
-//! callable from tests and programs. The binary itself (`src/main.rs`) only parses arguments.
+//! callable from tests and programs; [`check`] compares a device run with the desktop;
+//! [`progress`] shows long stages on stderr. The binary itself (`src/main.rs`) only parses arguments.
 #![deny(missing_docs)]
 
+pub mod check;
 pub mod compile;
+pub mod progress;
 
 pub use compile::{compile, CompileOptions, CompileReport};

@@ -1,9 +1,13 @@
 //! The `picograd` command line (the binary of crate `picograd-cli`; `compile` calls
 //! [`picograd_cli::compile()`]): `run` an ONNX model on `.npy` inputs, `compile` it for a device
 //! target, `inspect` it. Exit codes: 0 success, 1 the model or its inputs were bad (or a run,
-//! export or device build failed), 2 usage errors (clap, or a dynamic input shape `compile` was
-//! not given), 3 the model uses operators picograd does not support, 4 the feature is not
-//! available in this build.
+//! export or device build failed, the model does not fit the target's budget, or `--check`
+//! found the device disagreeing with the desktop), 2 usage errors (clap, an unknown target or
+//! budget, a bad `--shape`, or a dynamic input shape not given), 3 the model uses operators
+//! picograd does not support, 4 the feature is not available in this build.
+//!
+//! Long stages (compiling kernels, cross-building, running under QEMU) show a spinner on stderr
+//! when it is a terminal, and one plain line each with `PICOGRAD_DEBUG=1` or more.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -12,11 +16,18 @@ use std::time::Instant;
 use clap::{Parser, Subcommand};
 use picograd_core::{Error, Result};
 use picograd_onnx::{npy, ops, values::onnx_type_name, Model};
-use picograd_runtime::target::BuildOptions;
+use picograd_runtime::install::DeviceKind;
+use picograd_runtime::target::Target;
 
-/// picograd: run, compile and inspect ONNX models.
+/// The command line (`about` is this crate's description).
 #[derive(Parser)]
-#[command(name = "picograd", version, about)]
+#[command(
+    name = "picograd",
+    version,
+    about,
+    after_help = "Environment: PICOGRAD_DEBUG (0-5; 1 also prints each long stage), \
+                  PICOGRAD_DEVICE (CLANG or INTERP), PICOGRAD_CACHE, PICOGRAD_CC."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -37,6 +48,15 @@ enum Command {
         /// Run kernels in the interpreter instead of compiling them with clang.
         #[arg(long)]
         interp: bool,
+        /// The shape of an input with a symbolic axis, `NAME=D0,D1,...` (repeatable). Without
+        /// `--input` files the model runs on zeros of these shapes (and of the model's static
+        /// ones); with them, each given shape must be the file's.
+        #[arg(long = "shape", value_name = "NAME=DIMS")]
+        shapes: Vec<String>,
+        /// Warm timing: after one warm-up run (which compiles the kernels), run N more times in
+        /// this process and print the minimum and median time per run.
+        #[arg(long, value_name = "N")]
+        bench: Option<u32>,
     },
     /// Compile a model to standalone C for a device target and measure it there.
     ///
@@ -65,6 +85,20 @@ enum Command {
         /// for every such input.
         #[arg(long = "shape", value_name = "NAME=DIMS")]
         shapes: Vec<String>,
+        /// The part whose flash and RAM the model must fit, checked before anything is built
+        /// (one of the target's `budget.NAME` lines; default: the target's default part —
+        /// cortex-m4: nrf52840 (1 MiB flash, 256 KiB RAM), cortex-m3: lpc1768, riscv32imac:
+        /// gd32vf103cb, riscv32imafc: ch32v307; the host has none).
+        #[arg(long, value_name = "NAME")]
+        budget: Option<String>,
+        /// One `.npy` file per model input, in the model's input order: the measuring run uses
+        /// them (instead of zeros) and the report compares its outputs with the desktop's.
+        #[arg(long = "input", short = 'i')]
+        inputs: Vec<PathBuf>,
+        /// With `--input`: fail (exit 1) unless every output of the device run is within
+        /// 1e-4 + 1e-4·|desktop| of the desktop run; the largest difference is reported.
+        #[arg(long, requires = "inputs")]
+        check: bool,
     },
     /// Show a model's inputs, outputs, operators, parameter count and picograd's support.
     Inspect {
@@ -72,6 +106,22 @@ enum Command {
         model: PathBuf,
     },
 }
+
+/// Why a command failed: a usage error (exit 2) or the library's error (exit by kind).
+enum Failure {
+    /// The arguments do not make sense: exit 2.
+    Usage(String),
+    /// The work failed.
+    Lib(Error),
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Failure {
+        Failure::Lib(e)
+    }
+}
+
+type CliResult = std::result::Result<(), Failure>;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -81,19 +131,39 @@ fn main() -> ExitCode {
             inputs,
             out,
             interp,
-        } => run(&model, &inputs, &out, interp),
+            shapes,
+            bench,
+        } => run(&model, &inputs, &out, interp, &shapes, bench),
         Command::Compile {
             model,
             target,
             target_dir,
             out,
             shapes,
-        } => compile(&model, &target, target_dir, &out, &shapes),
-        Command::Inspect { model } => inspect(&model),
+            budget,
+            inputs,
+            check,
+        } => compile(
+            &model,
+            TargetArg {
+                name: &target,
+                dir: target_dir,
+            },
+            &out,
+            &shapes,
+            budget.as_deref(),
+            &inputs,
+            check,
+        ),
+        Command::Inspect { model } => inspect(&model).map_err(Failure::from),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
+        Err(Failure::Usage(m)) => {
+            eprintln!("picograd: usage error: {m}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Lib(e)) => {
             eprintln!("picograd: error: {e}");
             ExitCode::from(match e {
                 Error::Unsupported(m) if m.starts_with("compile:") => 4,
@@ -103,6 +173,16 @@ fn main() -> ExitCode {
             })
         }
     }
+}
+
+/// `--shape` arguments, parsed; a bad one is a usage error.
+fn parse_shapes(shapes: &[String]) -> std::result::Result<Vec<(String, Vec<usize>)>, Failure> {
+    shapes
+        .iter()
+        .map(|s| {
+            picograd_cli::compile::parse_shape_arg(s).map_err(|e| Failure::Usage(e.to_string()))
+        })
+        .collect()
 }
 
 fn load(path: &Path) -> Result<Model> {
@@ -118,22 +198,34 @@ fn load(path: &Path) -> Result<Model> {
     Ok(m)
 }
 
-fn run(path: &Path, inputs: &[PathBuf], out: &Path, interp: bool) -> Result<()> {
-    if !interp {
-        picograd_runtime::install();
+fn run(
+    path: &Path,
+    inputs: &[PathBuf],
+    out: &Path,
+    interp: bool,
+    shapes: &[String],
+    bench: Option<u32>,
+) -> CliResult {
+    let shapes = parse_shapes(shapes)?;
+    // The runtime installs itself on first use anyway; `--interp` chooses the interpreter over
+    // it (and over PICOGRAD_DEVICE).
+    picograd_runtime::install();
+    if interp {
+        picograd_runtime::install::set_default_device(DeviceKind::Interp)?;
     }
     let model = load(path)?;
     model.check_supported()?;
-    let tensors = inputs
-        .iter()
-        .map(|p| npy::read(p))
-        .collect::<Result<Vec<_>>>()?;
+    let tensors = if inputs.is_empty() {
+        picograd_cli::compile::zero_inputs(&model, &shapes)?
+    } else {
+        read_inputs(&model, inputs, &shapes)?
+    };
     let t = Instant::now();
-    let outs = model.run(&tensors)?;
-    let refs: Vec<&picograd_core::Tensor> = outs.iter().collect();
-    eprintln!("computing {} output(s)...", outs.len());
-    picograd_core::Tensor::realize_all(&refs)?;
+    let outs = run_once(&model, &tensors)?;
     eprintln!("ran in {:.2?}", t.elapsed());
+    if let Some(n) = bench {
+        bench_runs(&model, &tensors, n)?;
+    }
     std::fs::create_dir_all(out).map_err(|e| Error::Io {
         path: out.display().to_string(),
         detail: e.to_string(),
@@ -167,6 +259,73 @@ fn run(path: &Path, inputs: &[PathBuf], out: &Path, interp: bool) -> Result<()> 
     Ok(())
 }
 
+/// The `.npy` inputs; each `--shape` given must be its file's.
+fn read_inputs(
+    model: &Model,
+    files: &[PathBuf],
+    shapes: &[(String, Vec<usize>)],
+) -> std::result::Result<Vec<picograd_core::Tensor>, Failure> {
+    let tensors = files
+        .iter()
+        .map(|p| npy::read(p))
+        .collect::<Result<Vec<_>>>()?;
+    for (name, dims) in shapes {
+        let at = model.inputs().iter().position(|s| &s.name == name);
+        let Some(i) = at else {
+            return Err(Failure::Usage(format!(
+                "--shape names '{name}', which is not an input of the model"
+            )));
+        };
+        if let Some(t) = tensors.get(i) {
+            if &t.shape() != dims {
+                return Err(Failure::Usage(format!(
+                    "--shape {name}={dims:?}, but {} holds {:?}",
+                    files[i].display(),
+                    t.shape()
+                )));
+            }
+        }
+    }
+    Ok(tensors)
+}
+
+/// Runs the model once and realizes its outputs, showing the stage.
+fn run_once(model: &Model, inputs: &[picograd_core::Tensor]) -> Result<Vec<picograd_core::Tensor>> {
+    let stage = picograd_cli::progress::Stage::start("compiling kernels and running");
+    let r = model.run(inputs).and_then(|outs| {
+        let refs: Vec<&picograd_core::Tensor> = outs.iter().collect();
+        picograd_core::Tensor::realize_all(&refs)?;
+        Ok(outs)
+    });
+    stage.finish(r.is_ok());
+    r
+}
+
+/// Warm timing: `n` more runs after the first, min and median per run on stdout.
+fn bench_runs(model: &Model, inputs: &[picograd_core::Tensor], n: u32) -> CliResult {
+    if n == 0 {
+        return Err(Failure::Usage("--bench needs at least 1 run".into()));
+    }
+    let bar = indicatif::ProgressBar::new(u64::from(n));
+    let mut times = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        let t = Instant::now();
+        let outs = model.run(inputs)?;
+        let refs: Vec<&picograd_core::Tensor> = outs.iter().collect();
+        picograd_core::Tensor::realize_all(&refs)?;
+        times.push(t.elapsed());
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    times.sort();
+    println!(
+        "bench: {n} run(s) after a warm-up: min {:.3?}, median {:.3?} per run",
+        times[0],
+        times[times.len() / 2]
+    );
+    Ok(())
+}
+
 /// A value name made safe as a file name.
 fn sanitize(name: &str) -> String {
     name.chars()
@@ -180,32 +339,56 @@ fn sanitize(name: &str) -> String {
         .collect()
 }
 
+/// Which target `compile` builds for: `--target NAME` (with `--target-dir DIR` instead when
+/// given).
+struct TargetArg<'a> {
+    name: &'a str,
+    dir: Option<PathBuf>,
+}
+
 /// Exports a model for a device, builds it once and prints what it costs there.
 fn compile(
     path: &Path,
-    target: &str,
-    target_dir: Option<PathBuf>,
+    target: TargetArg<'_>,
     out: &Path,
     shapes: &[String],
-) -> Result<()> {
-    let shapes = shapes
-        .iter()
-        .map(|s| picograd_cli::compile::parse_shape_arg(s))
-        .collect::<Result<Vec<_>>>()?;
+    budget: Option<&str>,
+    inputs: &[PathBuf],
+    check: bool,
+) -> CliResult {
+    let shapes = parse_shapes(shapes)?;
+    // Target and budget are arguments: an unknown one is a usage error, found before any work.
+    let t = match &target.dir {
+        Some(dir) => Target::from_dir(dir),
+        None => Target::by_name(target.name),
+    }
+    .map_err(|e| Failure::Usage(e.to_string()))?;
+    t.budget(budget)
+        .map_err(|e| Failure::Usage(e.to_string()))?;
     picograd_runtime::install();
     let model = load(path)?;
+    let inputs = inputs
+        .iter()
+        .map(|p| npy::read(p))
+        .collect::<Result<Vec<_>>>()?;
     let opts = picograd_cli::CompileOptions {
-        target: target.to_string(),
-        target_dir,
-        out: out.to_path_buf(),
+        target_dir: target.dir,
         shapes,
-        build: BuildOptions::default(),
+        budget: budget.map(str::to_string),
+        inputs,
+        ..picograd_cli::CompileOptions::new(target.name, out)
     };
     let t = Instant::now();
     let report = picograd_cli::compile(&model, &opts)?;
     eprintln!("compiled and measured in {:.2?}", t.elapsed());
     println!("{report}");
-    Ok(())
+    match &report.check {
+        Some(c) if check && !c.passed() => Err(Failure::Lib(Error::Device(format!(
+            "--check: the device disagrees with the desktop (max abs diff {:.3e})",
+            c.max_abs_diff()
+        )))),
+        _ => Ok(()),
+    }
 }
 
 fn inspect(path: &Path) -> Result<()> {

@@ -1,7 +1,8 @@
 //! `picograd_cli::compile` tests: a tiny CNN with a dynamic batch axis is refused until its shape
 //! is given, then exported, built and run on the host target (the biases alone reach the output
 //! on zero inputs); a model whose outputs carry the legacy torch exporter's names (`191`, `7`,
-//! `/fc/Gemm:0`) compiles and its bundle gives onnxruntime's values.
+//! `/fc/Gemm:0`) compiles and its bundle gives onnxruntime's values; with given inputs the device
+//! run is compared with the desktop, and a run on other inputs is caught disagreeing.
 
 #[path = "../../onnx/tests/common/mod.rs"]
 mod common;
@@ -33,11 +34,7 @@ fn compile_needs_shapes_for_dynamic_inputs_and_runs_on_host() {
     let model = Model::from_bytes(&tiny_cnn_dynamic().encode_to_vec(), "tiny").unwrap();
     let out = std::env::temp_dir().join(format!("picograd-onnx-compile-{}", std::process::id()));
     let mut opts = CompileOptions {
-        target: "host".into(),
-        target_dir: None,
-        out: out.clone(),
-        shapes: Vec::new(),
-        build: Default::default(),
+        ..CompileOptions::new("host", out.clone())
     };
     let err = compile(&model, &opts).expect_err("dynamic input refused");
     assert!(err.to_string().contains("--shape x="), "{err}");
@@ -74,11 +71,7 @@ fn numeric_output_names_compile_and_match_onnxruntime() {
     };
     let model = Model::load(&dir.join("model.onnx")).unwrap();
     let opts = CompileOptions {
-        target: "host".into(),
-        target_dir: None,
-        out: dir.join("bundle"),
-        shapes: Vec::new(),
-        build: Default::default(),
+        ..CompileOptions::new("host", dir.join("bundle"))
     };
     let report = compile(&model, &opts).unwrap_or_else(|e| panic!("compile: {e}"));
     assert_eq!(report.outputs, ["out_191", "out_7", "_fc_Gemm_0"]);
@@ -113,4 +106,41 @@ fn numeric_output_names_compile_and_match_onnxruntime() {
         pymodels::assert_close(name, &got, &want, 1e-5);
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn check_compares_device_and_desktop_and_catches_a_difference() {
+    use picograd_cli::check::compare;
+    use picograd_cli::{compile, CompileOptions};
+    use picograd_core::Tensor;
+    use picograd_runtime::target::{build_and_run, BuildOptions, Target, Values};
+    let model = Model::from_bytes(&common::tiny_cnn().encode_to_vec(), "tiny").unwrap();
+    let out = std::env::temp_dir().join(format!("picograd-cli-check-{}", std::process::id()));
+    let xs: Vec<f32> = (0..16).map(|i| (i as f32 - 7.5) / 4.0).collect();
+    let opts = CompileOptions {
+        inputs: vec![Tensor::from_slice(&xs, &[1, 1, 4, 4])],
+        ..CompileOptions::new("host", &out)
+    };
+    let report = compile(&model, &opts).unwrap();
+    let check = report.check.as_ref().expect("inputs given: a check");
+    assert!(check.passed(), "{check}");
+    assert!(check.max_abs_diff() <= 1e-5, "{check}");
+    // The device run on other inputs must be caught disagreeing with the desktop on these, by
+    // exactly the largest difference between the two device runs.
+    let other: Vec<f32> = xs.iter().map(|v| v * 2.0 + 1.0).collect();
+    let feed = [("x", Values::f32(&other))];
+    let host = Target::by_name("host").unwrap();
+    let run2 = build_and_run(&host, &out, &feed, &BuildOptions::default()).unwrap();
+    let desktop = model.run(&opts.inputs).unwrap();
+    let bad = compare(&report.outputs, &desktop, &run2).unwrap();
+    assert!(!bad.passed(), "{bad}");
+    let a = report.run.output("y").unwrap().to_f32().unwrap();
+    let b = run2.output("y").unwrap().to_f32().unwrap();
+    let want = a
+        .iter()
+        .zip(&b)
+        .map(|(p, q)| f64::from((p - q).abs()))
+        .fold(0.0, f64::max);
+    assert!((bad.max_abs_diff() - want).abs() <= 1e-5, "{bad} vs {want}");
+    let _ = std::fs::remove_dir_all(&out);
 }

@@ -28,11 +28,8 @@ fn compile_and_compare(
 ) -> CompileReport {
     let model = Model::load(&dir.join("model.onnx")).unwrap();
     let opts = CompileOptions {
-        target: target.into(),
-        target_dir: None,
-        out: dir.join(format!("bundle-{target}")),
         shapes,
-        build: Default::default(),
+        ..CompileOptions::new(target, dir.join(format!("bundle-{target}")))
     };
     let report = compile(&model, &opts).unwrap_or_else(|e| panic!("compile: {e}"));
     let inputs = pymodels::inputs(dir);

@@ -62,6 +62,52 @@ pub struct BuildOptions {
     /// [`RunReport::build_dir`]; by default it is removed after the build, whether it succeeded
     /// or failed.
     pub keep_build_dir: bool,
+    /// Told when each stage of the build starts (progress display); `None`: nobody is told.
+    pub on_stage: Option<StageHook>,
+}
+
+/// A stage of [`build_and_run`], in the order they happen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BuildStage {
+    /// Compiling the harness and the model's C files with the target's compiler.
+    Compile,
+    /// Linking the program.
+    Link,
+    /// Measuring the objects' sizes.
+    Measure,
+    /// Running the program (natively, or under the target's emulator).
+    Run,
+}
+
+impl BuildStage {
+    /// What the stage does, for people (`target` names the target).
+    pub fn describe(self, target: &Target) -> String {
+        let how = if target.is_host() {
+            "natively".to_string()
+        } else {
+            let emulator = target.words("run").into_iter().next().unwrap_or_default();
+            format!("under {emulator}")
+        };
+        match self {
+            BuildStage::Compile => format!("cross-building for {}: compiling", target.name),
+            BuildStage::Link => format!("cross-building for {}: linking", target.name),
+            BuildStage::Measure => format!("measuring the {} build", target.name),
+            BuildStage::Run => format!("running on {} {how}", target.name),
+        }
+    }
+}
+
+/// What a [`StageHook`] calls: the stage starting, and the target built for.
+pub type StageFn = dyn Fn(BuildStage, &Target) + Send + Sync;
+
+/// A callback told of each [`BuildStage`] as it starts.
+#[derive(Clone)]
+pub struct StageHook(pub std::sync::Arc<StageFn>);
+
+impl std::fmt::Debug for StageHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StageHook")
+    }
 }
 
 impl Default for BuildOptions {
@@ -73,6 +119,7 @@ impl Default for BuildOptions {
             sanitize: false,
             timeout: Duration::from_secs(30),
             keep_build_dir: false,
+            on_stage: None,
         }
     }
 }
@@ -205,6 +252,7 @@ impl Build<'_> {
     fn run(&self, bundle: &Bundle, bundle_dir: &Path) -> Result<RunReport> {
         let mut sources = vec![self.target.harness_source()];
         sources.extend(bundle_sources(bundle_dir)?);
+        self.stage(BuildStage::Compile);
         let mut objects = Vec::new();
         for (i, src) in sources.iter().enumerate() {
             let obj = self.dir.join(format!("{i}.o"));
@@ -212,9 +260,12 @@ impl Build<'_> {
             objects.push(obj);
         }
         let elf = self.dir.join("prog.elf");
+        self.stage(BuildStage::Link);
         self.link(&objects, &elf)?;
+        self.stage(BuildStage::Measure);
         let (text, data, bss) = self.sizes(std::slice::from_ref(&elf), true)?;
         let (model_text, model_data, model_bss) = self.sizes(&objects[1..], false)?;
+        self.stage(BuildStage::Run);
         let stdout = self.execute(&elf)?;
         let mut report = parse_stdout(&stdout, bundle).map_err(|d| {
             Error::Device(format!(
@@ -232,6 +283,12 @@ impl Build<'_> {
         report.model_data = model_data;
         report.model_bss = model_bss;
         Ok(report)
+    }
+
+    fn stage(&self, stage: BuildStage) {
+        if let Some(hook) = &self.opts.on_stage {
+            (hook.0)(stage, self.target);
+        }
     }
 
     fn compile(&self, src: &Path, obj: &Path, bundle_dir: &Path) -> Result<()> {
