@@ -27,7 +27,7 @@ bash scripts/python-env.sh
 
 step "cargo test --workspace"
 mkdir -p target
-cargo test --workspace 2>&1 | tee target/test.log
+cargo test --workspace --no-fail-fast 2>&1 | tee target/test.log
 
 step "ONNX backend node tests (pass rate must not drop below std-runtime/onnx/PASS_FLOOR)"
 bash scripts/onnx-conformance.sh
