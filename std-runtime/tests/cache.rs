@@ -349,7 +349,11 @@ fn threads_sharing_a_compiler_compile_once() {
     // One compile; every other thread got the library from memory, or — when it came after
     // the library was unloaded (no thread held it any more) — from the disk cache.
     let st = cc.stats();
-    assert_eq!((st.compiles, st.disk_hits + st.memory_hits), (1, 7), "{st:?}");
+    assert_eq!(
+        (st.compiles, st.disk_hits + st.memory_hits),
+        (1, 7),
+        "{st:?}"
+    );
 }
 
 /// Env var that turns a run of this test binary into a child of `falls_back_to_cc_and_says_so_once`.
