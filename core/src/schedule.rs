@@ -174,7 +174,9 @@ struct AstBuilder<'a> {
     visits: &'a mut u64,
     inputs: Vec<LazyBuffer>,
     input_ids: HashMap<usize, usize>,
-    built: HashMap<(usize, ShapeTracker), Ast>,
+    /// The ASTs built so far, by base and then by the view it is read through (a base is read
+    /// through few distinct views, so they are compared rather than hashed).
+    built: HashMap<usize, Vec<(ShapeTracker, Ast)>>,
     reduce_out_shape: Option<Vec<crate::shape::Sint>>,
     grew: bool,
     /// For an assign kernel: the target, whose buffer is the output (buffer 0) and is read there.
@@ -228,8 +230,8 @@ impl AstBuilder<'_> {
                     *self.visits += 1;
                     let base = s.base();
                     let st = s.st().concat(&top)?;
-                    if let Some(a) = self.built.get(&(base.id(), st.clone())) {
-                        vals.push(a.clone());
+                    if let Some(a) = self.built_for(base, &st) {
+                        vals.push(a);
                         continue;
                     }
                     if let Some((LazyOp::Const(v), _)) = base.op() {
@@ -241,7 +243,7 @@ impl AstBuilder<'_> {
                             base.dtype(),
                             Vec::new(),
                         );
-                        self.built.insert((base.id(), st), a.clone());
+                        self.remember(base, st, &a);
                         vals.push(a);
                     } else if base.realized().is_some() || self.realize.contains(&base.id()) {
                         vals.push(self.load(base, st));
@@ -252,13 +254,25 @@ impl AstBuilder<'_> {
                 Step::Finish { base, st, op, n } => {
                     let src = vals.split_off(vals.len() - n);
                     let a = Ast::new(op, base.dtype(), src);
-                    self.built.insert((base.id(), st), a.clone());
+                    self.remember(&base, st, &a);
                     vals.push(a);
                 }
             }
         }
         vals.pop()
             .ok_or_else(|| Error::Device("schedule: an empty kernel".into()))
+    }
+
+    fn built_for(&self, base: &LazyBuffer, st: &ShapeTracker) -> Option<Ast> {
+        let views = self.built.get(&base.id())?;
+        views.iter().find(|(s, _)| s == st).map(|(_, a)| a.clone())
+    }
+
+    fn remember(&mut self, base: &LazyBuffer, st: ShapeTracker, a: &Ast) {
+        self.built
+            .entry(base.id())
+            .or_default()
+            .push((st, a.clone()));
     }
 
     /// A load of the realized (or to be realized) `base` through `st`.
@@ -272,7 +286,7 @@ impl AstBuilder<'_> {
             base.dtype(),
             Vec::new(),
         );
-        self.built.insert((base.id(), st), a.clone());
+        self.remember(base, st, &a);
         a
     }
 
