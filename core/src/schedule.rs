@@ -110,16 +110,30 @@ fn initial_realizes(outs: &[LazyBuffer], g: &Graph) -> HashSet<usize> {
 /// nearest buffer (a realized input, a constant, or a node realized by the rules above), the
 /// node at this depth is realized into its own buffer and the ops above it read that buffer.
 /// Why: a fused kernel holds its whole expression, so an unbounded chain (100,000 adds) would
-/// become one function of that many statements, slow for a C compiler to optimize, and every
-/// consumer kernel that recomputes a shared elementwise chain (a chain also read by a reduce)
-/// would recompute all of it; with the cap a kernel is at most this deep and recomputes at most
-/// this much. The rule depends on the graph alone (the same cuts on every device); like any
-/// kernel boundary it can change results only for f16/bf16, which are rounded when stored.
+/// become one function of that many statements, slow for a C compiler to optimize. The rule
+/// depends on the graph alone (the same cuts on every device); like any kernel boundary it can
+/// change results only for f16/bf16, which are rounded when stored.
 pub const MAX_FUSED_DEPTH: usize = 256;
 
-/// Adds the realize points of the depth rule ([`MAX_FUSED_DEPTH`]) to `r`: one pass over the
-/// graph in dependency order.
+/// The depth limit, instead of [`MAX_FUSED_DEPTH`], for a node that a reduce reads and another
+/// op reads too. Such a node is computed by two kernels (the reduce's, and the one of the other
+/// reader, which cannot fuse after the reduce when it reads it back through an expand, as
+/// softmax and `h = f(h, sum(h))` do), so each recomputes the chain below it; realizing it when
+/// that chain is deeper than this bounds the recomputation, while short chains (an activation,
+/// a scale) stay fused into both.
+pub const MAX_SHARED_DEPTH: usize = 16;
+
+/// Adds the realize points of the depth rules ([`MAX_FUSED_DEPTH`], [`MAX_SHARED_DEPTH`]) to
+/// `r`: one pass over the graph in dependency order.
 fn depth_cuts(g: &Graph, r: &mut HashSet<usize>) {
+    let read_by_reduce: HashSet<usize> = g
+        .order
+        .iter()
+        .filter_map(|b| match b.op() {
+            Some((LazyOp::Reduce(..), srcs)) => Some(srcs[0].base().id()),
+            _ => None,
+        })
+        .collect();
     let mut depth: HashMap<usize, usize> = HashMap::new();
     for b in &g.order {
         let Some((op, srcs)) = b.op() else { continue };
@@ -131,10 +145,17 @@ fn depth_cuts(g: &Graph, r: &mut HashSet<usize>) {
             .map(|s| depth.get(&s.base().id()).copied().unwrap_or(0))
             .max()
             .unwrap_or(0);
-        if below + 1 >= MAX_FUSED_DEPTH {
+        let shared =
+            read_by_reduce.contains(&b.id()) && g.consumers.get(&b.id()).copied().unwrap_or(0) > 1;
+        let limit = if shared {
+            MAX_SHARED_DEPTH
+        } else {
+            MAX_FUSED_DEPTH
+        };
+        if below + 1 >= limit {
             crate::context::log(
                 5,
-                &alloc::format!("schedule: realize {b:?}: {MAX_FUSED_DEPTH} fused ops deep"),
+                &alloc::format!("schedule: realize {b:?}: {limit} fused ops deep"),
             );
             r.insert(b.id());
         } else {

@@ -63,9 +63,8 @@ fn graph_size(x: &LazyBuffer) -> Size {
 }
 
 /// The scheduler's work bound: the graph walk visits each node once, the kernels read each edge
-/// once (unless two kernels recompute one elementwise chain, see the JIT test), and the reduce
-/// lookup walks each node at most
-/// twice between realize points found.
+/// about once (two kernels may recompute a short chain, see the JIT test), and the reduce lookup
+/// walks each node at most twice between realize points found.
 fn linear_bound(g: &Size) -> u64 {
     3 * (g.nodes + g.edges) as u64
 }
@@ -270,11 +269,17 @@ fn a_jit_capture_of_1000_chained_steps() {
         const STEPS: usize = 1_000;
         let x = Tensor::from_slice(&[1.0f32, -2.0, 3.0, 0.25], &[4]);
         // Twice the steps, about twice the scheduling work (it was quadratic: each step's reduce
-        // kernel recomputed the elementwise chain from the start). Each such kernel recomputes
-        // at most MAX_FUSED_DEPTH ops of the chain, so the work per step is bounded.
+        // kernel recomputed the elementwise chain from the start; now `h`, read by a reduce and
+        // by the next step, is realized every MAX_SHARED_DEPTH ops).
         let visits = |n: usize| schedule_of(&step_chain(&x, n)).1;
         let (half, full) = (visits(STEPS / 2), visits(STEPS));
         assert!(10 * full <= 21 * half, "{half} then {full}");
+        let g = graph_size(&step_chain(&x, STEPS).lazy());
+        assert!(
+            full <= linear_bound(&g),
+            "{full} visits for {} nodes",
+            g.nodes
+        );
 
         let f = Jit::new(|xs: &[Tensor]| vec![step_chain(&xs[0], STEPS)]);
         let first = f.call(std::slice::from_ref(&x)).unwrap()[0]
