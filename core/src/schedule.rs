@@ -6,7 +6,14 @@
 //! element) or a padding view (ops applied to padding are not zero in general); at a second
 //! reduce in one kernel; where a reduce's output is read through anything but a contiguous
 //! reshape; and where a source holding a reduce has several consumers (no reduce runs twice).
-//! Realized buffers and constants are read through any view.
+//! Realized buffers and constants are read through any view. Two depth rules bound a kernel's
+//! size and the work two kernels may repeat: no fused expression is deeper than
+//! [`MAX_FUSED_DEPTH`] ops, and a node read by a reduce and by another op no deeper than
+//! [`MAX_SHARED_DEPTH`].
+//!
+//! Cost: linear in the graph. Every walk is iterative (graph depth never meets the call stack)
+//! and a kernel's AST is built memoized, one node per (graph node, view) however often it is
+//! read, so shared subexpressions are never unfolded into a tree.
 //!
 //! Invariant: items come in dependency order; every input of an item is realized before it or
 //! produced by an earlier item.
@@ -515,7 +522,7 @@ pub fn schedule(outs: &[LazyBuffer]) -> Result<Vec<ScheduleItem>> {
 }
 
 /// [`schedule`], also returning how many graph nodes it visited: the work it did, which is
-/// linear in the graph (each kernel reads each of its nodes once; see [`AstBuilder`]).
+/// linear in the graph (each kernel reads each of its nodes once, see the module doc).
 pub fn schedule_with_visits(outs: &[LazyBuffer]) -> Result<(Vec<ScheduleItem>, u64)> {
     let g = collect(outs);
     let mut visits = g.order.len() as u64;
