@@ -1,14 +1,23 @@
-//! Kernel ASTs: what one kernel computes, as a tree whose leaves are buffer loads and constants
+//! Kernel ASTs: what one kernel computes, as a DAG whose leaves are buffer loads and constants
 //! and whose root stores into the output buffer.
 //!
-//! Invariants: every leaf carries a ShapeTracker over the kernel's shape; the tree holds at most
+//! Invariants: every leaf carries a ShapeTracker over the kernel's shape; the DAG holds at most
 //! one `Reduce`; leaves inside the reduce's subtree have the reduce's input shape, the rest (and
 //! the store) have its output shape (reduced axes of size 1). Buffer numbers: 0 is the output,
 //! then inputs in first-use order.
+//!
+//! A node used twice (`x*x`, `max(x, -x)`) is one shared node, so an AST is a DAG: along a chain
+//! of such ops its tree would double at every step. Every walk here therefore visits each
+//! distinct node once (by identity) and uses an explicit stack, never recursion, so neither
+//! sharing nor depth costs more than the DAG's size. Equality and hashing are structural (a tree
+//! and a DAG spelling the same expression are equal); the hash is computed once, at construction.
 
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt;
+use core::hash::{Hash, Hasher};
+
+use hashbrown::{HashMap, HashSet};
 
 use crate::dtype::DType;
 use crate::ops::{AluOp, ReduceOp, Scalar};
@@ -48,12 +57,11 @@ pub enum AstOp {
     Bitcast,
 }
 
-/// A shared AST node.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+/// A shared AST node. Cheap to clone; equal and hashed by structure (see the module doc).
+#[derive(Clone)]
 pub struct Ast(Arc<AstNode>);
 
 /// The data of an AST node.
-#[derive(Debug, PartialEq, Eq, Hash)]
 pub struct AstNode {
     /// What it does.
     pub op: AstOp,
@@ -61,12 +69,41 @@ pub struct AstNode {
     pub dtype: DType,
     /// Its operands.
     pub src: Vec<Ast>,
+    /// The structural hash of the node and everything below it, computed once by [`Ast::new`].
+    hash: u64,
+}
+
+/// FNV-1a, 64 bits: deterministic across processes and builds, and needs no std.
+struct Fnv64(u64);
+
+impl Hasher for Fnv64 {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
 }
 
 impl Ast {
     /// A new node.
     pub fn new(op: AstOp, dtype: DType, src: Vec<Ast>) -> Ast {
-        Ast(Arc::new(AstNode { op, dtype, src }))
+        let mut h = Fnv64(0xcbf2_9ce4_8422_2325);
+        op.hash(&mut h);
+        dtype.hash(&mut h);
+        src.len().hash(&mut h);
+        for s in &src {
+            h.write_u64(s.0.hash);
+        }
+        let hash = h.finish();
+        Ast(Arc::new(AstNode {
+            op,
+            dtype,
+            src,
+            hash,
+        }))
     }
 
     /// The op.
@@ -84,73 +121,196 @@ impl Ast {
         &self.0.src
     }
 
+    /// The node's identity (its address): equal for clones, distinct for distinct live nodes.
+    pub fn id(&self) -> usize {
+        Arc::as_ptr(&self.0) as usize
+    }
+
+    /// Every distinct node once, each before its operands, in the order a recursive pre-order
+    /// walk would first reach them.
+    pub fn nodes(&self) -> Vec<&Ast> {
+        let mut seen = HashSet::new();
+        let mut out = Vec::new();
+        let mut stack = alloc::vec![self];
+        while let Some(n) = stack.pop() {
+            if !seen.insert(n.id()) {
+                continue;
+            }
+            out.push(n);
+            stack.extend(n.src().iter().rev());
+        }
+        out
+    }
+
+    /// Every distinct node once, each after its operands (the order a recursive post-order walk
+    /// would finish them), not descending below nodes for which `stop` holds.
+    pub fn toposort_until(&self, stop: impl Fn(&Ast) -> bool) -> Vec<&Ast> {
+        let mut seen = HashSet::new();
+        let mut out = Vec::new();
+        let mut stack = alloc::vec![(self, false)];
+        while let Some((n, done)) = stack.pop() {
+            if done {
+                out.push(n);
+                continue;
+            }
+            if !seen.insert(n.id()) {
+                continue;
+            }
+            stack.push((n, true));
+            if !stop(n) {
+                stack.extend(n.src().iter().rev().map(|s| (s, false)));
+            }
+        }
+        out
+    }
+
+    /// Every distinct node once, each after its operands.
+    pub fn toposort(&self) -> Vec<&Ast> {
+        self.toposort_until(|_| false)
+    }
+
     /// The reduce node, if the kernel has one.
     pub fn find_reduce(&self) -> Option<&Ast> {
-        if matches!(self.op(), AstOp::Reduce(..)) {
-            return Some(self);
-        }
-        self.src().iter().find_map(Ast::find_reduce)
+        self.nodes()
+            .into_iter()
+            .find(|n| matches!(n.op(), AstOp::Reduce(..)))
     }
 
-    /// Rebuilds the tree with every leaf's ShapeTracker mapped by `f(st, inside_reduce)`.
+    /// Rebuilds the DAG with every leaf's ShapeTracker mapped by `f(st, inside_reduce)`. Shared
+    /// nodes stay shared (each is mapped once per side of the reduce it is read on).
     pub fn map_sts(&self, f: &mut dyn FnMut(&ShapeTracker, bool) -> ShapeTracker) -> Ast {
-        self.map_sts_inner(f, false)
+        let mut done: HashMap<(usize, bool), Ast> = HashMap::new();
+        // (node, inside a reduce, operands pushed)
+        let mut stack = alloc::vec![(self, false, false)];
+        while let Some((n, inside, expanded)) = stack.pop() {
+            if done.contains_key(&(n.id(), inside)) {
+                continue;
+            }
+            let below = inside || matches!(n.op(), AstOp::Reduce(..));
+            if !expanded {
+                stack.push((n, inside, true));
+                stack.extend(n.src().iter().rev().map(|s| (s, below, false)));
+                continue;
+            }
+            let op = match n.op() {
+                AstOp::Load { buf, st } => AstOp::Load {
+                    buf: *buf,
+                    st: f(st, inside),
+                },
+                AstOp::Const { val, st } => AstOp::Const {
+                    val: *val,
+                    st: f(st, inside),
+                },
+                AstOp::Store { buf, st } => AstOp::Store {
+                    buf: *buf,
+                    st: f(st, inside),
+                },
+                other => other.clone(),
+            };
+            let src = n
+                .src()
+                .iter()
+                .map(|s| done[&(s.id(), below)].clone())
+                .collect();
+            done.insert((n.id(), inside), Ast::new(op, n.dtype(), src));
+        }
+        done.remove(&(self.id(), false))
+            .unwrap_or_else(|| self.clone())
     }
 
-    fn map_sts_inner(
-        &self,
-        f: &mut dyn FnMut(&ShapeTracker, bool) -> ShapeTracker,
-        inside: bool,
-    ) -> Ast {
-        let op = match self.op() {
-            AstOp::Load { buf, st } => AstOp::Load {
-                buf: *buf,
-                st: f(st, inside),
-            },
-            AstOp::Const { val, st } => AstOp::Const {
-                val: *val,
-                st: f(st, inside),
-            },
-            AstOp::Store { buf, st } => AstOp::Store {
-                buf: *buf,
-                st: f(st, inside),
-            },
-            other => other.clone(),
-        };
-        let inside = inside || matches!(self.op(), AstOp::Reduce(..));
-        let src = self
-            .src()
-            .iter()
-            .map(|s| s.map_sts_inner(f, inside))
-            .collect();
-        Ast::new(op, self.dtype(), src)
-    }
-
-    fn write_tree(&self, f: &mut fmt::Formatter<'_>, depth: usize) -> fmt::Result {
-        write!(f, "{:indent$}", "", indent = depth * 2)?;
+    fn write_line(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.op() {
-            AstOp::Load { buf, st } => writeln!(f, "LOAD buf{buf} {} {st}", self.dtype()),
-            AstOp::Const { val, st } => writeln!(f, "CONST {val} {} {st}", self.dtype()),
-            AstOp::Store { buf, st } => writeln!(f, "STORE buf{buf} {} {st}", self.dtype()),
-            AstOp::Alu(op) => writeln!(f, "{} {}", op.name().to_uppercase(), self.dtype()),
-            AstOp::Reduce(op, axes) => writeln!(
+            AstOp::Load { buf, st } => write!(f, "LOAD buf{buf} {} {st}", self.dtype()),
+            AstOp::Const { val, st } => write!(f, "CONST {val} {} {st}", self.dtype()),
+            AstOp::Store { buf, st } => write!(f, "STORE buf{buf} {} {st}", self.dtype()),
+            AstOp::Alu(op) => write!(f, "{} {}", op.name().to_uppercase(), self.dtype()),
+            AstOp::Reduce(op, axes) => write!(
                 f,
                 "REDUCE_{} {axes:?} {}",
                 op.name().to_uppercase(),
                 self.dtype()
             ),
-            AstOp::Cast => writeln!(f, "CAST {}", self.dtype()),
-            AstOp::Bitcast => writeln!(f, "BITCAST {}", self.dtype()),
-        }?;
-        self.src()
-            .iter()
-            .try_for_each(|s| s.write_tree(f, depth + 1))
+            AstOp::Cast => write!(f, "CAST {}", self.dtype()),
+            AstOp::Bitcast => write!(f, "BITCAST {}", self.dtype()),
+        }
     }
 }
 
 impl fmt::Display for Ast {
     /// An indented tree, root first, e.g. `STORE buf0 f32 ...` then `  ADD f32` then its operands.
+    /// A node read more than once is printed in full once, tagged `#k`, and as `#k` where it is
+    /// read again, so the text stays as large as the DAG.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.write_tree(f, 0)
+        let mut uses: HashMap<usize, usize> = HashMap::new();
+        for n in self.nodes() {
+            for s in n.src() {
+                *uses.entry(s.id()).or_insert(0) += 1;
+            }
+        }
+        let mut tags: HashMap<usize, usize> = HashMap::new();
+        let mut stack = alloc::vec![(self, 0usize)];
+        while let Some((n, depth)) = stack.pop() {
+            write!(f, "{:indent$}", "", indent = depth * 2)?;
+            if let Some(t) = tags.get(&n.id()) {
+                writeln!(f, "#{t}")?;
+                continue;
+            }
+            n.write_line(f)?;
+            if uses.get(&n.id()).copied().unwrap_or(0) > 1 {
+                let t = tags.len();
+                tags.insert(n.id(), t);
+                write!(f, " #{t}")?;
+            }
+            writeln!(f)?;
+            stack.extend(n.src().iter().rev().map(|s| (s, depth + 1)));
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for Ast {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl PartialEq for Ast {
+    /// Structural equality, one comparison per distinct pair of nodes (no recursion).
+    fn eq(&self, other: &Ast) -> bool {
+        let mut same: HashSet<(usize, usize)> = HashSet::new();
+        let mut stack = alloc::vec![(self, other)];
+        while let Some((a, b)) = stack.pop() {
+            if Arc::ptr_eq(&a.0, &b.0) || !same.insert((a.id(), b.id())) {
+                continue;
+            }
+            let (x, y) = (&*a.0, &*b.0);
+            if x.hash != y.hash || x.dtype != y.dtype || x.src.len() != y.src.len() || x.op != y.op
+            {
+                return false;
+            }
+            stack.extend(x.src.iter().zip(&y.src));
+        }
+        true
+    }
+}
+
+impl Eq for Ast {}
+
+impl Hash for Ast {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.0.hash);
+    }
+}
+
+impl Drop for AstNode {
+    /// Drops a deep DAG without recursing: operands this node held the last reference to are
+    /// taken apart here, one at a time.
+    fn drop(&mut self) {
+        let mut stack = core::mem::take(&mut self.src);
+        while let Some(a) = stack.pop() {
+            if let Some(mut node) = Arc::into_inner(a.0) {
+                stack.append(&mut node.src);
+            }
+        }
     }
 }

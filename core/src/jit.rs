@@ -15,6 +15,7 @@
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
+use hashbrown::HashMap;
 use spin::Mutex;
 
 use crate::codegen::uops::LinearKernel;
@@ -47,15 +48,22 @@ pub struct Capture {
     outputs: Vec<(usize, Vec<Sint>)>,
 }
 
-fn slot_of(slots: &mut Vec<Arc<Buffer>>, b: &Arc<Buffer>) -> usize {
-    if let Some(i) = slots
-        .iter()
-        .position(|s| s.id() == b.id() && Arc::ptr_eq(s.device(), b.device()))
-    {
-        return i;
+/// The slot table of a capture being recorded: buffers by position, and each buffer's slot by
+/// (buffer id, device address), so finding a slot costs the same however many there are.
+#[derive(Default)]
+struct Slots {
+    bufs: Vec<Arc<Buffer>>,
+    index: HashMap<(BufId, usize), usize>,
+}
+
+impl Slots {
+    fn slot_of(&mut self, b: &Arc<Buffer>) -> usize {
+        let key = (b.id(), Arc::as_ptr(b.device()) as *const u8 as usize);
+        *self.index.entry(key).or_insert_with(|| {
+            self.bufs.push(b.clone());
+            self.bufs.len() - 1
+        })
     }
-    slots.push(b.clone());
-    slots.len() - 1
 }
 
 fn realized_node(t: &Tensor) -> Result<LazyBuffer> {
@@ -68,25 +76,21 @@ impl Capture {
     /// Realizes `outputs` (computed from `inputs`) while recording every step that runs.
     /// Inputs are realized first, outside the record.
     pub fn record(inputs: &[&Tensor], outputs: &[&Tensor]) -> Result<(Capture, Vec<Tensor>)> {
-        let mut slots = Vec::new();
+        let mut slots = Slots::default();
         let mut ins = Vec::new();
         for t in inputs {
             let node = realized_node(t)?;
             let buf = node
                 .realized()
                 .ok_or_else(|| Error::Device("capture: input not realized".into()))?;
-            ins.push((
-                slot_of(&mut slots, &buf),
-                node.shape().to_vec(),
-                node.dtype(),
-            ));
+            ins.push((slots.slot_of(&buf), node.shape().to_vec(), node.dtype()));
         }
         let out_nodes: Vec<LazyBuffer> = outputs.iter().map(|t| t.lazy().contiguous()).collect();
         let rec = realize_recorded(&out_nodes)?;
         let steps = rec
             .into_iter()
             .map(|e| CapturedStep {
-                slots: e.bufs.iter().map(|b| slot_of(&mut slots, b)).collect(),
+                slots: e.bufs.iter().map(|b| slots.slot_of(b)).collect(),
                 ast: e.ast,
                 kernel: e.kernel,
                 program: e.program,
@@ -98,13 +102,13 @@ impl Capture {
             let buf = n
                 .realized()
                 .ok_or_else(|| Error::Device("capture: output not realized".into()))?;
-            outs.push((slot_of(&mut slots, &buf), n.shape().to_vec()));
+            outs.push((slots.slot_of(&buf), n.shape().to_vec()));
             results.push(Tensor::from_lazy(n.clone()));
         }
         Ok((
             Capture {
                 steps,
-                slots,
+                slots: slots.bufs,
                 inputs: ins,
                 outputs: outs,
             },

@@ -480,6 +480,33 @@ impl LazyBuffer {
     }
 }
 
+impl Drop for LazyNode {
+    /// Drops a deep graph without recursing (a chain of 100,000 ops would overflow the stack
+    /// dropping node by node): the sources this node held the last reference to are taken
+    /// apart here, one at a time, with an explicit stack.
+    fn drop(&mut self) {
+        let mut stack = Vec::new();
+        take_sources(&mut self.kind, &mut stack);
+        while let Some(b) = stack.pop() {
+            if let Some(mut node) = Arc::into_inner(b.0) {
+                take_sources(&mut node.kind, &mut stack);
+            }
+        }
+    }
+}
+
+/// Moves a node's sources (or a view's base) onto `out`, leaving it a sourceless base.
+fn take_sources(kind: &mut Kind, out: &mut Vec<LazyBuffer>) {
+    let empty = Kind::Base {
+        op: LazyOp::Buffer,
+        srcs: Vec::new(),
+    };
+    match core::mem::replace(kind, empty) {
+        Kind::Base { srcs, .. } => out.extend(srcs),
+        Kind::View { base } => out.push(base),
+    }
+}
+
 /// The dtype an ALU op gives: bool for comparisons, else the (already promoted) operand dtype;
 /// `Where` takes its value operands' dtype.
 fn alu_dtype(op: AluOp, srcs: &[LazyBuffer]) -> DType {

@@ -11,6 +11,7 @@ use alloc::string::String;
 use alloc::sync::{Arc, Weak};
 use alloc::vec::Vec;
 
+use hashbrown::HashSet;
 use spin::Mutex;
 
 use crate::ast::{Ast, AstOp};
@@ -242,6 +243,8 @@ fn program(device: &Arc<dyn Device>, k: &LinearKernel) -> Result<Arc<dyn Program
 /// paying for them one at a time between runs.
 fn prepare(items: &[ScheduleItem], recording: bool) -> Result<()> {
     let mut pending: Vec<(Arc<dyn Device>, Vec<LinearKernel>)> = Vec::new();
+    // (device, kernel) pairs already pending: a schedule may hold thousands of kernels.
+    let mut queued: HashSet<(usize, LinearKernel)> = HashSet::new();
     let runs_kernel = |it: &&ScheduleItem| {
         !it.is_copy && it.out.realized().is_none() && (recording || !is_zero_fill(it))
     };
@@ -251,8 +254,10 @@ fn prepare(items: &[ScheduleItem], recording: bool) -> Result<()> {
         if cached_program(&device, &k).is_some() {
             continue;
         }
+        if !queued.insert((Arc::as_ptr(&device) as *const u8 as usize, k.clone())) {
+            continue;
+        }
         match pending.iter_mut().find(|(d, _)| Arc::ptr_eq(d, &device)) {
-            Some((_, ks)) if ks.contains(&k) => {}
             Some((_, ks)) => ks.push(k),
             None => pending.push((device, alloc::vec![k])),
         }

@@ -6,12 +6,21 @@
 //! element) or a padding view (ops applied to padding are not zero in general); at a second
 //! reduce in one kernel; where a reduce's output is read through anything but a contiguous
 //! reshape; and where a source holding a reduce has several consumers (no reduce runs twice).
-//! Realized buffers and constants are read through any view.
+//! Realized buffers and constants are read through any view. Two depth rules bound a kernel's
+//! size and the work two kernels may repeat: no fused expression is deeper than
+//! [`MAX_FUSED_DEPTH`] ops, and a node read by a reduce and by another op no deeper than
+//! [`MAX_SHARED_DEPTH`].
+//!
+//! Cost: linear in the graph. Every walk is iterative (graph depth never meets the call stack)
+//! and a kernel's AST is built memoized, one node per (graph node, view) however often it is
+//! read, so shared subexpressions are never unfolded into a tree.
 //!
 //! Invariant: items come in dependency order; every input of an item is realized before it or
 //! produced by an earlier item.
 
+use alloc::collections::BinaryHeap;
 use alloc::vec::Vec;
+use core::cmp::Reverse;
 
 use hashbrown::{HashMap, HashSet};
 
@@ -104,11 +113,98 @@ fn initial_realizes(outs: &[LazyBuffer], g: &Graph) -> HashSet<usize> {
     r
 }
 
+/// No fused kernel computes an expression more than this many ops deep. Counting ops up from the
+/// nearest buffer (a realized input, a constant, or a node realized by the rules above), the
+/// node at this depth is realized into its own buffer and the ops above it read that buffer.
+/// Why: a fused kernel holds its whole expression, so an unbounded chain (100,000 adds) would
+/// become one function of that many statements, slow for a C compiler to optimize. The rule
+/// depends on the graph alone (the same cuts on every device); like any kernel boundary it can
+/// change results only for f16/bf16, which are rounded when stored.
+pub const MAX_FUSED_DEPTH: usize = 256;
+
+/// The depth limit, instead of [`MAX_FUSED_DEPTH`], for a node that a reduce reads and another
+/// op reads too. Such a node is computed by two kernels (the reduce's, and the one of the other
+/// reader, which cannot fuse after the reduce when it reads it back through an expand, as
+/// softmax and `h = f(h, sum(h))` do), so each recomputes the chain below it; realizing it when
+/// that chain is deeper than this bounds the recomputation, while short chains (an activation,
+/// a scale) stay fused into both.
+pub const MAX_SHARED_DEPTH: usize = 16;
+
+/// Adds the realize points of the depth rules ([`MAX_FUSED_DEPTH`], [`MAX_SHARED_DEPTH`]) to
+/// `r`: one pass over the graph in dependency order.
+fn depth_cuts(g: &Graph, r: &mut HashSet<usize>) {
+    let read_by_reduce: HashSet<usize> = g
+        .order
+        .iter()
+        .filter_map(|b| match b.op() {
+            Some((LazyOp::Reduce(..), srcs)) => Some(srcs[0].base().id()),
+            _ => None,
+        })
+        .collect();
+    let mut depth: HashMap<usize, usize> = HashMap::new();
+    for b in &g.order {
+        let Some((op, srcs)) = b.op() else { continue };
+        if r.contains(&b.id()) || matches!(op, LazyOp::Const(_) | LazyOp::Buffer) {
+            continue;
+        }
+        let below = srcs
+            .iter()
+            .map(|s| depth.get(&s.base().id()).copied().unwrap_or(0))
+            .max()
+            .unwrap_or(0);
+        let shared =
+            read_by_reduce.contains(&b.id()) && g.consumers.get(&b.id()).copied().unwrap_or(0) > 1;
+        let limit = if shared {
+            MAX_SHARED_DEPTH
+        } else {
+            MAX_FUSED_DEPTH
+        };
+        if below + 1 >= limit {
+            crate::context::log(
+                5,
+                &alloc::format!("schedule: realize {b:?}: {limit} fused ops deep"),
+            );
+            r.insert(b.id());
+        } else {
+            depth.insert(b.id(), below + 1);
+        }
+    }
+}
+
+/// One step of [`AstBuilder`]'s walk.
+enum Step {
+    /// Read source `s` at the kernel positions `top` maps onto its shape; leaves the AST on the
+    /// value stack.
+    Read(LazyBuffer, ShapeTracker),
+    /// Make the node for `base` read at `st` from the `n` ASTs on top of the value stack.
+    Finish {
+        base: LazyBuffer,
+        st: ShapeTracker,
+        op: AstOp,
+        n: usize,
+    },
+}
+
 /// Builds one kernel's AST; may add realize points it discovers (a second reduce).
+///
+/// The walk is iterative (an explicit stack, so graph depth never meets the call stack) and
+/// memoized by (base, view): a node read twice at the same positions (`x*x`, `max(x, -x)`) is
+/// built once and shared, so the AST is as large as the fused part of the graph, not as its
+/// unfolding into a tree. Decisions are made when a node is first reached, as a recursive walk
+/// would make them.
 struct AstBuilder<'a> {
     realize: &'a mut HashSet<usize>,
     consumers: &'a HashMap<usize, usize>,
+    /// Does a base's fused part hold a reduce (see [`AstBuilder::holds_reduce`])? Valid while
+    /// the realize set does not grow; cleared when it does.
+    reduce_memo: &'a mut HashMap<usize, bool>,
+    /// Graph nodes visited (reads of a source, and nodes walked looking for a reduce).
+    visits: &'a mut u64,
     inputs: Vec<LazyBuffer>,
+    input_ids: HashMap<usize, usize>,
+    /// The ASTs built so far, by base and then by the view it is read through (a base is read
+    /// through few distinct views, so they are compared rather than hashed).
+    built: HashMap<usize, Vec<(ShapeTracker, Ast)>>,
     reduce_out_shape: Option<Vec<crate::shape::Sint>>,
     grew: bool,
     /// For an assign kernel: the target, whose buffer is the output (buffer 0) and is read there.
@@ -120,10 +216,11 @@ impl AstBuilder<'_> {
         if self.assign_target.as_ref().is_some_and(|t| t.ptr_eq(b)) {
             return 0;
         }
-        if let Some(i) = self.inputs.iter().position(|x| x.ptr_eq(b)) {
-            return i + 1;
+        if let Some(&i) = self.input_ids.get(&b.id()) {
+            return i;
         }
         self.inputs.push(b.clone());
+        self.input_ids.insert(b.id(), self.inputs.len());
         self.inputs.len()
     }
 
@@ -131,68 +228,142 @@ impl AstBuilder<'_> {
         if self.realize.insert(b.id()) {
             crate::context::log(5, &alloc::format!("schedule: realize {b:?}: {why}"));
             self.grew = true;
+            self.reduce_memo.clear();
         }
     }
 
     /// The AST reading `s` at the kernel's positions, where `top` maps kernel positions onto
     /// `s`'s shape.
     fn build(&mut self, s: &LazyBuffer, top: &ShapeTracker) -> Result<Ast> {
-        let base = s.base();
-        let st = s.st().concat(top)?;
-        if let Some((LazyOp::Const(v), _)) = base.op() {
-            return Ok(Ast::new(
-                AstOp::Const { val: *v, st },
-                base.dtype(),
-                Vec::new(),
-            ));
-        }
-        if base.realized().is_some() || self.realize.contains(&base.id()) {
-            let buf = self.input_index(base);
-            return Ok(Ast::new(AstOp::Load { buf, st }, base.dtype(), Vec::new()));
-        }
-        self.inline(base, &st, false)
+        self.run(Step::Read(s.clone(), top.clone()))
     }
 
-    /// The AST computing `base` itself at the positions `st` maps onto it. `root` is set for the
-    /// base the kernel stores: it is computed here whatever its consumers are.
-    fn inline(&mut self, base: &LazyBuffer, st: &ShapeTracker, root: bool) -> Result<Ast> {
+    /// The AST computing `base` itself at the positions `st` maps onto it, whatever its
+    /// consumers are (the base the kernel stores).
+    fn inline_root(&mut self, base: &LazyBuffer, st: &ShapeTracker) -> Result<Ast> {
+        let mut steps = Vec::new();
+        let mut vals = Vec::new();
+        self.enter(base, st, true, &mut steps, &mut vals)?;
+        self.walk(steps, vals)
+    }
+
+    fn run(&mut self, first: Step) -> Result<Ast> {
+        self.walk(alloc::vec![first], Vec::new())
+    }
+
+    fn walk(&mut self, mut steps: Vec<Step>, mut vals: Vec<Ast>) -> Result<Ast> {
+        while let Some(step) = steps.pop() {
+            match step {
+                Step::Read(s, top) => {
+                    *self.visits += 1;
+                    let base = s.base();
+                    let st = s.st().concat(&top)?;
+                    if let Some(a) = self.built_for(base, &st) {
+                        vals.push(a);
+                        continue;
+                    }
+                    if let Some((LazyOp::Const(v), _)) = base.op() {
+                        let a = Ast::new(
+                            AstOp::Const {
+                                val: *v,
+                                st: st.clone(),
+                            },
+                            base.dtype(),
+                            Vec::new(),
+                        );
+                        self.remember(base, st, &a);
+                        vals.push(a);
+                    } else if base.realized().is_some() || self.realize.contains(&base.id()) {
+                        vals.push(self.load(base, st));
+                    } else {
+                        self.enter(base, &st, false, &mut steps, &mut vals)?;
+                    }
+                }
+                Step::Finish { base, st, op, n } => {
+                    let src = vals.split_off(vals.len() - n);
+                    let a = Ast::new(op, base.dtype(), src);
+                    self.remember(&base, st, &a);
+                    vals.push(a);
+                }
+            }
+        }
+        vals.pop()
+            .ok_or_else(|| Error::Device("schedule: an empty kernel".into()))
+    }
+
+    fn built_for(&self, base: &LazyBuffer, st: &ShapeTracker) -> Option<Ast> {
+        let views = self.built.get(&base.id())?;
+        views.iter().find(|(s, _)| s == st).map(|(_, a)| a.clone())
+    }
+
+    fn remember(&mut self, base: &LazyBuffer, st: ShapeTracker, a: &Ast) {
+        self.built
+            .entry(base.id())
+            .or_default()
+            .push((st, a.clone()));
+    }
+
+    /// A load of the realized (or to be realized) `base` through `st`.
+    fn load(&mut self, base: &LazyBuffer, st: ShapeTracker) -> Ast {
+        let buf = self.input_index(base);
+        let a = Ast::new(
+            AstOp::Load {
+                buf,
+                st: st.clone(),
+            },
+            base.dtype(),
+            Vec::new(),
+        );
+        self.remember(base, st, &a);
+        a
+    }
+
+    /// Decides how `base` (unrealized, read at `st`) enters the kernel: as a load of a new
+    /// realize point (pushed on `vals` now) or inlined (its operands' reads and its own
+    /// `Finish` pushed on `steps`). `root` is set for the base the kernel stores.
+    fn enter(
+        &mut self,
+        base: &LazyBuffer,
+        st: &ShapeTracker,
+        root: bool,
+        steps: &mut Vec<Step>,
+        vals: &mut Vec<Ast>,
+    ) -> Result<()> {
         let Some((op, srcs)) = base.op() else {
             return Err(Error::Device("schedule: a view has no op".into()));
         };
         let many = !root && self.consumers.get(&base.id()).copied().unwrap_or(0) > 1;
-        match op {
+        let (ast_op, reads) = match op {
             LazyOp::Reduce(rop, axes) => {
                 if !root && (self.reduce_out_shape.is_some() || many || !is_reshape_of(st, base)) {
                     self.mark(
                         base,
                         "a reduce that cannot fuse here (second reduce, shared, or reshaped view)",
                     );
-                    return self.build(base, st);
+                    vals.push(self.load(base, st.clone()));
+                    return Ok(());
                 }
                 self.reduce_out_shape = Some(base.shape().to_vec());
                 let full = ShapeTracker::from_shape(srcs[0].shape());
-                let inner = self.build(&srcs[0], &full)?;
-                Ok(Ast::new(
-                    AstOp::Reduce(*rop, axes.clone()),
-                    base.dtype(),
-                    alloc::vec![inner],
-                ))
+                let reads = alloc::vec![Step::Read(srcs[0].clone(), full)];
+                (AstOp::Reduce(*rop, axes.clone()), reads)
             }
             LazyOp::Alu(_) | LazyOp::Cast | LazyOp::Bitcast => {
-                if many && subtree_has_reduce(base, self.realize) {
+                if many && self.holds_reduce(base) {
                     self.mark(base, "shared by several consumers and holds a reduce");
-                    return self.build(base, st);
+                    vals.push(self.load(base, st.clone()));
+                    return Ok(());
                 }
                 let ast_op = match op {
                     LazyOp::Alu(a) => AstOp::Alu(*a),
                     LazyOp::Cast => AstOp::Cast,
                     _ => AstOp::Bitcast,
                 };
-                let src = srcs
+                let reads = srcs
                     .iter()
-                    .map(|x| self.build(x, st))
-                    .collect::<Result<Vec<_>>>()?;
-                Ok(Ast::new(ast_op, base.dtype(), src))
+                    .map(|x| Step::Read(x.clone(), st.clone()))
+                    .collect();
+                (ast_op, reads)
             }
             LazyOp::Buffer
             | LazyOp::Const(_)
@@ -200,18 +371,65 @@ impl AstBuilder<'_> {
             | LazyOp::Copy
             | LazyOp::Assign => {
                 self.mark(base, "a materializing op");
-                self.build(base, st)
+                vals.push(self.load(base, st.clone()));
+                return Ok(());
+            }
+        };
+        steps.push(Step::Finish {
+            base: base.clone(),
+            st: st.clone(),
+            op: ast_op,
+            n: reads.len(),
+        });
+        // Reversed, so operands are read first to last (inputs numbered in first-use order).
+        steps.extend(reads.into_iter().rev());
+        Ok(())
+    }
+
+    /// Does `b`'s fused part (through unrealized elementwise ops) hold a reduce? Walked
+    /// iteratively and memoized across the kernels of one pass: the answer for a node changes
+    /// only when the realize set grows, and then the memo is cleared.
+    fn holds_reduce(&mut self, b: &LazyBuffer) -> bool {
+        let mut stack = alloc::vec![(b.clone(), false)];
+        while let Some((n, expanded)) = stack.pop() {
+            if self.reduce_memo.contains_key(&n.id()) {
+                continue;
+            }
+            *self.visits += 1;
+            let kids: Vec<LazyBuffer> = match n.op() {
+                Some((LazyOp::Reduce(..), _)) => {
+                    self.reduce_memo.insert(n.id(), true);
+                    continue;
+                }
+                Some((LazyOp::Alu(_) | LazyOp::Cast | LazyOp::Bitcast, srcs)) => srcs
+                    .iter()
+                    .map(|s| s.base().clone())
+                    .filter(|sb| sb.realized().is_none() && !self.realize.contains(&sb.id()))
+                    .collect(),
+                _ => {
+                    self.reduce_memo.insert(n.id(), false);
+                    continue;
+                }
+            };
+            if expanded {
+                let any = kids
+                    .iter()
+                    .any(|k| self.reduce_memo.get(&k.id()) == Some(&true));
+                self.reduce_memo.insert(n.id(), any);
+            } else {
+                stack.push((n, true));
+                stack.extend(kids.into_iter().map(|k| (k, false)));
             }
         }
+        self.reduce_memo.get(&b.id()) == Some(&true)
     }
 }
 
 /// Does the AST read buffer 0 anywhere but at the position it stores (`out`)?
 fn reads_elsewhere(ast: &Ast, out: &ShapeTracker) -> bool {
-    match ast.op() {
-        AstOp::Load { buf: 0, st } => st != out,
-        _ => ast.src().iter().any(|s| reads_elsewhere(s, out)),
-    }
+    ast.nodes()
+        .iter()
+        .any(|n| matches!(n.op(), AstOp::Load { buf: 0, st } if st != out))
 }
 
 /// Does `st` read all of `base`, in order (a plain reshape)? Contiguity alone is not enough: a
@@ -220,24 +438,13 @@ fn is_reshape_of(st: &ShapeTracker, base: &LazyBuffer) -> bool {
     st.contiguous() && crate::shape::prod(st.shape()) == crate::shape::prod(base.shape())
 }
 
-fn subtree_has_reduce(b: &LazyBuffer, realize: &HashSet<usize>) -> bool {
-    match b.op() {
-        Some((LazyOp::Reduce(..), _)) => true,
-        Some((LazyOp::Alu(_) | LazyOp::Cast | LazyOp::Bitcast, srcs)) => srcs.iter().any(|s| {
-            let sb = s.base();
-            sb.realized().is_none()
-                && !realize.contains(&sb.id())
-                && subtree_has_reduce(sb, realize)
-        }),
-        _ => false,
-    }
-}
-
 /// Builds the kernel that computes base `b`.
 fn kernel_for(
     b: &LazyBuffer,
     realize: &mut HashSet<usize>,
     consumers: &HashMap<usize, usize>,
+    reduce_memo: &mut HashMap<usize, bool>,
+    visits: &mut u64,
 ) -> Result<(ScheduleItem, bool)> {
     let out_st = ShapeTracker::from_shape(b.shape());
     let assign_target = match b.op() {
@@ -247,7 +454,11 @@ fn kernel_for(
     let mut builder = AstBuilder {
         realize,
         consumers,
+        reduce_memo,
+        visits,
         inputs: Vec::new(),
+        input_ids: HashMap::new(),
+        built: HashMap::new(),
         reduce_out_shape: None,
         grew: false,
         assign_target,
@@ -269,7 +480,7 @@ fn kernel_for(
             let is_copy = matches!(b.op(), Some((LazyOp::Copy, _)));
             (builder.build(&srcs[0], &out_st)?, is_copy)
         }
-        Some(_) => (builder.inline(b, &out_st, true)?, false),
+        Some(_) => (builder.inline_root(b, &out_st)?, false),
         None => return Err(Error::Device("schedule: cannot compute a view".into())),
     };
     let mut ast = Ast::new(
@@ -307,8 +518,17 @@ fn kernel_for(
 
 /// Schedules everything needed to realize `outs`, in dependency order.
 pub fn schedule(outs: &[LazyBuffer]) -> Result<Vec<ScheduleItem>> {
+    schedule_with_visits(outs).map(|(items, _)| items)
+}
+
+/// [`schedule`], also returning how many graph nodes it visited: the work it did, which is
+/// linear in the graph (each kernel reads each of its nodes once, see the module doc).
+pub fn schedule_with_visits(outs: &[LazyBuffer]) -> Result<(Vec<ScheduleItem>, u64)> {
     let g = collect(outs);
+    let mut visits = g.order.len() as u64;
     let mut realize = initial_realizes(outs, &g);
+    depth_cuts(&g, &mut realize);
+    let mut reduce_memo = HashMap::new();
     // Building a kernel can discover new realize points; rebuild until none appear, so no kernel
     // inlined a reduce that another kernel also computes.
     let items = loop {
@@ -318,7 +538,8 @@ pub fn schedule(outs: &[LazyBuffer]) -> Result<Vec<ScheduleItem>> {
             if !realize.contains(&b.id()) {
                 continue;
             }
-            let (item, g2) = kernel_for(b, &mut realize, &g.consumers)?;
+            let (item, g2) =
+                kernel_for(b, &mut realize, &g.consumers, &mut reduce_memo, &mut visits)?;
             grew |= g2;
             items.push(item);
         }
@@ -326,50 +547,63 @@ pub fn schedule(outs: &[LazyBuffer]) -> Result<Vec<ScheduleItem>> {
             break items;
         }
     };
-    order_items(items)
+    Ok((order_items(items)?, visits))
 }
 
 /// Orders items so each runs after the items producing its inputs and — for an in-place assign —
 /// after every item that reads the old value of the buffer it overwrites (write after read).
-/// Stable: items keep their graph order where nothing forces a change.
+/// Stable: items keep their graph order where nothing forces a change (of the items ready to
+/// run, the first in graph order runs first).
 fn order_items(items: Vec<ScheduleItem>) -> Result<Vec<ScheduleItem>> {
     let producer: HashMap<usize, usize> = items
         .iter()
         .enumerate()
         .map(|(i, it)| (it.out.id(), i))
         .collect();
-    let mut deps: Vec<Vec<usize>> = items
-        .iter()
-        .map(|it| {
-            it.inputs
-                .iter()
-                .filter_map(|b| producer.get(&b.id()).copied())
-                .collect()
-        })
-        .collect();
-    for (a, it) in items.iter().enumerate() {
-        let Some((LazyOp::Assign, srcs)) = it.out.op() else {
-            continue;
-        };
-        let target = srcs[0].base().id();
-        for (r, reader) in items.iter().enumerate() {
-            if r != a && reader.inputs.iter().any(|b| b.id() == target) {
-                deps[a].push(r);
+    let mut readers: HashMap<usize, Vec<usize>> = HashMap::new();
+    for (r, it) in items.iter().enumerate() {
+        for b in &it.inputs {
+            readers.entry(b.id()).or_default().push(r);
+        }
+    }
+    // users[d]: the items that must wait for item d; waiting[i]: how many items i waits for.
+    let mut users: Vec<Vec<usize>> = alloc::vec![Vec::new(); items.len()];
+    let mut waiting = alloc::vec![0usize; items.len()];
+    for (i, it) in items.iter().enumerate() {
+        for b in &it.inputs {
+            if let Some(&d) = producer.get(&b.id()) {
+                users[d].push(i);
+                waiting[i] += 1;
+            }
+        }
+        if let Some((LazyOp::Assign, srcs)) = it.out.op() {
+            for &r in readers.get(&srcs[0].base().id()).into_iter().flatten() {
+                if r != i {
+                    users[r].push(i);
+                    waiting[i] += 1;
+                }
             }
         }
     }
-    let mut done = alloc::vec![false; items.len()];
+    let mut ready: BinaryHeap<Reverse<usize>> = (0..items.len())
+        .filter(|&i| waiting[i] == 0)
+        .map(Reverse)
+        .collect();
     let mut order = Vec::with_capacity(items.len());
-    while order.len() < items.len() {
-        let next = (0..items.len()).find(|&i| !done[i] && deps[i].iter().all(|&d| done[d]));
-        let Some(i) = next else {
-            return Err(Error::Device(
-                "schedule: an assign's old value is read by a kernel that also needs its new value"
-                    .into(),
-            ));
-        };
-        done[i] = true;
+    while let Some(Reverse(i)) = ready.pop() {
         order.push(i);
+        for &u in &users[i] {
+            waiting[u] -= 1;
+            if waiting[u] == 0 {
+                ready.push(Reverse(u));
+            }
+        }
+    }
+    if order.len() < items.len() {
+        return Err(Error::Device(
+            "schedule: an assign's old value is read by a kernel that also needs its new value"
+                .into(),
+        ));
     }
     let mut slots: Vec<Option<ScheduleItem>> = items.into_iter().map(Some).collect();
     Ok(order.into_iter().filter_map(|i| slots[i].take()).collect())

@@ -270,13 +270,15 @@ fn leaf_shape(ast: &Ast) -> Result<Vec<Sint>> {
     shape.ok_or_else(|| Error::Device("kernel: AST without buffers".into()))
 }
 
-/// Calls `f` on every leaf's ShapeTracker (the store's included).
+/// Calls `f` on every leaf's ShapeTracker (the store's included), once per distinct leaf, in
+/// pre-order (iterative: a kernel's AST may be deep).
 pub fn visit_sts(ast: &Ast, f: &mut dyn FnMut(&ShapeTracker)) {
-    match ast.op() {
-        AstOp::Load { st, .. } | AstOp::Const { st, .. } | AstOp::Store { st, .. } => f(st),
-        _ => {}
+    for n in ast.nodes() {
+        match n.op() {
+            AstOp::Load { st, .. } | AstOp::Const { st, .. } | AstOp::Store { st, .. } => f(st),
+            _ => {}
+        }
     }
-    ast.src().iter().for_each(|s| visit_sts(s, f));
 }
 
 fn map_all(ast: &Ast, f: impl Fn(&ShapeTracker) -> Result<ShapeTracker>) -> Result<Ast> {

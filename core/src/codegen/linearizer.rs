@@ -165,9 +165,36 @@ impl Lin {
         self.cost.flops = self.cost.flops.saturating_add(self.trip());
     }
 
-    /// UOps computing the AST's value at the positions `idxs`; `accs` stands for the reduce.
-    fn value(&mut self, ast: &Ast, idxs: &[Node], acc: Option<u32>) -> Result<u32> {
+    /// UOps computing the AST's value at the positions `idxs`; `acc` stands for the reduce.
+    /// `memo` holds the nodes already lowered at these positions: each distinct node is lowered
+    /// once, in the order a recursive walk would first finish it (an AST is a DAG and may be
+    /// deep, so the walk is iterative and never re-expands a shared node).
+    fn value(
+        &mut self,
+        ast: &Ast,
+        idxs: &[Node],
+        acc: Option<u32>,
+        memo: &mut HashMap<usize, u32>,
+    ) -> Result<u32> {
+        for n in ast.toposort_until(|n| matches!(n.op(), AstOp::Reduce(..))) {
+            if !memo.contains_key(&n.id()) {
+                let v = self.value_of(n, idxs, acc, memo)?;
+                memo.insert(n.id(), v);
+            }
+        }
+        Ok(memo[&ast.id()])
+    }
+
+    /// The UOp of one node whose operands are in `memo`.
+    fn value_of(
+        &mut self,
+        ast: &Ast,
+        idxs: &[Node],
+        acc: Option<u32>,
+        memo: &HashMap<usize, u32>,
+    ) -> Result<u32> {
         let dtype = ast.dtype();
+        let src = |i: usize| memo[&ast.src()[i].id()];
         match ast.op() {
             AstOp::Load { buf, st } => {
                 let (idx, valid) = st.expr_idxs(idxs);
@@ -200,16 +227,12 @@ impl Lin {
                 acc.ok_or_else(|| Error::Device("linearizer: reduce outside its kernel".into()))
             }
             AstOp::Alu(op) => {
-                let src = ast
-                    .src()
-                    .iter()
-                    .map(|s| self.value(s, idxs, acc))
-                    .collect::<Result<Vec<_>>>()?;
+                let src = (0..ast.src().len()).map(src).collect();
                 self.count_flop();
                 Ok(self.alu(*op, dtype, src))
             }
             AstOp::Cast | AstOp::Bitcast => {
-                let x = self.value(&ast.src()[0], idxs, acc)?;
+                let x = src(0);
                 let kind = if matches!(ast.op(), AstOp::Cast) {
                     UOpKind::Cast
                 } else {
@@ -238,8 +261,10 @@ impl Lin {
         let new = match (op, src.op()) {
             // sum(a*b): acc = a*b + acc, rounded twice like the unfused form, or once when fused.
             (ReduceOp::Sum, AstOp::Alu(AluOp::Mul)) => {
-                let a = self.value(&src.src()[0], idxs, None)?;
-                let b = self.value(&src.src()[1], idxs, None)?;
+                // One memo for both factors: a node they share is lowered once.
+                let mut memo = HashMap::new();
+                let a = self.value(&src.src()[0], idxs, None, &mut memo)?;
+                let b = self.value(&src.src()[1], idxs, None, &mut memo)?;
                 self.count_flop();
                 let op = if self.fused && dtype.is_float() {
                     AluOp::Fma
@@ -249,7 +274,7 @@ impl Lin {
                 self.alu(op, dtype, alloc::vec![a, b, acc])
             }
             _ => {
-                let v = self.value(src, idxs, None)?;
+                let v = self.value(src, idxs, None, &mut HashMap::new())?;
                 self.alu(op.alu(), dtype, alloc::vec![acc, v])
             }
         };
@@ -435,7 +460,12 @@ pub fn linearize(
     }
     for (gi, g) in out_combos.iter().enumerate() {
         let p = positions(g, &[], false);
-        let v = l.value(&store.src()[0], &p, accs.get(gi).copied())?;
+        let v = l.value(
+            &store.src()[0],
+            &p,
+            accs.get(gi).copied(),
+            &mut HashMap::new(),
+        )?;
         let (idx, _) = out_st.expr_idxs(&p);
         let i = l.node(&idx);
         l.push(UOpKind::Store, store.dtype(), alloc::vec![0, i, v]);

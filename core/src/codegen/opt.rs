@@ -90,14 +90,14 @@ fn collect_strides(ast: &Ast, store: &mut Vec<Option<i64>>, loads: &mut Vec<Vec<
             .map(|s| s.as_ref().and_then(|n| n.as_const()))
             .collect::<Vec<_>>()
     };
-    match ast.op() {
-        AstOp::Store { st, .. } => *store = consts(st),
-        AstOp::Load { st, .. } => loads.push(consts(st)),
-        _ => {}
+    // Each distinct leaf once, in pre-order.
+    for n in ast.nodes() {
+        match n.op() {
+            AstOp::Store { st, .. } => *store = consts(st),
+            AstOp::Load { st, .. } => loads.push(consts(st)),
+            _ => {}
+        }
     }
-    ast.src()
-        .iter()
-        .for_each(|s| collect_strides(s, store, loads));
 }
 
 pub(super) fn size(k: &Kernel, axis: usize) -> i64 {

@@ -81,6 +81,31 @@ struct TensorNode {
     shards: Option<Arc<shard::Shards>>,
 }
 
+impl Drop for TensorNode {
+    /// Drops a long gradient history without recursing: the parents (and gradient) this tensor
+    /// held the last reference to are taken apart here with an explicit stack.
+    fn drop(&mut self) {
+        let mut stack = take_links(self);
+        while let Some(t) = stack.pop() {
+            if let Some(mut node) = Arc::into_inner(t.0) {
+                stack.extend(take_links(&mut node));
+            }
+        }
+    }
+}
+
+/// The tensors a node refers to: its history's parents and its gradient.
+fn take_links(n: &mut TensorNode) -> Vec<Tensor> {
+    let mut links = n
+        .ctx
+        .get_mut()
+        .take()
+        .map(|c| c.parents)
+        .unwrap_or_default();
+    links.extend(n.grad.get_mut().take());
+    links
+}
+
 /// The primitive that made a tensor and the tensors it was made from.
 #[derive(Clone)]
 pub(crate) struct Ctx {
