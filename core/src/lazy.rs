@@ -78,6 +78,13 @@ fn addr<T: ?Sized>(a: &Arc<T>) -> usize {
     Arc::as_ptr(a) as *const u8 as usize
 }
 
+/// How many hash-consed nodes are alive (for tests that check a loop's graph stays bounded).
+pub fn live_interned_nodes() -> usize {
+    CONS.lock()
+        .as_ref()
+        .map_or(0, |m| m.values().filter(|w| w.strong_count() > 0).count())
+}
+
 fn intern(key: Key, make: impl FnOnce() -> LazyNode) -> LazyBuffer {
     let mut guard = CONS.lock();
     let map = guard.get_or_insert_with(HashMap::new);
@@ -203,6 +210,21 @@ impl LazyBuffer {
     /// The realized buffer of the base, if it has been computed.
     pub fn realized(&self) -> Option<Arc<Buffer>> {
         self.base().0.realized.lock().clone()
+    }
+
+    /// What a tensor holding this node should hold once it is realized: for a realized in-place
+    /// write (`Assign`), a plain buffer node over the same buffer — so the tensor no longer
+    /// keeps alive the graph that computed it (a parameter updated every step would otherwise
+    /// hold every earlier step's graph). Anything else is kept as it is (computed nodes are
+    /// hash-consed and may be shared; their buffers are not the tensor's own).
+    pub fn settled(&self) -> LazyBuffer {
+        let is_assign = matches!(self.op(), Some((LazyOp::Assign, _)));
+        match self.realized() {
+            Some(buf) if is_assign && self.is_base() => {
+                LazyBuffer::from_shared_buffer(buf, self.shape())
+            }
+            _ => self.clone(),
+        }
     }
 
     /// Records the base's computed buffer. Errors if it is already realized.

@@ -306,6 +306,7 @@ impl Tensor {
         let nodes: Vec<LazyBuffer> = tensors.iter().map(|t| t.contiguous_node()).collect();
         crate::realize::realize(&nodes)?;
         for (t, n) in tensors.iter().zip(nodes) {
+            let n = n.settled();
             if !n.ptr_eq(&t.lazy()) {
                 *t.0.lazy.lock() = n;
             }

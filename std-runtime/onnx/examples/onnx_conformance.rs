@@ -155,6 +155,13 @@ fn main() {
     dirs.retain(|d| d.join("model.onnx").exists() && d.to_string_lossy().contains(&filter));
     dirs.sort();
     std::panic::set_hook(Box::new(|_| {}));
+    // A bar on a terminal; in a log (no terminal: the bar hides itself) a line every 200 tests.
+    let bar = indicatif::ProgressBar::new(dirs.len() as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("  node tests [{bar:30}] {pos}/{len} {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
     let mut rows = Vec::new();
     for (i, d) in dirs.iter().enumerate() {
         let name = d
@@ -166,11 +173,14 @@ fn main() {
         if std::env::var("ONNX_VERBOSE").is_ok() && r.0 != Outcome::Pass {
             eprintln!("{name}: {:?} {}", r.0, r.2);
         }
-        if i % 200 == 199 {
+        bar.inc(1);
+        bar.set_message(name.clone());
+        if bar.is_hidden() && i % 200 == 199 {
             eprintln!("... {} / {} tests", i + 1, dirs.len());
         }
         rows.push((name, r));
     }
+    bar.finish_and_clear();
     report(&rows, args.get(2).map(PathBuf::from));
 }
 
