@@ -82,7 +82,7 @@ impl Capture {
             let node = realized_node(t)?;
             let buf = node
                 .realized()
-                .ok_or_else(|| Error::Device("capture: input not realized".into()))?;
+                .ok_or_else(|| Error::internal("capture: input not realized"))?;
             ins.push((slots.slot_of(&buf), node.shape().to_vec(), node.dtype()));
         }
         let out_nodes: Vec<LazyBuffer> = outputs.iter().map(|t| t.lazy().contiguous()).collect();
@@ -101,7 +101,7 @@ impl Capture {
         for n in &out_nodes {
             let buf = n
                 .realized()
-                .ok_or_else(|| Error::Device("capture: output not realized".into()))?;
+                .ok_or_else(|| Error::internal("capture: output not realized"))?;
             outs.push((slots.slot_of(&buf), n.shape().to_vec()));
             results.push(Tensor::from_lazy(n.clone()));
         }
@@ -144,7 +144,7 @@ impl Capture {
             }
             let buf = node
                 .realized()
-                .ok_or_else(|| Error::Device("jit: input not realized".into()))?;
+                .ok_or_else(|| Error::internal("jit: input not realized"))?;
             if !Arc::ptr_eq(buf.device(), bufs[*slot].device()) {
                 return Err(Error::Device(alloc::format!(
                     "jit: input {i} is on {} but was captured on {}",

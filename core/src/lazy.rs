@@ -231,7 +231,7 @@ impl LazyBuffer {
     pub fn set_realized(&self, buf: Arc<Buffer>) -> Result<()> {
         let mut slot = self.base().0.realized.lock();
         if slot.is_some() {
-            return Err(Error::Device("buffer realized twice".into()));
+            return Err(Error::internal("lazy: buffer realized twice"));
         }
         *slot = Some(buf);
         Ok(())

@@ -266,7 +266,7 @@ fn prepare(items: &[ScheduleItem], recording: bool) -> Result<()> {
         let refs: Vec<&LinearKernel> = ks.iter().collect();
         let progs = device.compile_many(&refs)?;
         if progs.len() != ks.len() {
-            return Err(Error::Device(format!(
+            return Err(Error::internal(format!(
                 "{}: compile_many returned {} programs for {} kernels",
                 device.name(),
                 progs.len(),
@@ -314,7 +314,7 @@ fn run_copy(item: &ScheduleItem) -> Result<Arc<Buffer>> {
         .inputs
         .first()
         .and_then(LazyBuffer::realized)
-        .ok_or_else(|| Error::Device("copy: source is not realized".into()))?;
+        .ok_or_else(|| Error::internal("copy: source is not realized"))?;
     let out = Buffer::new(item.out.device().clone(), item.out.dtype(), src.len())?;
     out.copy_in(&src.to_bytes()?)?;
     Ok(Arc::new(out))
@@ -329,7 +329,7 @@ fn run_kernel(item: &ScheduleItem) -> Result<Ran> {
         // An assign writes into its target's buffer.
         Some((LazyOp::Assign, srcs)) => srcs[0]
             .realized()
-            .ok_or_else(|| Error::Device("assign: the target is not realized".into()))?,
+            .ok_or_else(|| Error::internal("assign: the target is not realized"))?,
         _ => {
             let (dtype, len) = (item.out.dtype(), max_size(item.out.shape()));
             // The kernel stores every element of a concretely shaped output (its store view is
@@ -346,7 +346,7 @@ fn run_kernel(item: &ScheduleItem) -> Result<Ran> {
     let mut ids = alloc::vec![out.id()];
     for b in &item.inputs {
         let buf = b.realized().ok_or_else(|| {
-            Error::Device(format!("kernel {}: input {b:?} is not realized", k.name))
+            Error::internal(format!("kernel {}: input {b:?} is not realized", k.name))
         })?;
         if !Arc::ptr_eq(buf.device(), &device) {
             return Err(Error::Device(format!(
@@ -454,7 +454,7 @@ fn run_recorded(items: &[ScheduleItem], mut rec: Option<&mut Vec<ExecItem>>) -> 
             for b in &it.inputs {
                 bufs.push(
                     b.realized()
-                        .ok_or_else(|| Error::Device("capture: input not realized".into()))?,
+                        .ok_or_else(|| Error::internal("capture: input not realized"))?,
                 );
             }
             let ast = (!it.is_copy).then(|| it.ast.clone());

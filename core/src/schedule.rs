@@ -288,7 +288,7 @@ impl AstBuilder<'_> {
             }
         }
         vals.pop()
-            .ok_or_else(|| Error::Device("schedule: an empty kernel".into()))
+            .ok_or_else(|| Error::internal("schedule: an empty kernel"))
     }
 
     fn built_for(&self, base: &LazyBuffer, st: &ShapeTracker) -> Option<Ast> {
@@ -330,7 +330,7 @@ impl AstBuilder<'_> {
         vals: &mut Vec<Ast>,
     ) -> Result<()> {
         let Some((op, srcs)) = base.op() else {
-            return Err(Error::Device("schedule: a view has no op".into()));
+            return Err(Error::internal("schedule: a view has no op"));
         };
         let many = !root && self.consumers.get(&base.id()).copied().unwrap_or(0) > 1;
         let (ast_op, reads) = match op {
@@ -481,7 +481,7 @@ fn kernel_for(
             (builder.build(&srcs[0], &out_st)?, is_copy)
         }
         Some(_) => (builder.inline_root(b, &out_st)?, false),
-        None => return Err(Error::Device("schedule: cannot compute a view".into())),
+        None => return Err(Error::internal("schedule: cannot compute a view")),
     };
     let mut ast = Ast::new(
         AstOp::Store { buf: 0, st: out_st },

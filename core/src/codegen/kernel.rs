@@ -59,7 +59,7 @@ impl Kernel {
         let (full_shape, reduce_axes) = match ast.find_reduce() {
             Some(r) => {
                 let AstOp::Reduce(_, axes) = r.op() else {
-                    return Err(Error::Device("kernel: reduce node without axes".into()));
+                    return Err(Error::internal("kernel: reduce node without axes"));
                 };
                 (leaf_shape(&r.src()[0])?, axes.clone())
             }
@@ -267,7 +267,7 @@ fn leaf_shape(ast: &Ast) -> Result<Vec<Sint>> {
             shape = Some(st.shape().to_vec());
         }
     });
-    shape.ok_or_else(|| Error::Device("kernel: AST without buffers".into()))
+    shape.ok_or_else(|| Error::internal("kernel: AST without buffers"))
 }
 
 /// Calls `f` on every leaf's ShapeTracker (the store's included), once per distinct leaf, in

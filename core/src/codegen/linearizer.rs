@@ -36,6 +36,9 @@ struct Lin {
     cost: KernelCost,
     /// Fold float sums of products with `Fma` (one rounding) rather than `MulAcc`.
     fused: bool,
+    /// The first broken invariant met while lowering (an index variable with no loop or
+    /// argument): [`linearize`] returns it instead of a kernel.
+    error: Option<Error>,
 }
 
 impl Lin {
@@ -119,11 +122,17 @@ impl Lin {
         let d = self.idx_dtype;
         match n.kind() {
             Kind::Const(v) => self.konst(Scalar::from_i64(*v, d)),
-            Kind::Var(name) => self
-                .vars
-                .get(&**name)
-                .copied()
-                .unwrap_or_else(|| self.konst(Scalar::zero(d))),
+            Kind::Var(name) => match self.vars.get(&**name) {
+                Some(&u) => u,
+                None => {
+                    self.error.get_or_insert_with(|| {
+                        Error::internal(alloc::format!(
+                            "linearizer: index variable `{name}` has no loop or kernel argument"
+                        ))
+                    });
+                    self.konst(Scalar::zero(d))
+                }
+            },
             Kind::Sum(ts) => {
                 let mut acc = self.node(&ts[0]);
                 for t in &ts[1..] {
@@ -224,7 +233,7 @@ impl Lin {
                 }
             }
             AstOp::Reduce(..) => {
-                acc.ok_or_else(|| Error::Device("linearizer: reduce outside its kernel".into()))
+                acc.ok_or_else(|| Error::internal("linearizer: reduce outside its kernel"))
             }
             AstOp::Alu(op) => {
                 let src = (0..ast.src().len()).map(src).collect();
@@ -240,7 +249,7 @@ impl Lin {
                 };
                 Ok(self.push(kind, dtype, alloc::vec![x]))
             }
-            AstOp::Store { .. } => Err(Error::Device("linearizer: nested store".into())),
+            AstOp::Store { .. } => Err(Error::internal("linearizer: nested store")),
         }
     }
 
@@ -373,6 +382,7 @@ pub fn linearize(
         trips: Vec::new(),
         cost: KernelCost::default(),
         fused,
+        error: None,
     };
     for (i, b) in bufs.iter().enumerate() {
         l.push(
@@ -427,9 +437,7 @@ pub fn linearize(
 
     let store = &k.ast;
     let AstOp::Store { st: out_st, .. } = store.op() else {
-        return Err(Error::Device(
-            "linearizer: the AST root is not a store".into(),
-        ));
+        return Err(Error::internal("linearizer: the AST root is not a store"));
     };
     let mut accs = Vec::new();
     if let Some(red) = store.find_reduce() {
@@ -481,6 +489,9 @@ pub fn linearize(
         .iter()
         .map(|v| (Arc::from(v.var_name().unwrap_or("v")), v.vmin(), v.vmax()))
         .collect();
+    if let Some(e) = l.error {
+        return Err(e);
+    }
     Ok(LinearKernel {
         name,
         uops: super::hoist::hoist(l.uops),

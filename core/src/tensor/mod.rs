@@ -352,7 +352,7 @@ impl Tensor {
         crate::realize::realize(core::slice::from_ref(&node))?;
         let src = node
             .realized()
-            .ok_or_else(|| Error::Device("own: tensor not realized".into()))?;
+            .ok_or_else(|| Error::internal("own: tensor not realized"))?;
         let own = Buffer::new(src.device().clone(), src.dtype(), src.len())?;
         own.copy_in(&src.to_bytes()?)?;
         Ok(LazyBuffer::from_buffer(own, node.shape()))
@@ -374,7 +374,7 @@ impl Tensor {
         let buf = self
             .lazy()
             .realized()
-            .ok_or_else(|| Error::Device("realize left the tensor without a buffer".into()))?;
+            .ok_or_else(|| Error::internal("realize left the tensor without a buffer"))?;
         let mut bytes = buf.to_bytes()?;
         bytes.truncate(self.numel() * self.dtype().itemsize());
         Ok(bytes)
