@@ -314,11 +314,13 @@ fn combos(sizes: &[i64]) -> Vec<Vec<i64>> {
 
 /// Chooses i32 index arithmetic unless some index expression of the kernel may leave its range.
 fn index_dtype(k: &Kernel, loop_idxs: &[Node]) -> DType {
-    let mut wide = false;
+    // A loop's trip count is an index value too: a loop of 2^31 or more steps needs 64 bits
+    // even when it reads one element (a broadcast constant).
+    let mut wide = k.full_shape.iter().any(|d| d.vmax() > i64::from(i32::MAX));
     let fits = |n: &Node| n.vmin() >= i64::from(i32::MIN) && n.vmax() <= i64::from(i32::MAX);
     visit_sts(&k.ast, &mut |st| {
         let (idx, valid) = st.expr_idxs(&loop_idxs[..st.shape().len().min(loop_idxs.len())]);
-        wide |= !fits(&idx) || !fits(&valid) || subnodes_exceed(&idx);
+        wide |= !fits(&idx) || !fits(&valid) || subnodes_exceed(&idx) || subnodes_exceed(&valid);
     });
     if wide {
         DType::I64
@@ -332,7 +334,8 @@ fn subnodes_exceed(n: &Node) -> bool {
     out || match n.kind() {
         Kind::Sum(ts) | Kind::And(ts) => ts.iter().any(subnodes_exceed),
         Kind::Mul(a, b) | Kind::Lt(a, b) => subnodes_exceed(a) || subnodes_exceed(b),
-        Kind::Div(a, _) | Kind::Mod(a, _) => subnodes_exceed(a),
+        // The divisor is printed as a constant of the index type too.
+        Kind::Div(a, c) | Kind::Mod(a, c) => *c > i64::from(i32::MAX) || subnodes_exceed(a),
         _ => false,
     }
 }
