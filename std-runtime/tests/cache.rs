@@ -11,16 +11,9 @@ use std::{env, fs};
 use picograd_core::Error;
 use picograd_runtime::{cache, Compiler};
 
-/// `out[i] = a[i] + b[i]` for `i < vars[0]`, behind the entry wrapper generated kernels export.
-const ADD_SRC: &str = r#"
-#include <stdint.h>
-void add(float *restrict out, const float *restrict a, const float *restrict b, int32_t n) {
-  for (int32_t i = 0; i < n; i++) out[i] = a[i] + b[i];
-}
-void add_entry(void **bufs, const int32_t *vars) {
-  add((float *)bufs[0], (const float *)bufs[1], (const float *)bufs[2], vars[0]);
-}
-"#;
+#[path = "common/add_kernel.rs"]
+mod add_kernel;
+use add_kernel::ADD_SRC;
 
 /// Env var that turns a run of this test binary into a child of `several_processes_fill_one_cache`.
 const CHILD_DIR: &str = "PICOGRAD_TEST_CHILD_CACHE";

@@ -14,20 +14,13 @@ use std::process::Command;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use attacker::{evil_library_source, Attacker, UID};
+use attacker::{evil_library_source, listing, Attacker, UID};
 use picograd_runtime::target::{build_and_run, BuildOptions, Target, Values};
 use picograd_runtime::{cache, Compiler, Stats};
 
-/// `out[i] = a[i] + b[i]` for `i < vars[0]`, behind the entry wrapper generated kernels export.
-const ADD_SRC: &str = r#"
-#include <stdint.h>
-void add(float *restrict out, const float *restrict a, const float *restrict b, int32_t n) {
-  for (int32_t i = 0; i < n; i++) out[i] = a[i] + b[i];
-}
-void add_entry(void **bufs, const int32_t *vars) {
-  add((float *)bufs[0], (const float *)bufs[1], (const float *)bufs[2], vars[0]);
-}
-"#;
+#[path = "common/add_kernel.rs"]
+mod add_kernel;
+use add_kernel::ADD_SRC;
 
 /// Compiles `ADD_SRC` with `cc` and runs it on 100 elements, on a thread with a time bound (a
 /// FIFO that is waited on would hang): `Ok(true)` when every sum is right.
@@ -251,15 +244,6 @@ fn planted_cache_folders_are_refused_with_a_fix() {
             dir.display()
         );
     }
-}
-
-fn listing(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
 }
 
 /// Env var that turns a run of this test binary into the child of

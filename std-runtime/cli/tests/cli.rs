@@ -6,6 +6,7 @@
 
 #[path = "../../onnx/tests/common/mod.rs"]
 mod common;
+use common::value;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -39,26 +40,6 @@ fn write_model(dir: &Path, name: &str, m: &ModelProto) -> String {
     let p = dir.join(name);
     std::fs::write(&p, m.encode_to_vec()).unwrap();
     p.display().to_string()
-}
-
-fn value(name: &str, dims: &[i64]) -> ValueInfoProto {
-    let dim = dims
-        .iter()
-        .map(|&d| Dimension {
-            dim_value: Some(d),
-            dim_param: None,
-        })
-        .collect();
-    ValueInfoProto {
-        name: name.into(),
-        r#type: Some(TypeProto {
-            tensor_type: Some(TensorTypeProto {
-                elem_type: 1,
-                shape: Some(TensorShapeProto { dim }),
-            }),
-            ..Default::default()
-        }),
-    }
 }
 
 fn model(nodes: Vec<NodeProto>, inits: Vec<TensorProto>, x: &[i64], y: &[i64]) -> ModelProto {

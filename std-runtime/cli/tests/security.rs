@@ -14,7 +14,7 @@ use std::fs;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use attacker::{evil_library_source, Attacker};
+use attacker::{evil_library_source, listing, Attacker};
 use picograd_core::{DType, Tensor};
 use picograd_onnx::npy;
 use picograd_runtime::cache;
@@ -37,15 +37,6 @@ fn text(o: &Output) -> String {
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     )
-}
-
-fn listing(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
 }
 
 /// The tiny CNN's output on an all-zero input: only the biases flow.

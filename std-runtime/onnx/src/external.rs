@@ -14,7 +14,7 @@ use std::path::{Component, Path, PathBuf};
 use picograd_core::{Error, Result, Tensor};
 
 use super::proto::TensorProto;
-use super::values::{checked_numel, dtype_of, onnx_type_name, tensor_from_le_bytes};
+use super::values::{checked_numel, element_dtype, tensor_from_le_bytes};
 
 /// `TensorProto.DataLocation.EXTERNAL`.
 pub const EXTERNAL: i32 = 1;
@@ -34,13 +34,7 @@ struct Range {
 
 /// Reads external tensor `t` (named `what` in errors) from the model folder `dir`.
 pub fn read_tensor(t: &TensorProto, what: &str, dir: &Path) -> Result<Tensor> {
-    let dtype = dtype_of(t.data_type).ok_or_else(|| {
-        Error::Unsupported(format!(
-            "{what}: element type {} ({})",
-            onnx_type_name(t.data_type),
-            t.data_type
-        ))
-    })?;
+    let dtype = element_dtype(t, what)?;
     let n = checked_numel(what, &t.dims)?;
     let need = (n * dtype.itemsize()) as u64;
     let range = parse_keys(t, what, dir)?;

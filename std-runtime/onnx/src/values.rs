@@ -98,13 +98,7 @@ pub fn tensor_from_proto(t: &TensorProto, what: &str) -> Result<Tensor> {
              model loaded from its file (Model::load), which says where the data file is"
         )));
     }
-    let dtype = dtype_of(t.data_type).ok_or_else(|| {
-        Error::Unsupported(format!(
-            "{what}: element type {} ({})",
-            onnx_type_name(t.data_type),
-            t.data_type
-        ))
-    })?;
+    let dtype = element_dtype(t, what)?;
     let n = checked_numel(what, &t.dims)?;
     let shape: Vec<usize> = t.dims.iter().map(|&d| d as usize).collect();
     let bytes = if t.raw_data.is_empty() && n > 0 {
@@ -213,4 +207,15 @@ pub fn to_i64s(t: &Tensor) -> Result<Vec<i64>> {
 /// The values of a (small) tensor as f64, computing it if needed.
 pub fn to_f64s(t: &Tensor) -> Result<Vec<f64>> {
     t.to_f64_vec()
+}
+
+/// The picograd dtype of tensor `t`'s elements (named `what` in the error when there is none).
+pub(crate) fn element_dtype(t: &TensorProto, what: &str) -> Result<DType> {
+    dtype_of(t.data_type).ok_or_else(|| {
+        Error::Unsupported(format!(
+            "{what}: element type {} ({})",
+            onnx_type_name(t.data_type),
+            t.data_type
+        ))
+    })
 }

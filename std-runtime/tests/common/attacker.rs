@@ -154,3 +154,13 @@ void add_entry(void **bufs, const int32_t *vars) {{
         marker.display()
     )
 }
+
+/// The names in `dir`, sorted (to compare a folder before and after).
+pub fn listing(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}

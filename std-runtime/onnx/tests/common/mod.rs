@@ -40,7 +40,8 @@ fn weight(name: &str, dims: &[i64], vals: &[f32]) -> TensorProto {
     }
 }
 
-fn value(name: &str, dims: &[i64]) -> ValueInfoProto {
+/// A float tensor value of fixed shape `dims`.
+pub fn value(name: &str, dims: &[i64]) -> ValueInfoProto {
     let dim = dims
         .iter()
         .map(|&d| Dimension {
