@@ -126,7 +126,7 @@ fn single(
 
 fn models() -> Vec<(&'static str, ModelProto)> {
     let w: Vec<f32> = (0..36).map(|k| k as f32 / 8.0 - 2.0).collect();
-    vec![
+    let mut out = vec![
         (
             "conv",
             single(
@@ -212,7 +212,75 @@ fn models() -> Vec<(&'static str, ModelProto)> {
             "matmul",
             single("MatMul", vec![floats("m", &[4, 2], &w[..8])], vec![], 1),
         ),
-    ]
+    ];
+    // One node per family the handlers' checks cover, on `x` and two small literals (many
+    // refuse them with an error, which still starts the fuzzer inside the handler).
+    for op in [
+        "Attention",
+        "RotaryEmbedding",
+        "LinearAttention",
+        "RNN",
+        "GRU",
+        "LSTM",
+        "Col2Im",
+        "DepthToSpace",
+        "SpaceToDepth",
+        "Tile",
+        "Squeeze",
+        "Unsqueeze",
+        "ScatterElements",
+        "GatherElements",
+        "GatherND",
+        "ScatterND",
+        "ConvTranspose",
+        "QuantizeLinear",
+        "DequantizeLinear",
+        "DFT",
+        "STFT",
+        "Einsum",
+        "CumSum",
+        "ArgMax",
+        "Hardmax",
+        "TensorScatter",
+        "ReverseSequence",
+        "GroupNormalization",
+        "MaxUnpool",
+        "Det",
+        "Compress",
+        "OneHot",
+        "Expand",
+        "ConstantOfShape",
+        "Range",
+        "Trilu",
+        "CenterCropPad",
+        "GridSample",
+        "AffineGrid",
+        "NonMaxSuppression",
+        "MelWeightMatrix",
+        "HannWindow",
+        "LpPool",
+        "GlobalLpPool",
+        "LayerNormalization",
+        "MeanVarianceNormalization",
+        "Flatten",
+        "Transpose",
+        "Concat",
+        "Where",
+        "Or",
+        "BitShift",
+        "Mod",
+        "Clip",
+        "Cast",
+        "Shrink",
+        "CausalConvWithState",
+        "SwiGLU",
+        "Celu",
+        "EyeLike",
+    ] {
+        let extra = vec![ints("a", &[2], &[1, 2]), floats("b", &[2], &[0.5, 2.0])];
+        out.push((op, single(op, extra, vec![attr_i("axis", 1)], 2)));
+    }
+    out
 }
 
 fn main() {

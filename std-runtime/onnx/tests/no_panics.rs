@@ -116,7 +116,6 @@ fn run_in(
             input: names,
             output: outs.clone(),
             attribute: attrs,
-            ..Default::default()
         }],
         initializer: init,
         output: outs.iter().map(|o| value(o)).collect(),

@@ -81,7 +81,7 @@ impl Window {
     /// Reads kernel, strides, dilations and pads (explicit or `auto_pad`) for `spatial` dims.
     fn read(n: &Node, kernel: Vec<usize>, spatial: &[usize]) -> Result<Window> {
         let k = kernel.len();
-        if spatial.len() != k || kernel.iter().any(|&d| d == 0) {
+        if spatial.len() != k || kernel.contains(&0) {
             return Err(bad(
                 n.op(),
                 format!("kernel {kernel:?} for spatial dims {spatial:?}"),
@@ -694,9 +694,9 @@ impl Fold {
         }
         // Every block must fit in the padded image (so block counts and offsets exist).
         let padded = fold.padded();
-        for i in 0..k {
+        for (i, &room) in padded.iter().enumerate() {
             let span = (fold.dil[i] as u128) * (fold.block[i] as u128 - 1) + 1;
-            if span > padded[i] as u128 {
+            if span > room as u128 {
                 return Err(bad(
                     n.op(),
                     format!(
