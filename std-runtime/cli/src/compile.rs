@@ -17,7 +17,7 @@ use picograd_core::export::{export, ExportNames};
 use picograd_core::jit::Capture;
 use picograd_core::{DType, Error, Result, Tensor};
 
-use picograd_onnx::values::{dtype_of, onnx_type_name, tensor_from_le_bytes};
+use picograd_onnx::values::{checked_numel, dtype_of, onnx_type_name, tensor_from_le_bytes};
 use picograd_onnx::{Model, ValueSpec};
 use picograd_runtime::target::{
     build_and_run, Budget, BuildOptions, Memory, Need, RunReport, Target, Values,
@@ -411,8 +411,20 @@ fn placeholders(specs: &[ValueSpec], shapes: &[Vec<usize>]) -> Result<Vec<Tensor
                     onnx_type_name(spec.elem_type)
                 ))
             })?;
-            let n: usize = shape.iter().product();
-            let t = tensor_from_le_bytes(&vec![0u8; n * dtype.itemsize()], shape, dtype)?;
+            // Checked before anything is allocated: a declared `FLOAT[2^40]` or
+            // `[i64::MAX, 4, 5]` is an error naming the input, not an abort or an overflow.
+            let dims: Vec<i64> = shape
+                .iter()
+                .map(|&d| i64::try_from(d).unwrap_or(i64::MAX))
+                .collect();
+            let what = format!("input '{}'", spec.name);
+            let bytes = checked_numel(&what, &dims)? * dtype.itemsize();
+            let mut zeros = Vec::new();
+            zeros.try_reserve_exact(bytes).map_err(|_| {
+                Error::overflow(format!("{what}: cannot allocate {bytes} bytes of zeros"))
+            })?;
+            zeros.resize(bytes, 0u8);
+            let t = tensor_from_le_bytes(&zeros, shape, dtype)?;
             t.realize()?;
             Ok(t)
         })

@@ -135,7 +135,7 @@ fn run_loop<'a>(
     };
     let mut cond = match n.opt(1) {
         Some(c) => c.clone(),
-        None => Tensor::from_slice(&[true], &[]),
+        None => Tensor::try_from_slice(&[true], &[])?,
     };
     let mut carried: Vec<Tensor> = n
         .inputs
@@ -149,7 +149,7 @@ fn run_loop<'a>(
     let mut scans: Vec<Vec<Tensor>> = Vec::new();
     let mut i = 0;
     while i < trips.min(MAX_TRIPS) && to_f64s(&cond)?.first().is_some_and(|&c| c != 0.0) {
-        let mut args = vec![Tensor::from_slice(&[i], &[]), cond.clone()];
+        let mut args = vec![Tensor::try_from_slice(&[i], &[])?, cond.clone()];
         args.extend(carried.iter().cloned());
         let outs = run_graph(model, body, env, &args)?;
         let k = carried.len();
@@ -198,6 +198,12 @@ fn run_scan<'a>(
     let states_n = all.len() - m;
     let seqs = scan_first(n, &all[states_n..])?;
     let dirs = per_item(n, "scan_input_directions", m, 0);
+    if seqs.iter().any(|s| s.ndim() == 0) {
+        return Err(bad(
+            "Scan",
+            "a scan input is a scalar: it has no axis to scan",
+        ));
+    }
     let len = seqs.first().map_or(0, |s| s.shape()[0]);
     let mut states: Vec<Tensor> = all[..states_n].to_vec();
     let mut outs: Vec<Vec<Tensor>> = Vec::new();
@@ -211,6 +217,9 @@ fn run_scan<'a>(
             );
         }
         let res = run_graph(model, body, env, &args)?;
+        if res.len() < states_n {
+            return Err(bad("Scan", "the body returns fewer values than it carries"));
+        }
         states = res[..states_n].to_vec();
         outs.resize(res.len() - states_n, Vec::new());
         for (o, t) in outs.iter_mut().zip(&res[states_n..]) {
@@ -311,7 +320,11 @@ fn flex_attention<'a>(
             .find(|a| a.name == name)
             .and_then(|a| a.g.as_ref())
         {
-            Some(g) => Ok(run_graph(model, g, env, &[t])?.remove(0).cast(compute)),
+            Some(g) => run_graph(model, g, env, &[t])?
+                .into_iter()
+                .next()
+                .map(|t| t.cast(compute))
+                .ok_or_else(|| bad("FlexAttention", format!("{name} has no output"))),
             None => Ok(t),
         }
     };

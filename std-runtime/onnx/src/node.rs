@@ -38,6 +38,30 @@ impl<'a> Node<'a> {
         })
     }
 
+    /// Input `i`, which must be present and have at least `min` axes: handlers that index
+    /// the shape check the rank here first (an error naming the input, never a panic).
+    pub fn input_min_rank(&self, i: usize, min: usize) -> Result<&Tensor> {
+        let t = self.input(i)?;
+        check_min_rank(self.op(), i, t, min)?;
+        Ok(t)
+    }
+
+    /// Input `i`, which must be present and have exactly `rank` axes.
+    pub fn input_rank(&self, i: usize, rank: usize) -> Result<&Tensor> {
+        let t = self.input(i)?;
+        check_rank(self.op(), i, t, rank)?;
+        Ok(t)
+    }
+
+    /// Input `i` if present, which must then have exactly `rank` axes.
+    pub fn opt_rank(&self, i: usize, rank: usize) -> Result<Option<&Tensor>> {
+        let t = self.opt(i);
+        if let Some(t) = t {
+            check_rank(self.op(), i, t, rank)?;
+        }
+        Ok(t)
+    }
+
     /// Input `i` if present.
     pub fn opt(&self, i: usize) -> Option<&Tensor> {
         self.inputs.get(i).and_then(Option::as_ref)
@@ -106,6 +130,34 @@ impl<'a> Node<'a> {
             k => k,
         })
     }
+}
+
+/// Input `i` of op `op` must have exactly `rank` axes.
+pub fn check_rank(op: &str, i: usize, t: &Tensor, rank: usize) -> Result<()> {
+    if t.ndim() == rank {
+        return Ok(());
+    }
+    Err(Error::shape(
+        "onnx",
+        format!(
+            "{op}: input {i} must have {rank} axes, got shape {:?}",
+            t.shape()
+        ),
+    ))
+}
+
+/// Input `i` of op `op` must have at least `min` axes.
+pub fn check_min_rank(op: &str, i: usize, t: &Tensor, min: usize) -> Result<()> {
+    if t.ndim() >= min {
+        return Ok(());
+    }
+    Err(Error::shape(
+        "onnx",
+        format!(
+            "{op}: input {i} must have at least {min} axes, got shape {:?}",
+            t.shape()
+        ),
+    ))
 }
 
 /// Adds "in node NAME (OP)" to an error so the user can find the failing node.

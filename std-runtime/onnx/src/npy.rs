@@ -20,7 +20,10 @@ fn malformed(file: &str, offset: u64, detail: impl Into<String>) -> Error {
 
 /// The dtype of a numpy type string (`<f4`, `|b1`, ...); big-endian data is refused.
 fn dtype_of_descr(d: &str) -> Option<DType> {
-    let (order, code) = d.split_at(1.min(d.len()));
+    // Split after the first character, not the first byte: a non-ASCII first character would
+    // put a byte index inside it (and `split_at` panics there).
+    let code = d.get(1..).unwrap_or("");
+    let order = &d[..d.len() - code.len()];
     if order == ">" && !code.ends_with('1') {
         return None;
     }

@@ -112,8 +112,13 @@ fn softmax_like(n: &Node, f: fn(&Tensor, isize) -> Result<Tensor>) -> Result<Vec
 
 fn hardmax(x: &Tensor, axis: isize) -> Result<Tensor> {
     let idx = super::reduce::arg_extreme(x, axis, true, false)?;
-    let n = x.shape()[axis as usize];
-    let ar = Tensor::arange(0.0, n as f64, 1.0, picograd_core::DType::I64);
+    let Some(&n) = x.shape().get(axis as usize) else {
+        return Err(super::super::node::bad(
+            "Hardmax",
+            "a scalar has no axis to take the max of",
+        ));
+    };
+    let ar = Tensor::try_arange(0.0, n as f64, 1.0, picograd_core::DType::I64)?;
     let mut shp = vec![1usize; x.ndim()];
     shp[axis as usize] = n;
     let ar = ar.try_reshape(&shp.iter().map(|&d| d as isize).collect::<Vec<_>>())?;

@@ -41,7 +41,7 @@ struct Qkv {
 
 fn attention(n: &Node) -> Result<Vec<Tensor>> {
     let mut x = split_heads(n)?;
-    if let (Some(pk), Some(pv)) = (n.opt(4), n.opt(5)) {
+    if let (Some(pk), Some(pv)) = (n.opt_rank(4, 4)?, n.opt_rank(5, 4)?) {
         x.k = Tensor::try_cat(&[pk, &x.k], 2)?;
         x.v = Tensor::try_cat(&[pv, &x.v], 2)?;
     }
@@ -75,6 +75,9 @@ fn attention(n: &Node) -> Result<Vec<Tensor>> {
 fn split_heads(n: &Node) -> Result<Qkv> {
     let (q, k, v) = (n.input(0)?, n.input(1)?, n.input(2)?);
     if q.ndim() == 4 {
+        if k.ndim() != 4 || v.ndim() != 4 {
+            return Err(bad("Attention", "Q, K and V must all be 3-D or 4-D"));
+        }
         return Ok(Qkv {
             q: q.clone(),
             k: k.clone(),
@@ -103,6 +106,12 @@ fn split_heads(n: &Node) -> Result<Qkv> {
 
 fn heads(t: &Tensor, h: usize) -> Result<Tensor> {
     let s = t.shape();
+    if s.len() != 3 {
+        return Err(bad(
+            "Attention",
+            format!("a 3-D [batch, seq, hidden] input is needed, got {s:?}"),
+        ));
+    }
     if h == 0 || s[2] % h != 0 {
         return Err(bad(
             "Attention",
@@ -214,9 +223,9 @@ fn attn_bias(n: &Node, x: &Qkv) -> Result<Option<Tensor>> {
             parts.push(additive(&diff.try_ge(-right)?, dtype)?);
         }
     }
-    if let Some(lens) = n.opt(6) {
+    if let Some(lens) = n.opt_rank(6, 1)? {
         let b = lens.shape()[0] as isize;
-        let j = Tensor::arange(0.0, skv as f64, 1.0, DType::I64).try_reshape(&[1, -1])?;
+        let j = Tensor::try_arange(0.0, skv as f64, 1.0, DType::I64)?.try_reshape(&[1, -1])?;
         let keep = j.try_lt(&lens.cast(DType::I64).try_reshape(&[b, 1])?)?;
         parts.push(additive(
             &keep.try_reshape(&[b, 1, 1, skv as isize])?,
@@ -237,7 +246,12 @@ fn padded_mask(m: &Tensor, skv: usize, dtype: DType) -> Result<Tensor> {
     } else {
         m.cast(dtype)
     };
-    let have = m.shape()[m.ndim() - 1];
+    let Some(&have) = m.shape().last() else {
+        return Err(bad(
+            "Attention",
+            "attn_mask is a scalar: it needs a key axis",
+        ));
+    };
     if have >= skv {
         return Ok(m);
     }
@@ -249,23 +263,24 @@ fn padded_mask(m: &Tensor, skv: usize, dtype: DType) -> Result<Tensor> {
 /// Where query 0 sits among the keys: the past length, `nonpad_kv_seqlen − q_len` per batch
 /// (`[batch, 1, 1, 1]`), or 0.
 fn query_offset(n: &Node, sq: usize) -> Result<Tensor> {
-    if let Some(pk) = n.opt(4) {
-        return Ok(Tensor::from_slice(&[pk.shape()[2] as i64], &[1, 1, 1, 1]));
+    if let Some(pk) = n.opt_rank(4, 4)? {
+        return Tensor::try_from_slice(&[pk.shape()[2] as i64], &[1, 1, 1, 1]);
     }
-    if let Some(lens) = n.opt(6) {
+    if let Some(lens) = n.opt_rank(6, 1)? {
         let b = lens.shape()[0] as isize;
         return lens
             .cast(DType::I64)
             .try_sub(sq as i64)?
             .try_reshape(&[b, 1, 1, 1]);
     }
-    Ok(Tensor::from_slice(&[0i64], &[1, 1, 1, 1]))
+    Tensor::try_from_slice(&[0i64], &[1, 1, 1, 1])
 }
 
 /// `offset + i − j` for query `i` and key `j`, broadcast to `[.., sq, skv]`.
 fn position_diff(offset: &Tensor, sq: usize, skv: usize) -> Result<Tensor> {
-    let i = Tensor::arange(0.0, sq as f64, 1.0, DType::I64).try_reshape(&[sq as isize, 1])?;
-    let j = Tensor::arange(0.0, skv as f64, 1.0, DType::I64).try_reshape(&[1, skv as isize])?;
+    let i = Tensor::try_arange(0.0, sq as f64, 1.0, DType::I64)?.try_reshape(&[sq as isize, 1])?;
+    let j =
+        Tensor::try_arange(0.0, skv as f64, 1.0, DType::I64)?.try_reshape(&[1, skv as isize])?;
     i.try_add(offset)?.try_sub(&j)
 }
 
@@ -285,6 +300,18 @@ fn rope_layout(n: &Node, x: &Tensor) -> Result<Tensor> {
 
 /// The cos or sin cache for each (batch, position): `[batch, seq, 1, rot/2]`.
 fn rope_cache(cache: &Tensor, pos: Option<&Tensor>) -> Result<Tensor> {
+    if cache.ndim() != 2 && !(pos.is_none() && cache.ndim() == 3) {
+        return Err(bad(
+            "RotaryEmbedding",
+            format!("cos/sin cache of shape {:?}", cache.shape()),
+        ));
+    }
+    if pos.is_some_and(|p| p.ndim() != 2) {
+        return Err(bad(
+            "RotaryEmbedding",
+            "position_ids must be 2-D [batch, seq]",
+        ));
+    }
     let c = match pos {
         None => cache.clone(),
         Some(p) => {
@@ -361,6 +388,12 @@ fn step(t: &Tensor, i: usize) -> Result<Tensor> {
 /// A per-step gate `[b, t, h·x]` (or `[b, t, h]`) as `[b, h, t, x]` f32.
 fn gate(g: &Tensor, h: usize) -> Result<Tensor> {
     let s = g.shape();
+    if s.len() != 3 {
+        return Err(bad(
+            "LinearAttention",
+            format!("a gate must be 3-D [batch, seq, heads·x], got {s:?}"),
+        ));
+    }
     let t = if s[2] == h || s[2] == 1 {
         g.try_reshape(&[s[0] as isize, s[1] as isize, s[2] as isize, 1])?
             .try_permute(&[0, 2, 1, 3])?
@@ -433,7 +466,7 @@ fn linear_attention(n: &Node) -> Result<Vec<Tensor>> {
     );
     let mut state = match n.opt(3) {
         Some(s) => s.cast(DType::F32),
-        None => Tensor::zeros(&[b, kvh, dk, dv], DType::F32),
+        None => Tensor::try_zeros(&[b, kvh, dk, dv], DType::F32)?,
     };
     let scale = match n.float("scale", 0.0) {
         s if s != 0.0 => f64::from(s),

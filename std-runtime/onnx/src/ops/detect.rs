@@ -71,7 +71,12 @@ fn nms(n: &Node) -> Result<Vec<Tensor>> {
             let mut cand: Vec<usize> = (0..ss[2])
                 .filter(|&i| min_score.is_none_or(|t| score(i) > t))
                 .collect();
-            cand.sort_by(|&p, &q| score(q).partial_cmp(&score(p)).unwrap_or(Ordering::Equal));
+            // Highest first; a NaN score sorts last (a total order: `sort_by` may panic on
+            // a comparison that is not one).
+            cand.sort_by(|&p, &q| match (score(p).is_nan(), score(q).is_nan()) {
+                (false, false) => score(q).partial_cmp(&score(p)).unwrap_or(Ordering::Equal),
+                (a, b) => a.cmp(&b),
+            });
             let mut kept: Vec<usize> = Vec::new();
             for i in cand {
                 if kept.len() >= limit {
@@ -110,7 +115,7 @@ fn unique(n: &Node) -> Result<Vec<Tensor>> {
     let items: Vec<Vec<f64>> = (0..len).map(slice).collect();
     let mut firsts: Vec<usize> = Vec::new();
     for j in 0..len {
-        if !firsts.iter().any(|&f| items[f] == items[j]) {
+        if !firsts.iter().any(|&f| same(&items[f], &items[j])) {
             firsts.push(j);
         }
     }
@@ -121,7 +126,7 @@ fn unique(n: &Node) -> Result<Vec<Tensor>> {
         .map(|j| {
             firsts
                 .iter()
-                .position(|&f| items[f] == items[j])
+                .position(|&f| same(&items[f], &items[j]))
                 .unwrap_or(0) as i64
         })
         .collect();
@@ -139,12 +144,29 @@ fn unique(n: &Node) -> Result<Vec<Tensor>> {
     ])
 }
 
+/// numpy's order for `unique`: by value, NaN after every number (a total order, which
+/// `sort_by` needs: with NaN compared as "equal" to everything the sort may panic).
+fn nan_last(x: f64, y: f64) -> Ordering {
+    match (x.is_nan(), y.is_nan()) {
+        (false, false) => x.partial_cmp(&y).unwrap_or(Ordering::Equal),
+        (a, b) => a.cmp(&b),
+    }
+}
+
 fn cmp_slices(a: &[f64], b: &[f64]) -> Ordering {
     a.iter()
         .zip(b)
-        .map(|(x, y)| x.partial_cmp(y).unwrap_or(Ordering::Equal))
+        .map(|(&x, &y)| nan_last(x, y))
         .find(|o| *o != Ordering::Equal)
         .unwrap_or(Ordering::Equal)
+}
+
+/// Equal slices, NaN equal to NaN (numpy's `unique` collapses NaNs, `equal_nan=True`).
+fn same(a: &[f64], b: &[f64]) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(&x, &y)| x == y || x.is_nan() && y.is_nan())
 }
 
 /// The slices `firsts` of `x` along `axis` (elements of the flattened tensor without one),

@@ -21,7 +21,7 @@ pub fn lookup(op: &str) -> Option<Handler> {
 
 /// Normalized positions along an axis of `len` cells: `[-1, 1]` at the corner cells' centres
 /// (`align`) or at the outer edges.
-fn axis_positions(len: usize, align: bool) -> Tensor {
+fn axis_positions(len: usize, align: bool) -> Result<Tensor> {
     let v: Vec<f32> = (0..len)
         .map(|i| {
             let i = i as f64;
@@ -38,17 +38,18 @@ fn axis_positions(len: usize, align: bool) -> Tensor {
             p as f32
         })
         .collect();
-    Tensor::from_slice(&v, &[len])
+    Tensor::try_from_slice(&v, &[len])
 }
 
 /// `grid[n, d.., h.., w.., :] = θ[n] · (x, y[, z], 1)`.
 fn affine_grid(n: &Node) -> Result<Vec<Tensor>> {
-    let theta = n.input(0)?;
+    let theta = n.input_rank(0, 3)?;
     let size = n.ints_input(1)?.unwrap_or_default();
     let k = size.len().saturating_sub(2);
     if !(2..=3).contains(&k) || size.iter().any(|&s| s <= 0) {
         return Err(bad(n.op(), format!("size {size:?}")));
     }
+    super::super::values::checked_numel(n.op(), &size)?;
     let align = n.int("align_corners", 0) != 0;
     let spatial: Vec<usize> = size[2..].iter().map(|&s| s as usize).collect();
     // Homogeneous coordinates (x first = last axis) over the whole grid: [points, k + 1].
@@ -56,13 +57,13 @@ fn affine_grid(n: &Node) -> Result<Vec<Tensor>> {
     for a in (0..k).rev() {
         let mut shape = vec![1isize; k];
         shape[a] = spatial[a] as isize;
-        let p = axis_positions(spatial[a], align)
+        let p = axis_positions(spatial[a], align)?
             .try_reshape(&shape)?
             .try_expand(&spatial)?;
         coords.push(p.try_reshape(&[-1, 1])?);
     }
     let points: usize = spatial.iter().product();
-    coords.push(Tensor::ones(&[points, 1], DType::F32));
+    coords.push(Tensor::try_ones(&[points, 1], DType::F32)?);
     let refs: Vec<&Tensor> = coords.iter().collect();
     let base = Tensor::try_cat(&refs, 1)?.cast(theta.dtype());
     let g = base.try_matmul(&theta.try_transpose(1, 2)?)?;

@@ -8,7 +8,7 @@ use picograd_core::{DType, Result, Tensor};
 
 use super::super::node::{bad, Node};
 use super::super::values::{checked_numel, dtype_of, tensor_from_le_bytes, to_i64s};
-use super::{norm_axis, one, Handler};
+use super::{dim_axis, one, Handler};
 
 /// The handler for `op` if it runs on the host.
 pub fn lookup(op: &str) -> Option<Handler> {
@@ -58,7 +58,7 @@ fn top_k(n: &Node) -> Result<Vec<Tensor>> {
         .ints_input(1)?
         .and_then(|v| v.first().copied())
         .unwrap_or(n.int("k", 1));
-    let a = norm_axis("TopK", n.int("axis", -1), x.ndim())?;
+    let a = dim_axis("TopK", n.int("axis", -1), x.ndim())?;
     let d = x.shape()[a];
     if k < 0 || k as usize > d {
         return Err(bad("TopK", format!("k = {k} for an axis of {d}")));
@@ -90,7 +90,12 @@ fn det(n: &Node) -> Result<Vec<Tensor>> {
     }
     let m = s[k - 1];
     let vals = x.to_f64_vec()?;
-    let dets: Vec<f64> = vals.chunks(m * m).map(|a| lu_det(a.to_vec(), m)).collect();
+    let dets: Vec<f64> = if m == 0 {
+        // The determinant of a 0×0 matrix is 1 (the empty product).
+        vec![1.0; s[..k - 2].iter().product()]
+    } else {
+        vals.chunks(m * m).map(|a| lu_det(a.to_vec(), m)).collect()
+    };
     one(Tensor::try_from_f64s(&dets, &s[..k - 2], x.dtype())?)
 }
 
@@ -151,7 +156,7 @@ fn compress(n: &Node) -> Result<Vec<Tensor>> {
     let x = n.input(0)?;
     let cond = to_i64s(n.input(1)?)?;
     let (x, a) = if n.has("axis") {
-        let a = norm_axis("Compress", n.int("axis", 0), x.ndim())?;
+        let a = dim_axis("Compress", n.int("axis", 0), x.ndim())?;
         (x.clone(), a)
     } else {
         (x.try_reshape(&[-1])?, 0)
@@ -184,7 +189,10 @@ fn nd_offsets(
         .shape
         .last()
         .ok_or_else(|| bad("GatherND", "0-d indices"))?;
-    if batch + k > data.len() {
+    if batch >= idx.shape.len()
+        || batch.checked_add(k).is_none_or(|d| d > data.len())
+        || idx.shape[..batch] != data[..batch]
+    {
         return Err(bad(
             "GatherND",
             format!("index depth {k} for data {data:?}"),
@@ -237,8 +245,9 @@ fn scatter_nd(n: &Node) -> Result<Vec<Tensor>> {
     let idx = Host::of(n.input(1)?)?;
     let ivals = to_i64s(n.input(1)?)?;
     let (offs, slice) = nd_offsets(&h.shape, &idx, &ivals, 0)?;
-    let upd = n.input(2)?;
-    if upd.numel() != offs.len() * slice {
+    // Updates move as the data's element bytes, so they take its dtype first.
+    let upd = &n.input(2)?.cast(h.dtype);
+    if Some(upd.numel()) != offs.len().checked_mul(slice) {
         return Err(bad("ScatterND", "updates do not match the indices"));
     }
     let mode = n.string("reduction", "none");

@@ -8,7 +8,7 @@ use picograd_core::{DType, Result, Tensor};
 
 use super::super::node::{bad, Node};
 use super::shape::isz;
-use super::{norm_axis, one, Handler};
+use super::{dim_axis, one, Handler};
 
 /// The handler for `op` if it is an indexing op.
 pub fn lookup(op: &str) -> Option<Handler> {
@@ -33,7 +33,7 @@ fn arange_last(n: usize, rank: usize) -> Result<Tensor> {
     if let Some(l) = s.last_mut() {
         *l = n as isize;
     }
-    Tensor::arange(0.0, n as f64, 1.0, DType::I64).try_reshape(&s)
+    Tensor::try_arange(0.0, n as f64, 1.0, DType::I64)?.try_reshape(&s)
 }
 
 /// Bools are summed as u8 and cast back.
@@ -48,7 +48,7 @@ fn summable(t: &Tensor) -> Tensor {
 fn gather(n: &Node) -> Result<Vec<Tensor>> {
     let data = n.input(0)?;
     let ds = data.shape();
-    let a = norm_axis("Gather", n.int("axis", 0), ds.len())?;
+    let a = dim_axis("Gather", n.int("axis", 0), ds.len())?;
     let is = n.input(1)?.shape();
     let idx = wrap_indices(n.input(1)?, ds[a])?;
     let hot = idx
@@ -72,14 +72,14 @@ fn gather(n: &Node) -> Result<Vec<Tensor>> {
 fn gather_elements(n: &Node) -> Result<Vec<Tensor>> {
     let data = n.input(0)?;
     let ds = data.shape();
-    let a = norm_axis("GatherElements", n.int("axis", 0), ds.len())?;
+    let a = dim_axis("GatherElements", n.int("axis", 0), ds.len())?;
     let idx = wrap_indices(n.input(1)?, ds[a])?;
     one(data.try_gather(a as isize, &idx)?)
 }
 
 fn scatter_elements(n: &Node) -> Result<Vec<Tensor>> {
     let data = n.input(0)?;
-    let a = norm_axis(n.op(), n.int("axis", 0), data.ndim())?;
+    let a = dim_axis(n.op(), n.int("axis", 0), data.ndim())?;
     let idx = wrap_indices(n.input(1)?, data.shape()[a])?;
     let upd = n.input(2)?;
     let ax = a as isize;

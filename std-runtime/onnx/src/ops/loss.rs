@@ -35,7 +35,7 @@ fn nll(n: &Node, x: &Tensor) -> Result<Tensor> {
         false => t.const_like(0.0).cast(DType::Bool),
     };
     let t = ignored.try_where(t.const_like(0.0), &t)?;
-    let ar = channel(&Tensor::arange(0.0, c as f64, 1.0, DType::I64), r)?;
+    let ar = channel(&Tensor::try_arange(0.0, c as f64, 1.0, DType::I64)?, r)?;
     let hot = t.try_unsqueeze(1)?.try_eq(&ar)?;
     let val = hot.try_where(x, x.const_like(0.0))?.try_sum(&[1], false)?;
     let w = match n.opt(2) {

@@ -104,7 +104,11 @@ fn one(t: Tensor) -> Result<Vec<Tensor>> {
 /// Normalizes a possibly negative `axis` against `rank`.
 fn norm_axis(op: &str, axis: i64, rank: usize) -> Result<usize> {
     let r = rank as i64;
-    let a = if axis < 0 { axis + r } else { axis };
+    let a = if axis < 0 {
+        axis.saturating_add(r)
+    } else {
+        axis
+    };
     if a < 0 || a >= r.max(1) {
         return Err(super::node::bad(
             op,
@@ -112,4 +116,16 @@ fn norm_axis(op: &str, axis: i64, rank: usize) -> Result<usize> {
         ));
     }
     Ok(a as usize)
+}
+
+/// Normalizes `axis` against `rank` for an op that then indexes that axis of the shape: unlike
+/// [`norm_axis`], a scalar (rank 0) has no axis to index and is refused.
+fn dim_axis(op: &str, axis: i64, rank: usize) -> Result<usize> {
+    if rank == 0 {
+        return Err(super::node::bad(
+            op,
+            format!("axis {axis} of a scalar (the op needs at least one axis)"),
+        ));
+    }
+    norm_axis(op, axis, rank)
 }

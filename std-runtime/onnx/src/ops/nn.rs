@@ -81,6 +81,12 @@ impl Window {
     /// Reads kernel, strides, dilations and pads (explicit or `auto_pad`) for `spatial` dims.
     fn read(n: &Node, kernel: Vec<usize>, spatial: &[usize]) -> Result<Window> {
         let k = kernel.len();
+        if spatial.len() != k || kernel.contains(&0) {
+            return Err(bad(
+                n.op(),
+                format!("kernel {kernel:?} for spatial dims {spatial:?}"),
+            ));
+        }
         let strides = list(n, "strides", k, 1)?;
         let dilations = list(n, "dilations", k, 1)?;
         let pads = match n.string("auto_pad", "NOTSET").as_str() {
@@ -88,17 +94,21 @@ impl Window {
                 let lower = n.string("auto_pad", "") == "SAME_LOWER";
                 (0..k)
                     .map(|i| {
-                        let out = spatial[i].div_ceil(strides[i]);
-                        let need = (out - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1;
-                        let total = need.saturating_sub(spatial[i]) as i64;
+                        // i128: kernel extents and strides of any existing shape cannot overflow.
+                        let out = spatial[i].div_ceil(strides[i]) as i128;
+                        let need = (out - 1).max(0) * strides[i] as i128
+                            + (kernel[i] as i128 - 1) * dilations[i] as i128
+                            + 1;
+                        let total = i64::try_from((need - spatial[i] as i128).max(0))
+                            .map_err(|_| bad(n.op(), format!("kernel {kernel:?} is too large")))?;
                         let small = total / 2;
-                        if lower {
+                        Ok(if lower {
                             (total - small, small)
                         } else {
                             (small, total - small)
-                        }
+                        })
                     })
-                    .collect()
+                    .collect::<Result<_>>()?
             }
             _ => {
                 let p = n.ints("pads").unwrap_or_else(|| vec![0; 2 * k]);
@@ -120,9 +130,9 @@ impl Window {
     fn out_dims(&self, spatial: &[usize], ceil: bool) -> Result<Vec<usize>> {
         (0..self.kernel.len())
             .map(|i| {
-                let padded = spatial[i] as i64 + self.pads[i].0 + self.pads[i].1;
-                let span = ((self.kernel[i] - 1) * self.dilations[i] + 1) as i64;
-                let s = self.strides[i] as i64;
+                let padded = spatial[i] as i128 + self.pads[i].0 as i128 + self.pads[i].1 as i128;
+                let span = (self.kernel[i] as i128 - 1) * self.dilations[i] as i128 + 1;
+                let s = self.strides[i] as i128;
                 let room = padded - span;
                 if room < 0 {
                     return Err(bad(
@@ -134,11 +144,11 @@ impl Window {
                 if ceil && room % s != 0 {
                     o += 1;
                     // The last window must start inside the input or its left padding.
-                    if (o - 1) * s >= spatial[i] as i64 + self.pads[i].0 {
+                    if (o - 1) * s >= spatial[i] as i128 + self.pads[i].0 as i128 {
                         o -= 1;
                     }
                 }
-                Ok(o as usize)
+                usize::try_from(o).map_err(|_| bad("window", format!("output size {o} overflows")))
             })
             .collect()
     }
@@ -196,6 +206,16 @@ fn causal_conv(n: &Node) -> Result<Vec<Tensor>> {
         a => return Err(bad(n.op(), format!("activation '{a}'"))),
     };
     let len = padded.shape()[2];
+    if padded.ndim() != 3 || len < k - 1 {
+        return Err(bad(
+            n.op(),
+            format!(
+                "state and input {:?} hold fewer than {} steps",
+                padded.shape(),
+                k - 1
+            ),
+        ));
+    }
     let present = padded.try_shrink(&[(0, xs[0]), (0, c), (len - (k - 1), len)])?;
     Ok(vec![y, present])
 }
@@ -233,6 +253,12 @@ fn conv_transpose(n: &Node) -> Result<Vec<Tensor>> {
     let k = xs.len() - 2;
     let g = n.int("group", 1).max(1) as usize;
     let kernel = ws[2..].to_vec();
+    if kernel.contains(&0) || xs[2..].contains(&0) {
+        return Err(bad(
+            "ConvTranspose",
+            format!("input {xs:?} and weight {ws:?} have an empty spatial axis"),
+        ));
+    }
     let strides = list(n, "strides", k, 1)?;
     let dil = list(n, "dilations", k, 1)?;
     let opad = n.ints("output_padding").unwrap_or_else(|| vec![0; k]);
@@ -241,7 +267,13 @@ fn conv_transpose(n: &Node) -> Result<Vec<Tensor>> {
     let mut out_pad = Vec::with_capacity(k);
     let mut crop = Vec::with_capacity(k);
     for (i, &(b, e)) in pads.iter().enumerate() {
-        out_pad.push((opad.get(i).copied().unwrap_or(0) - e.min(0)) as usize);
+        let grow = opad.get(i).copied().unwrap_or(0) as i128 - e.min(0) as i128;
+        out_pad.push(usize::try_from(grow).map_err(|_| {
+            bad(
+                "ConvTranspose",
+                format!("output padding {grow} on spatial axis {i}"),
+            )
+        })?);
         crop.push((b, e.max(0)));
     }
     let opts = ConvOpts::default()
@@ -276,25 +308,38 @@ fn transpose_pads(
     let target: Option<Vec<i64>> = n
         .ints("output_shape")
         .map(|s| s[s.len().saturating_sub(k)..].to_vec());
-    Ok((0..k)
+    if target.as_ref().is_some_and(|t| t.len() != k) {
+        return Err(bad(
+            "ConvTranspose",
+            format!("output_shape {target:?} for {k} spatial axes"),
+        ));
+    }
+    (0..k)
         .map(|i| {
-            let full = (strides[i] * (spatial[i] - 1)) as i64
-                + opad.get(i).copied().unwrap_or(0)
-                + ((kernel[i] - 1) * dil[i] + 1) as i64;
+            // i128: no product of dims, strides and dilations that exist can overflow it.
+            let full = strides[i] as i128 * (spatial[i] as i128 - 1)
+                + opad.get(i).copied().unwrap_or(0) as i128
+                + (kernel[i] as i128 - 1) * dil[i] as i128
+                + 1;
             let want = match &target {
-                Some(t) => t[i],
-                None if auto.starts_with("SAME") => (spatial[i] * strides[i]) as i64,
+                Some(t) => t[i] as i128,
+                None if auto.starts_with("SAME") => spatial[i] as i128 * strides[i] as i128,
                 None => full,
             };
-            let total = full - want;
+            let total = i64::try_from(full - want).map_err(|_| {
+                bad(
+                    "ConvTranspose",
+                    format!("output size {want} on spatial axis {i}"),
+                )
+            })?;
             let half = total.div_euclid(2);
-            if auto == "SAME_UPPER" {
+            Ok(if auto == "SAME_UPPER" {
                 (half, total - half)
             } else {
                 (total - half, half)
-            }
+            })
         })
-        .collect())
+        .collect()
 }
 
 #[derive(Clone, Copy)]
@@ -305,7 +350,7 @@ enum Pool {
 }
 
 fn pool(n: &Node, kind: Pool) -> Result<Vec<Tensor>> {
-    let x = n.input(0)?;
+    let x = n.input_min_rank(0, 3)?;
     let xs = x.shape();
     let k = xs.len().saturating_sub(2);
     let kernel = list(n, "kernel_shape", k, 0)?;
@@ -344,20 +389,16 @@ fn onnx_indices(n: &Node, idx: &Tensor, xs: &[usize]) -> Result<Tensor> {
     let planes = xs[0] * xs[1];
     let mut shape = vec![xs[0] as isize, xs[1] as isize];
     shape.extend(vec![1isize; xs.len() - 2]);
-    let base = Tensor::arange(
-        0.0,
-        (planes * plane) as f64,
-        plane as f64,
-        picograd_core::DType::I64,
-    )
-    .try_reshape(&shape)?;
+    let base = Tensor::try_arange(0.0, planes as f64, 1.0, picograd_core::DType::I64)?
+        .try_mul(plane as i64)?
+        .try_reshape(&shape)?;
     idx.try_add(&base)
 }
 
 /// MaxUnpool with the shared op: ONNX's whole-tensor indices made per-plane, the values placed
 /// in the size the pooling implies, then zero-padded at the end up to `output_shape`.
 fn max_unpool(n: &Node) -> Result<Vec<Tensor>> {
-    let (x, idx) = (n.input(0)?, n.input(1)?);
+    let (x, idx) = (n.input_min_rank(0, 3)?, n.input(1)?);
     let xs = x.shape();
     let k = xs.len().saturating_sub(2);
     let kernel = list(n, "kernel_shape", k, 0)?;
@@ -367,11 +408,26 @@ fn max_unpool(n: &Node) -> Result<Vec<Tensor>> {
         .padding(per_side(n.op(), &win.pads)?);
     let sizes: Vec<usize> = (0..k)
         .map(|i| {
-            let full = (xs[2 + i] - 1) * win.strides[i] + win.kernel[i];
-            full.saturating_sub((win.pads[i].0 + win.pads[i].1) as usize)
+            let full = xs[2 + i].saturating_sub(1) as i128 * win.strides[i] as i128
+                + win.kernel[i] as i128
+                - win.pads[i].0 as i128
+                - win.pads[i].1 as i128;
+            usize::try_from(full.max(0))
+                .map_err(|_| bad(n.op(), format!("output size {full} on spatial axis {i}")))
         })
-        .collect();
-    let local = idx.try_rem(sizes.iter().product::<usize>() as i64)?;
+        .collect::<Result<_>>()?;
+    let plane = sizes
+        .iter()
+        .try_fold(1usize, |a, &d| a.checked_mul(d))
+        .and_then(|p| i64::try_from(p).ok())
+        .filter(|&p| p > 0)
+        .ok_or_else(|| {
+            bad(
+                n.op(),
+                format!("output plane {sizes:?} is empty or too large"),
+            )
+        })?;
+    let local = idx.try_rem(plane)?;
     let y = x.try_max_unpool2d(&local, &opts, Some(&sizes))?;
     let Some(out) = n.ints_input(2)? else {
         return one(y);
@@ -480,7 +536,7 @@ fn layer_norm(n: &Node) -> Result<Vec<Tensor>> {
 }
 
 fn group_norm(n: &Node) -> Result<Vec<Tensor>> {
-    let x = n.input(0)?;
+    let x = n.input_min_rank(0, 2)?;
     let xs = x.shape();
     let g = n.int("num_groups", 1).max(1) as usize;
     let (nb, c) = (xs[0], xs[1]);
@@ -541,7 +597,7 @@ fn mvn(n: &Node) -> Result<Vec<Tensor>> {
 }
 
 fn lrn(n: &Node) -> Result<Vec<Tensor>> {
-    let x = n.input(0)?;
+    let x = n.input_min_rank(0, 2)?;
     let size = n.int("size", 1).max(1) as usize;
     let (alpha, beta, bias) = (
         n.float("alpha", 1e-4) as f64,
@@ -550,12 +606,15 @@ fn lrn(n: &Node) -> Result<Vec<Tensor>> {
     );
     let c = x.shape()[1];
     let sq = x.try_mul(x)?;
-    let lo = (size - 1) / 2;
+    // The window reaches `lo` channels down and `hi` up; reaches past the channels add only
+    // zeros, so a window wider than the channels is cut to them (same sums, bounded work).
+    let lo = ((size - 1) / 2).min(c);
+    let hi = (size - 1 - (size - 1) / 2).min(c);
     let mut pads = vec![(0i64, 0i64); x.ndim()];
-    pads[1] = (lo as i64, (size - 1 - lo) as i64);
+    pads[1] = (lo as i64, hi as i64);
     let padded = pad_full(&sq, &pads, "constant", 0.0)?;
     let mut sum = sq.const_like(0.0);
-    for k in 0..size {
+    for k in 0..=lo + hi {
         let mut arg: Vec<(usize, usize)> = padded.shape().iter().map(|&d| (0, d)).collect();
         arg[1] = (k, k + c);
         sum = sum.try_add(padded.try_shrink(&arg)?)?;
@@ -619,13 +678,35 @@ impl Fold {
         if block.len() != k || k == 0 {
             return Err(bad(n.op(), format!("image {image:?} and block {block:?}")));
         }
-        Ok(Fold {
+        let pads = n.ints("pads").unwrap_or_else(|| vec![0; 2 * k]);
+        if pads.len() != 2 * k || pads.iter().any(|&p| !(0..=1 << 40).contains(&p)) {
+            return Err(bad(n.op(), format!("pads {pads:?} for {k} spatial axes")));
+        }
+        let fold = Fold {
             strides: list(n, "strides", k, 1)?,
             dil: list(n, "dilations", k, 1)?,
-            pads: n.ints("pads").unwrap_or_else(|| vec![0; 2 * k]),
+            pads,
             image,
             block,
-        })
+        };
+        if fold.image.iter().any(|&d| d > 1 << 40) {
+            return Err(bad(n.op(), format!("image {:?}", fold.image)));
+        }
+        // Every block must fit in the padded image (so block counts and offsets exist).
+        let padded = fold.padded();
+        for (i, &room) in padded.iter().enumerate() {
+            let span = (fold.dil[i] as u128) * (fold.block[i] as u128 - 1) + 1;
+            if span > room as u128 {
+                return Err(bad(
+                    n.op(),
+                    format!(
+                        "block {:?} (dilations {:?}) does not fit image {:?} padded by {:?}",
+                        fold.block, fold.dil, fold.image, fold.pads
+                    ),
+                ));
+            }
+        }
+        Ok(fold)
     }
 
     /// The padded image size per axis.
@@ -662,7 +743,20 @@ fn col2im(n: &Node) -> Result<Vec<Tensor>> {
     let x = n.input(0)?;
     let f = Fold::read(n)?;
     let xs = x.shape();
-    let taps: usize = f.block.iter().product();
+    let taps = f
+        .block
+        .iter()
+        .try_fold(1usize, |a, &b| a.checked_mul(b))
+        .filter(|&t| t <= xs.get(1).copied().unwrap_or(0).max(1))
+        .ok_or_else(|| {
+            bad(
+                n.op(),
+                format!(
+                    "blocks {:?} have more taps than input {xs:?} has columns",
+                    f.block
+                ),
+            )
+        })?;
     if xs.len() != 3 || xs[1] % taps != 0 {
         return Err(bad(
             n.op(),

@@ -6,7 +6,7 @@ use picograd_core::{DType, Result, Tensor};
 
 use super::super::node::{bad, Node};
 use super::super::values::dtype_of;
-use super::{math, norm_axis, one, Handler};
+use super::{math, one, Handler};
 
 /// The handler for `op` if it is a quantization op.
 pub fn lookup(op: &str) -> Option<Handler> {
@@ -27,7 +27,7 @@ fn along(p: &Tensor, x: &Tensor, axis: i64) -> Result<Tensor> {
     if p.ndim() != 1 || p.numel() == 1 && x.ndim() != 1 {
         return Ok(p.clone());
     }
-    let a = norm_axis("QuantizeLinear", axis, x.ndim())?;
+    let a = super::dim_axis("QuantizeLinear", axis, x.ndim())?;
     let mut s = vec![1isize; x.ndim()];
     s[a] = -1;
     p.try_reshape(&s)
@@ -118,7 +118,7 @@ fn centered_weight(w: &Tensor, zp: Option<&Tensor>) -> Result<Tensor> {
     let v = w.cast(DType::I32);
     let Some(z) = zp else { return Ok(v) };
     let z = z.cast(DType::I32);
-    if z.ndim() == 1 && z.numel() > 1 {
+    if z.ndim() == 1 && z.numel() > 1 && w.ndim() > 0 {
         let mut s = vec![1isize; w.ndim()];
         s[0] = -1;
         return v.try_sub(z.try_reshape(&s)?);

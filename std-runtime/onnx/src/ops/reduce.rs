@@ -108,7 +108,7 @@ pub fn arg_extreme(x: &Tensor, axis: isize, max: bool, last: bool) -> Result<Ten
 
 fn arg(n: &Node, max: bool) -> Result<Vec<Tensor>> {
     let x = n.input(0)?;
-    let a = norm_axis(n.op(), n.int("axis", 0), x.ndim())?;
+    let a = super::dim_axis(n.op(), n.int("axis", 0), x.ndim())?;
     let y = arg_extreme(x, a as isize, max, n.int("select_last_index", 0) != 0)?;
     if n.int("keepdims", 1) != 0 {
         return one(y);
@@ -124,7 +124,7 @@ fn cumulative(n: &Node, prod: bool) -> Result<Vec<Tensor>> {
         .ints_input(1)?
         .and_then(|v| v.first().copied())
         .ok_or_else(|| bad(n.op(), "no axis"))?;
-    let a = norm_axis(n.op(), axis, x.ndim())?;
+    let a = super::dim_axis(n.op(), axis, x.ndim())?;
     let ax = a as isize;
     let (excl, rev) = (n.int("exclusive", 0) != 0, n.int("reverse", 0) != 0);
     let mut t = if rev { x.try_flip(&[ax])? } else { x.clone() };

@@ -199,7 +199,7 @@ fn initial(n: &Node, cell: Cell, d: usize, batch: usize, hs: usize, dtype: DType
         match n.opt(i) {
             Some(t) if layout => pick(&t.try_transpose(0, 1)?, d),
             Some(t) => pick(t, d),
-            None => Ok(Tensor::zeros(&[batch, hs], dtype)),
+            None => Tensor::try_zeros(&[batch, hs], dtype),
         }
     };
     Ok(State {
@@ -244,16 +244,35 @@ fn run_direction(
 
 fn recurrent(n: &Node, cell: Cell) -> Result<Vec<Tensor>> {
     let layout = n.int("layout", 0) != 0;
-    let x = n.input(0)?;
+    let x = n.input_rank(0, 3)?;
+    let (w, r) = (n.input_rank(1, 3)?, n.input_rank(2, 3)?);
+    n.opt_rank(3, 2)?;
+    n.opt_rank(4, 1)?;
+    n.opt_rank(5, 3)?;
+    n.opt_rank(6, 3)?;
+    n.opt_rank(7, 2)?;
     let x = if layout {
         x.try_transpose(0, 1)?
     } else {
         x.clone()
     };
-    let hs = match n.int("hidden_size", 0) {
-        h if h > 0 => h as usize,
-        _ => n.input(2)?.shape()[2],
-    };
+    let hs = r.shape()[2];
+    let h_attr = n.int("hidden_size", 0);
+    let gh = cell.gates().checked_mul(hs);
+    if (h_attr > 0 && h_attr as u64 != hs as u64)
+        || gh != Some(w.shape()[1])
+        || gh != Some(r.shape()[1])
+    {
+        return Err(bad(
+            n.op(),
+            format!(
+                "W {:?} and R {:?} do not fit hidden_size {h_attr} ({} gates)",
+                w.shape(),
+                r.shape(),
+                cell.gates()
+            ),
+        ));
+    }
     let dirs: &[bool] = match n.string("direction", "forward").as_str() {
         "forward" => &[false],
         "reverse" => &[true],

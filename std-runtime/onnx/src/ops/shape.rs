@@ -8,7 +8,7 @@ use picograd_core::{DType, Result, Tensor};
 
 use super::super::node::{bad, Node};
 use super::super::values::{checked_numel, dtype_of, tensor_from_proto};
-use super::{norm_axis, one, Handler};
+use super::{dim_axis, norm_axis, one, Handler};
 
 /// The handler for `op` if it is a shape op.
 pub fn lookup(op: &str) -> Option<Handler> {
@@ -36,7 +36,7 @@ pub fn lookup(op: &str) -> Option<Handler> {
         "Trilu" => trilu,
         "OneHot" => one_hot,
         "CenterCropPad" => center_crop_pad,
-        "OptionalHasElement" => |n| one(Tensor::from_slice(&[n.opt(0).is_some()], &[])),
+        "OptionalHasElement" => |n| one(Tensor::try_from_slice(&[n.opt(0).is_some()], &[])?),
         "OptionalGetElement" => |n| one(n.input(0)?.clone()),
         "ReverseSequence" => reverse_sequence,
         "TensorScatter" => tensor_scatter,
@@ -117,7 +117,7 @@ fn squeeze(n: &Node) -> Result<Vec<Tensor>> {
     let axes = match ints_attr_or_input(n, "axes", 1)? {
         Some(a) => a
             .iter()
-            .map(|&a| norm_axis("Squeeze", a, shape.len()))
+            .map(|&a| dim_axis("Squeeze", a, shape.len()))
             .collect::<Result<Vec<_>>>()?,
         None => (0..shape.len()).filter(|&i| shape[i] == 1).collect(),
     };
@@ -170,19 +170,27 @@ fn concat(n: &Node) -> Result<Vec<Tensor>> {
 
 fn split(n: &Node) -> Result<Vec<Tensor>> {
     let x = n.input(0)?;
-    let a = norm_axis("Split", n.int("axis", 0), x.ndim())?;
+    let a = dim_axis("Split", n.int("axis", 0), x.ndim())?;
     let dim = x.shape()[a];
+    let outputs = n.proto.output.len();
     let sizes: Vec<usize> = match ints_attr_or_input(n, "split", 1)? {
         Some(s) => s.iter().map(|&v| v.max(0) as usize).collect(),
         None => {
-            let parts = n.int("num_outputs", n.proto.output.len() as i64).max(1) as usize;
+            let parts = n.int("num_outputs", outputs as i64).max(1);
+            if parts as u64 > outputs.max(1) as u64 {
+                return Err(bad(
+                    "Split",
+                    format!("num_outputs {parts} for a node with {outputs} outputs"),
+                ));
+            }
+            let parts = parts as usize;
             let each = dim.div_ceil(parts);
             (0..parts)
                 .map(|i| each.min(dim.saturating_sub(i * each)))
                 .collect()
         }
     };
-    if sizes.iter().sum::<usize>() != dim {
+    if sizes.iter().try_fold(0usize, |t, &s| t.checked_add(s)) != Some(dim) {
         return Err(bad(
             "Split",
             format!("sizes {sizes:?} do not add up to {dim}"),
@@ -276,9 +284,11 @@ pub fn pad_full(x: &Tensor, pads: &[(i64, i64)], mode: &str, value: f64) -> Resu
         .iter()
         .zip(pads)
         .map(|(&d, &(b, e))| {
-            let lo = (-b).max(0) as usize;
-            let hi = (d as i64 - (-e).max(0)).max(lo as i64) as usize;
-            (lo.min(d), hi.min(d))
+            // i128: pads of any i64 value (i64::MIN included) negate without overflow.
+            let (d, b, e) = (d as i128, b as i128, e as i128);
+            let lo = (-b).clamp(0, d);
+            let hi = (d - (-e).max(0)).clamp(lo, d);
+            (lo as usize, hi as usize)
         })
         .collect();
     let x = x.try_shrink(&crop)?;
@@ -314,7 +324,7 @@ fn pad_axis(x: &Tensor, a: usize, b: usize, e: usize, mode: &str) -> Result<Tens
         x.try_shrink(&arg)
     };
     let (before, after) = match mode {
-        "edge" => {
+        "edge" if d > 0 => {
             let mut s = x.shape();
             s[a] = b;
             let l = part(0, 1)?.try_expand(&s)?;
@@ -355,8 +365,12 @@ fn tile(n: &Node) -> Result<Vec<Tensor>> {
     let total: Vec<i64> = shape
         .iter()
         .zip(&reps)
-        .map(|(&d, &r)| d as i64 * r)
-        .collect();
+        .map(|(&d, &r)| {
+            (d as i64)
+                .checked_mul(r)
+                .ok_or_else(|| bad("Tile", format!("repeats {reps:?} for shape {shape:?}")))
+        })
+        .collect::<Result<_>>()?;
     checked_numel("Tile", &total)?;
     let inter: Vec<usize> = shape.iter().flat_map(|&d| [1, d]).collect();
     let big: Vec<usize> = shape
@@ -391,7 +405,7 @@ fn constant_of_shape(n: &Node) -> Result<Vec<Tensor>> {
         }
         None => (0.0, DType::F32),
     };
-    one(Tensor::full(&s, v, d))
+    one(Tensor::try_full(&s, v, d)?)
 }
 
 fn range(n: &Node) -> Result<Vec<Tensor>> {
@@ -450,13 +464,16 @@ fn dropout(n: &Node) -> Result<Vec<Tensor>> {
             "training mode with a nonzero ratio (random) is not supported",
         ));
     }
-    Ok(vec![x.clone(), Tensor::full(&x.shape(), 1.0, DType::Bool)])
+    Ok(vec![
+        x.clone(),
+        Tensor::try_full(&x.shape(), 1.0, DType::Bool)?,
+    ])
 }
 
 fn depth_to_space(n: &Node) -> Result<Vec<Tensor>> {
     let x = n.input(0)?;
-    let b = n.int("blocksize", 1).max(1) as usize;
     let [nn, c, h, w] = four(x, "DepthToSpace")?;
+    let b = blocksize(n, c, h, w)?;
     let c2 = c / (b * b);
     let y = if n.string("mode", "DCR") == "CRD" {
         x.try_reshape(&isz(&[nn, c2, b, b, h, w]))?
@@ -470,8 +487,8 @@ fn depth_to_space(n: &Node) -> Result<Vec<Tensor>> {
 
 fn space_to_depth(n: &Node) -> Result<Vec<Tensor>> {
     let x = n.input(0)?;
-    let b = n.int("blocksize", 1).max(1) as usize;
     let [nn, c, h, w] = four(x, "SpaceToDepth")?;
+    let b = blocksize(n, c, h, w)?;
     // DCR puts the block offsets before the channel, CRD after it.
     let order = if n.string("mode", "DCR") == "CRD" {
         [0, 1, 3, 5, 2, 4]
@@ -484,6 +501,26 @@ fn space_to_depth(n: &Node) -> Result<Vec<Tensor>> {
     one(y.try_reshape(&isz(&[nn, c * b * b, h / b, w / b]))?)
 }
 
+/// The `blocksize` attribute, which must be positive and small enough that `c·b²`, `h·b` and
+/// `w·b` exist.
+fn blocksize(n: &Node, c: usize, h: usize, w: usize) -> Result<usize> {
+    let b = n.int("blocksize", 1);
+    let ok = usize::try_from(b).ok().filter(|&b| {
+        b > 0
+            && b.checked_mul(b)
+                .and_then(|bb| bb.checked_mul(c.max(1)))
+                .is_some_and(|v| v <= isize::MAX as usize)
+            && b.checked_mul(h.max(w).max(1))
+                .is_some_and(|v| v <= isize::MAX as usize)
+    });
+    ok.ok_or_else(|| {
+        bad(
+            n.op(),
+            format!("blocksize {b} for input [_, {c}, {h}, {w}]"),
+        )
+    })
+}
+
 fn four(x: &Tensor, op: &str) -> Result<[usize; 4]> {
     let s = x.shape();
     s.as_slice()
@@ -493,8 +530,8 @@ fn four(x: &Tensor, op: &str) -> Result<[usize; 4]> {
 
 /// `col − row` for an `r×c` grid, as i64.
 fn diag_offsets(r: usize, c: usize) -> Result<Tensor> {
-    let rows = Tensor::arange(0.0, r as f64, 1.0, DType::I64).try_reshape(&[r as isize, 1])?;
-    let cols = Tensor::arange(0.0, c as f64, 1.0, DType::I64).try_reshape(&[1, c as isize])?;
+    let rows = Tensor::try_arange(0.0, r as f64, 1.0, DType::I64)?.try_reshape(&[r as isize, 1])?;
+    let cols = Tensor::try_arange(0.0, c as f64, 1.0, DType::I64)?.try_reshape(&[1, c as isize])?;
     cols.try_sub(&rows)
 }
 
@@ -546,7 +583,7 @@ fn one_hot(n: &Node) -> Result<Vec<Tensor>> {
     let idx = idx.try_unsqueeze(a as isize)?;
     let mut shp = vec![1isize; rank];
     shp[a] = depth as isize;
-    let ar = Tensor::arange(0.0, depth as f64, 1.0, DType::I64).try_reshape(&shp)?;
+    let ar = Tensor::try_arange(0.0, depth as f64, 1.0, DType::I64)?.try_reshape(&shp)?;
     let off = values.try_slice(&[(0, 1, 1)])?.try_reshape(&[])?;
     let on = values.try_slice(&[(1, 2, 1)])?.try_reshape(&[])?;
     one(idx.try_eq(&ar)?.try_where(&on, &off)?)
@@ -586,15 +623,15 @@ fn center_crop_pad(n: &Node) -> Result<Vec<Tensor>> {
 fn arange_on(n: usize, a: usize, r: usize) -> Result<Tensor> {
     let mut s = vec![1isize; r];
     s[a] = n as isize;
-    Tensor::arange(0.0, n as f64, 1.0, DType::I64).try_reshape(&s)
+    Tensor::try_arange(0.0, n as f64, 1.0, DType::I64)?.try_reshape(&s)
 }
 
 /// Reverses the first `sequence_lens[b]` steps of each batch entry (a gather along time).
 fn reverse_sequence(n: &Node) -> Result<Vec<Tensor>> {
     let x = n.input(0)?;
     let (xs, r) = (x.shape(), x.ndim());
-    let ba = norm_axis(n.op(), n.int("batch_axis", 1), r)?;
-    let ta = norm_axis(n.op(), n.int("time_axis", 0), r)?;
+    let ba = dim_axis(n.op(), n.int("batch_axis", 1), r)?;
+    let ta = dim_axis(n.op(), n.int("time_axis", 0), r)?;
     let lens = n.input(1)?.cast(DType::I64);
     let mut ls = vec![1isize; r];
     ls[ba] = xs[ba] as isize;
@@ -610,13 +647,19 @@ fn reverse_sequence(n: &Node) -> Result<Vec<Tensor>> {
 fn tensor_scatter(n: &Node) -> Result<Vec<Tensor>> {
     let (cache, upd) = (n.input(0)?, n.input(1)?);
     let (cs, r) = (cache.shape(), cache.ndim());
-    let a = norm_axis(n.op(), n.int("axis", -2), r)?;
+    let a = dim_axis(n.op(), n.int("axis", -2), r)?;
+    if upd.ndim() != r || cs[a] == 0 {
+        return Err(bad(
+            n.op(),
+            format!("update {:?} for cache {cs:?} along axis {a}", upd.shape()),
+        ));
+    }
     let (len, steps) = (cs[a] as i64, upd.shape()[a] as i64);
     let mut ws = vec![1isize; r];
     ws[0] = cs[0] as isize;
     let write = match n.opt(2) {
         Some(w) => w.cast(DType::I64).try_reshape(&ws)?,
-        None => Tensor::from_slice(&[0i64], &[1]).try_reshape(&vec![1; r])?,
+        None => Tensor::try_from_slice(&[0i64], &[1])?.try_reshape(&vec![1; r])?,
     };
     let mut s = arange_on(cs[a], a, r)?.try_sub(&write)?;
     if n.string("mode", "linear") == "circular" {

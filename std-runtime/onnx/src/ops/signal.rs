@@ -22,6 +22,9 @@ pub fn lookup(op: &str) -> Option<Handler> {
     })
 }
 
+/// Most entries of a transform's (or a mel filter bank's) matrix: a 4096-point DFT.
+const MAX_MATRIX: usize = 1 << 24;
+
 /// Which transform, and its sizes: `inputs` samples read, `outputs` produced, length `len`.
 struct Plan {
     inverse: bool,
@@ -49,6 +52,19 @@ impl Plan {
 
     /// The transform of `re + i·im` (signal axis last) as (real, imaginary) parts.
     fn apply(&self, re: &Tensor, im: Option<&Tensor>, dtype: DType) -> Result<(Tensor, Tensor)> {
+        if self
+            .inputs
+            .checked_mul(self.outputs)
+            .is_none_or(|e| e > MAX_MATRIX)
+        {
+            return Err(bad(
+                "DFT",
+                format!(
+                    "a {}-point transform needs a {}×{} matrix (at most {MAX_MATRIX} entries)",
+                    self.len, self.inputs, self.outputs
+                ),
+            ));
+        }
         let (c, s) = self.matrices();
         let shape = [self.inputs, self.outputs];
         let c = Tensor::try_from_f64s(&c, &shape, dtype)?;
@@ -244,7 +260,20 @@ fn mel_weight_matrix(n: &Node) -> Result<Vec<Tensor>> {
             .and_then(|v| v.first().copied())
             .ok_or_else(|| bad("MelWeightMatrix", format!("input {i}")))
     };
-    let (bins, dft_len, rate) = (num(0)? as usize, num(1)? as i64, num(2)?);
+    let (bins, dft_len, rate) = (num(0)?, num(1)?, num(2)?);
+    let rows_f = (dft_len / 2.0).floor() + 1.0;
+    if !(0.0..=MAX_MATRIX as f64).contains(&bins)
+        || !(1.0..=MAX_MATRIX as f64).contains(&rows_f)
+        || bins * rows_f > MAX_MATRIX as f64
+    {
+        return Err(bad(
+            "MelWeightMatrix",
+            format!(
+                "{bins} mel bins of a {dft_len}-point DFT (at most {MAX_MATRIX} matrix entries)"
+            ),
+        ));
+    }
+    let (bins, dft_len) = (bins as usize, dft_len as i64);
     let (lo, hi) = (num(3)?, num(4)?);
     let mel = |hz: f64| 2595.0 * (hz / 700.0).ln_1p() / 10f64.ln();
     let step = (mel(hi) - mel(lo)) / (bins + 2) as f64;
@@ -263,13 +292,16 @@ fn mel_weight_matrix(n: &Node) -> Result<Vec<Tensor>> {
     };
     for i in 0..bins {
         let (l, c, h) = (edges[i], edges[i + 1], edges[i + 2]);
+        // Only the rows that exist are visited (edges can lie far outside them).
+        let inside = |from: i64, to: i64| from.max(0)..to.min(rows as i64);
         if c == l {
             set(c, i, 1.0);
         } else {
-            (l..=c).for_each(|j| set(j, i, (j - l) as f64 / (c - l) as f64));
+            inside(l, c.saturating_add(1))
+                .for_each(|j| set(j, i, (j as f64 - l as f64) / (c as f64 - l as f64)));
         }
         if h > c {
-            (c..h).for_each(|j| set(j, i, (h - j) as f64 / (h - c) as f64));
+            inside(c, h).for_each(|j| set(j, i, (h as f64 - j as f64) / (h as f64 - c as f64)));
         }
     }
     let d = super::super::values::dtype_of(n.int("output_datatype", 1) as i32)
