@@ -246,10 +246,17 @@ pub(crate) fn load(file: &File, path: &Path) -> Result<Library> {
             path.display()
         ))
     };
+    // Without /proc (a bare chroot) the checked path itself is loaded: the folder is private,
+    // so only the user could swap the file in between.
     #[cfg(target_os = "linux")]
     let target = {
         use std::os::fd::AsRawFd;
-        PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()))
+        let by_fd = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+        if by_fd.exists() {
+            by_fd
+        } else {
+            path.to_path_buf()
+        }
     };
     #[cfg(not(target_os = "linux"))]
     let target = {
