@@ -147,9 +147,18 @@ fn run_and_compile_refuse_planted_caches_and_folders() {
         "host",
         "--out",
         bundle.to_str().unwrap(),
+        // The built bundle on real inputs against the desktop run (exit 1 if they disagree).
+        "--input",
+        x,
+        "--check",
     ];
     let o = picograd(&args, &tmp, &theirs);
     assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("device and desktop agree"),
+        "{}",
+        text(&o)
+    );
     assert!(!marker.exists(), "planted code ran: {}", text(&o));
     assert_eq!(listing(&tmp), before_tmp, "a build folder was left behind");
     // A failed compile leaves none either (a description whose compiler fails).
