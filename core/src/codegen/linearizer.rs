@@ -349,6 +349,29 @@ pub fn linearize(
     name: String,
     fused: bool,
 ) -> Result<LinearKernel> {
+    lower(k, bufs, name, fused, &kernel_vars(k))
+}
+
+/// The kernel's symbolic variables (every leaf's views and the full shape), each once, sorted
+/// by name: they become the kernel's arguments.
+fn kernel_vars(k: &Kernel) -> Vec<Node> {
+    let mut vars: Vec<Node> = Vec::new();
+    visit_sts(&k.ast, &mut |st| vars.extend(st.vars()));
+    k.full_shape.iter().for_each(|d| vars.extend(d.vars()));
+    vars.sort_by(|a, b| a.var_name().cmp(&b.var_name()));
+    vars.dedup_by(|a, b| a.var_name() == b.var_name());
+    vars
+}
+
+/// [`linearize`] with the kernel arguments `vars` given: an index variable that is neither one
+/// of them nor a loop counter is an [`Error::Internal`], never a silent 0.
+fn lower(
+    k: &Kernel,
+    bufs: Vec<BufParam>,
+    name: String,
+    fused: bool,
+    vars: &[Node],
+) -> Result<LinearKernel> {
     let rank = k.rank();
     let up_sizes: Vec<i64> = k.full_shape[k.first_upcast..]
         .iter()
@@ -370,11 +393,6 @@ pub fn linearize(
         )
     };
     let loop_idxs: Vec<Node> = (0..rank).map(var_for).collect();
-    let mut vars: Vec<Node> = Vec::new();
-    visit_sts(&k.ast, &mut |st| vars.extend(st.vars()));
-    k.full_shape.iter().for_each(|d| vars.extend(d.vars()));
-    vars.sort_by(|a, b| a.var_name().cmp(&b.var_name()));
-    vars.dedup_by(|a, b| a.var_name() == b.var_name());
 
     let mut l = Lin {
         uops: Vec::new(),
@@ -397,7 +415,7 @@ pub fn linearize(
             Vec::new(),
         );
     }
-    for v in &vars {
+    for v in vars {
         let name: Arc<str> = Arc::from(v.var_name().unwrap_or("v"));
         let u = l.push(
             UOpKind::DefineVar {
@@ -502,4 +520,72 @@ pub fn linearize(
         vars,
         cost: l.cost,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    //! The unknown-variable invariant: a kernel whose index reads a variable it does not bind is
+    //! refused with [`Error::Internal`] naming the variable (it once read 0 in silence).
+
+    use super::*;
+    use crate::shape::{ShapeTracker, View};
+
+    /// `out[i] = in[i + n]` over 4 elements, `n` a symbolic offset in `[0, 3]`.
+    fn shifted_copy() -> (Kernel, Vec<BufParam>) {
+        let n = Node::var("n", 0, 3);
+        let dims = [Node::cst(4)];
+        let view = View::new(dims.to_vec(), alloc::vec![Node::cst(1)], n, None);
+        let load = Ast::new(
+            AstOp::Load {
+                buf: 1,
+                st: ShapeTracker::from_view(view),
+            },
+            DType::F32,
+            Vec::new(),
+        );
+        let store = AstOp::Store {
+            buf: 0,
+            st: ShapeTracker::from_shape(&dims),
+        };
+        let k = Kernel {
+            ast: Ast::new(store, DType::F32, alloc::vec![load]),
+            full_shape: dims.to_vec(),
+            first_reduce: 1,
+            first_upcast: 1,
+            upcast_is_reduce: Vec::new(),
+        };
+        let buf = |size, writable| BufParam {
+            dtype: DType::F32,
+            size,
+            writable,
+        };
+        (k, alloc::vec![buf(4, true), buf(7, false)])
+    }
+
+    #[test]
+    fn a_bound_variable_becomes_a_kernel_argument() {
+        let (k, bufs) = shifted_copy();
+        let lk = linearize(&k, bufs, "shifted".into(), false).expect("n is bound");
+        let names: Vec<&str> = lk.vars.iter().map(|v| &*v.0).collect();
+        assert_eq!(names, ["n"]);
+        let defined = lk
+            .uops
+            .iter()
+            .any(|u| matches!(&u.kind, UOpKind::DefineVar { name, .. } if &**name == "n"));
+        assert!(defined, "no DefineVar for n in {:?}", lk.uops);
+    }
+
+    #[test]
+    fn an_unbound_index_variable_is_an_internal_error() {
+        let (k, bufs) = shifted_copy();
+        // Lower with no kernel arguments: `n` in the load's offset has no loop and no argument.
+        match lower(&k, bufs, "shifted".into(), false, &[]) {
+            Err(Error::Internal(m)) => {
+                assert!(m.contains("`n`"), "message does not name the variable: {m}");
+                assert!(m.contains("no loop or kernel argument"), "message: {m}");
+            }
+            Err(e) => panic!("expected Error::Internal, got {e:?}"),
+            Ok(lk) => panic!("lowered with an unbound variable: {:?}", lk.uops),
+        }
+    }
 }
