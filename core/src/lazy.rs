@@ -20,6 +20,9 @@ use crate::error::{Error, Result};
 use crate::ops::{AluOp, ReduceOp, Scalar};
 use crate::shape::{ShapeTracker, Sint};
 
+pub mod split_reduce;
+pub use split_reduce::SPLIT_THRESHOLD;
+
 /// What a base computes.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum LazyOp {
@@ -393,7 +396,9 @@ impl LazyBuffer {
         ))
     }
 
-    /// Reduces over `axes`, keeping them as size 1.
+    /// Reduces over `axes`, keeping them as size 1. A float sum longer than
+    /// [`SPLIT_THRESHOLD`] is built as block sums (see [`split_reduce`]): the order of its
+    /// additions is fixed here, for every device.
     pub fn reduce(&self, op: ReduceOp, axes: &[usize]) -> Result<LazyBuffer> {
         let mut axes: Vec<usize> = axes.to_vec();
         axes.sort_unstable();
@@ -409,6 +414,9 @@ impl LazyBuffer {
         }
         if axes.is_empty() {
             return Ok(self.clone());
+        }
+        if let Some(split) = split_reduce::split_sum(self, op, &axes)? {
+            return Ok(split);
         }
         let shape: Vec<Sint> = self
             .shape()
