@@ -492,3 +492,64 @@ fn model_files_have_no_heap_no_stdio_and_const_weights() {
         assert!(b.manifest_json.contains("\"lower_bound_bytes\""));
     }
 }
+
+/// `y[i] = sum_j (x[i] + w[j])` over 70,001 values of `j`: longer than the split threshold, so
+/// summed in blocks (README, "Sizes, NaN and long-running processes").
+fn long_sum() -> Model {
+    let len = 70_001;
+    let x = t(&seq(3, 2.0, 0.5), &[3, 1]);
+    let w = t(&seq(len, 1.0, 0.25), &[1, len]);
+    let p = alu(
+        &x.try_expand(&[3, len]).unwrap(),
+        AluOp::Add,
+        &w.try_expand(&[3, len]).unwrap(),
+    );
+    let y = p.try_reduce(ReduceOp::Sum, Some(&[1]), false).unwrap();
+    Model {
+        name: "long_sum",
+        inputs: vec![("x", x)],
+        outputs: vec![("y", y)],
+    }
+}
+
+/// The split order is part of the graph, so exported C sums a long reduction exactly as the
+/// interpreter and the Clang device do: the same bits, not just close.
+#[test]
+fn exported_long_sum_equals_the_clang_device_bit_for_bit() {
+    let m = long_sum();
+    let (cap, outs) = capture(&m);
+    let want = expected(&outs);
+    picograd::init();
+    let clang: Arc<dyn Device> =
+        picograd::runtime::clang().expect("no C compiler: the Clang device cannot run");
+    let x = m.inputs[0].1.to_device(&clang);
+    let w = Tensor::try_from_slice_on(&seq(70_001, 1.0, 0.25), &[1, 70_001], &clang).unwrap();
+    let y = alu(
+        &x.try_expand(&[3, 70_001]).unwrap(),
+        AluOp::Add,
+        &w.try_expand(&[3, 70_001]).unwrap(),
+    )
+    .try_reduce(ReduceOp::Sum, Some(&[1]), false)
+    .unwrap();
+    let on_clang = y.to_f64_vec().unwrap();
+    compare("long_sum: Clang device", &on_clang, &want, true);
+    let opts = ExportOptions::default();
+    let bundle = export(&cap, &names(&m), &opts).unwrap();
+    let c = String::from_utf8(bundle.file("model.c").unwrap().to_vec()).unwrap();
+    let kernels = c
+        .lines()
+        .filter(|l| l.starts_with("static void model_k"))
+        .count();
+    assert_eq!(
+        kernels, 3,
+        "block sums, leftover sum, sum of block sums:\n{c}"
+    );
+    let dir = tmp_dir("long_sum");
+    write_bundle(&bundle, &dir).unwrap();
+    std::fs::write(dir.join("main.c"), harness(&m, &opts)).unwrap();
+    for cc in compilers() {
+        let got = build_and_run(&dir, &bundle, cc, &["-O2"], false);
+        compare(&format!("long_sum {cc} -O2"), &got, &on_clang, true);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -90,10 +90,20 @@ fn sum_of_16781312_ones_is_exact_on_every_device() {
         let one = Tensor::try_from_slice_on(&[1.0f32], &[1], &dev).unwrap();
         let ones = one.try_expand(&[n]).unwrap();
         let s = ones.try_sum(&[0], false).unwrap();
-        assert_eq!(s.to_vec::<f32>().unwrap(), vec![n as f32], "on {}", dev.name());
+        assert_eq!(
+            s.to_vec::<f32>().unwrap(),
+            vec![n as f32],
+            "on {}",
+            dev.name()
+        );
         // mean composes from the sum: exact too.
         let m = ones.try_mean(&[0], false).unwrap();
-        assert_eq!(m.to_vec::<f32>().unwrap(), vec![1.0], "mean on {}", dev.name());
+        assert_eq!(
+            m.to_vec::<f32>().unwrap(),
+            vec![1.0],
+            "mean on {}",
+            dev.name()
+        );
     }
 }
 
@@ -111,7 +121,11 @@ fn sum_of_24_million_random_values_is_within_1e6_of_f64() {
     let got = x.try_sum(&[0], false).unwrap().to_vec::<f32>().unwrap()[0];
     let err = (f64::from(got) - exact).abs() / exact;
     assert!(err < 1e-6, "sum {got} vs f64 {exact}: relative error {err}");
-    assert_eq!(got.to_bits(), rule_sum(&xs).to_bits(), "the documented order");
+    assert_eq!(
+        got.to_bits(),
+        rule_sum(&xs).to_bits(),
+        "the documented order"
+    );
 }
 
 #[test]
@@ -135,7 +149,11 @@ fn split_sums_agree_bit_for_bit_on_interpreter_clang_and_the_rule() {
             .try_reduce(ReduceOp::Sum, Some(&[1]), false)
             .unwrap();
         let bits = |t: &Tensor| -> Vec<u32> {
-            t.to_vec::<f32>().unwrap().iter().map(|f| f.to_bits()).collect()
+            t.to_vec::<f32>()
+                .unwrap()
+                .iter()
+                .map(|f| f.to_bits())
+                .collect()
         };
         seen.push((bits(&row_sums), bits(&cross), dev.name().to_string()));
         // Each device folds products as it documents (`fused_mulacc`), in the same order.

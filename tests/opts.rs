@@ -299,6 +299,58 @@ fn heuristic_tiles_matmuls_and_vectorizes_elementwise() {
     assert_eq!(opts, vec![Opt::Upcast { axis: 0, amount: 8 }]);
 }
 
+/// A long float sum splits into block sums in the graph (README, "Sizes, NaN and long-running
+/// processes"), before any kernel is optimized: each of its kernels — the block sums, the
+/// leftover's sum, the sum of block sums — gives the same bits optimized as unoptimized, with
+/// and without fused multiply-adds.
+#[test]
+fn heuristic_opts_keep_results_of_split_reductions() {
+    picograd::init();
+    let len = 70_001; // above the split threshold, with a leftover
+    let a = Tensor::from_slice(&data(3 * len), &[3, len]);
+    let b = Tensor::from_slice(&data(len), &[1, len]);
+    let dots = a
+        .try_alu(AluOp::Mul, &[&b.try_expand(&[3, len]).unwrap()])
+        .unwrap()
+        .try_reduce(ReduceOp::Sum, Some(&[1]), false)
+        .unwrap();
+    let items = schedule(&[dots.lazy().contiguous()]).unwrap();
+    assert_eq!(items.len(), 3, "blocks, leftover, sum of blocks");
+    let devs = devices();
+    let mut optimized = false;
+    for item in &items {
+        for fused in [false, true] {
+            let base = run_lowered(item, &[], &devs[0], fused);
+            for dev in &devs {
+                assert_eq!(
+                    run_lowered(item, &[], dev, fused),
+                    base,
+                    "on {}",
+                    dev.name()
+                );
+                for width in [4, 8, 16] {
+                    let mut k = Kernel::new(&item.ast).unwrap();
+                    let opts = hand_coded(&mut k, &OptConfig::for_vec_width(width));
+                    optimized |= !opts.is_empty();
+                    assert_eq!(
+                        run_lowered(item, &opts, dev, fused),
+                        base,
+                        "fused={fused} {opts:?} ({}) on {}",
+                        k.describe(),
+                        dev.name()
+                    );
+                }
+            }
+        }
+        // Realize this kernel's output so the next kernel's inputs exist.
+        picograd::realize::run_schedule(std::slice::from_ref(item)).unwrap();
+    }
+    assert!(
+        optimized,
+        "the heuristic optimized none of the split kernels"
+    );
+}
+
 /// The loop nesting depth at each UOp, and for each UOp the depth where its value is defined.
 fn depths(lk: &LinearKernel) -> Vec<usize> {
     let mut d = 0;
