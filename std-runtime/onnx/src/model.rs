@@ -369,10 +369,10 @@ impl Model {
                 ));
             }
         }
-        let given: HashSet<&str> = inputs.iter().map(|(n, _)| n.as_str()).collect();
+        let known = self.host_known(inputs);
         for &i in &self.order {
             let node = &self.graph.node[i];
-            check_gather_indices(node, &env, &given).map_err(|e| in_node(e, node))?;
+            check_indices(node, &env, &known).map_err(|e| in_node(e, node))?;
             self.eval_node(node, &mut env)
                 .map_err(|e| in_node(e, node))?;
         }
@@ -386,6 +386,18 @@ impl Model {
                     )
                 })
             })
+            .collect()
+    }
+
+    /// The values whose data is on the host before anything is computed: the caller's inputs,
+    /// the initializers and the outputs of `Constant` nodes.
+    fn host_known<'a>(&'a self, inputs: &'a [(String, Tensor)]) -> HashSet<&'a str> {
+        let consts = self.graph.node.iter().filter(|n| {
+            n.op_type == "Constant" && is_default_domain(&n.domain) && n.input.is_empty()
+        });
+        (inputs.iter().map(|(n, _)| n.as_str()))
+            .chain(self.weights.keys().map(String::as_str))
+            .chain(consts.flat_map(|n| n.output.iter().map(String::as_str)))
             .collect()
     }
 
@@ -578,25 +590,30 @@ fn decode(bytes: &[u8], what: &str) -> Result<ModelProto> {
     })
 }
 
-/// For a Gather or GatherElements whose indices are a caller-given model input: every index
-/// must lie in `[-size, size)` of the data's gathered axis. Checked before the node is
+/// For a Gather, GatherElements, ScatterElements or Scatter whose indices are known on the host
+/// (a caller-given model input, an initializer, a `Constant`): every index must lie in
+/// `[-size, size)` of the data's indexed axis, as ONNX allows. Checked before the node is
 /// evaluated, so an out-of-range index is an error naming the input, the index and the axis
-/// size rather than plausible-looking output.
-fn check_gather_indices(
+/// size rather than plausible-looking output (the lazy ops would read 0 or drop the write).
+/// GatherND and ScatterND run on the host and check every index themselves; OneHot defines an
+/// out-of-range index (a row of `off_value`), so it is not an error there.
+fn check_indices(
     node: &NodeProto,
     env: &HashMap<&str, Tensor>,
-    given: &HashSet<&str>,
+    known: &HashSet<&str>,
 ) -> Result<()> {
     let op: &'static str = match node.op_type.as_str() {
         "Gather" => "Gather",
         "GatherElements" => "GatherElements",
+        "ScatterElements" => "ScatterElements",
+        "Scatter" => "Scatter",
         _ => return Ok(()),
     };
     if !is_default_domain(&node.domain) || node.input.len() < 2 {
         return Ok(());
     }
     let (data, ids) = (node.input[0].as_str(), node.input[1].as_str());
-    if !given.contains(ids) {
+    if !known.contains(ids) {
         return Ok(());
     }
     let (Some(data), Some(ids_t)) = (env.get(data), env.get(ids)) else {

@@ -3,6 +3,9 @@
 //! ones), fixed axes must have their declared size and symbolic axes take any; Gather indices
 //! given as a model input are checked against the gathered axis before anything is computed.
 //! The model: `y = Gather(emb[10,4], ids[n]) + x[n,4]`, checked against a plain reference.
+//! Indices known on the host — initializers and `Constant` nodes too — are checked the same way
+//! for Gather, GatherElements, ScatterElements, GatherND and ScatterND (negative ones wrapped
+//! first, as ONNX says); OneHot defines out-of-range indices (a row of `off_value`).
 
 use picograd_core::Tensor;
 use picograd_onnx::proto::*;
@@ -149,4 +152,224 @@ fn out_of_range_gather_indices_are_refused_before_computing() {
     );
     let e = run_err(&m, Tensor::from_slice(&[-11i64], &[1]), x(1));
     assert!(e.contains("index -11") && e.contains("-10 to 9"), "{e}");
+}
+
+// ---- indices known on the host: initializers and Constant nodes ----
+
+fn ints(name: &str, dims: &[i64], v: &[i64]) -> TensorProto {
+    TensorProto {
+        name: name.into(),
+        dims: dims.to_vec(),
+        data_type: 7,
+        int64_data: v.to_vec(),
+        ..Default::default()
+    }
+}
+
+fn floats(name: &str, dims: &[i64]) -> TensorProto {
+    let n: i64 = dims.iter().product();
+    TensorProto {
+        name: name.into(),
+        dims: dims.to_vec(),
+        data_type: 1,
+        float_data: (0..n).map(|i| i as f32).collect(),
+        ..Default::default()
+    }
+}
+
+/// A model of one node `op` (named `probe`, attributes `attrs`) over initializers `inits`;
+/// when `constant` is given, the input named like it comes from a `Constant` node instead.
+fn one_node(
+    op: &str,
+    attrs: Vec<AttributeProto>,
+    inputs: &[&str],
+    inits: Vec<TensorProto>,
+    constant: Option<TensorProto>,
+) -> Model {
+    let mut nodes = Vec::new();
+    if let Some(c) = constant {
+        nodes.push(NodeProto {
+            op_type: "Constant".into(),
+            name: "const".into(),
+            output: vec![c.name.clone()],
+            attribute: vec![AttributeProto {
+                name: "value".into(),
+                r#type: 4,
+                t: Some(c),
+                ..Default::default()
+            }],
+            ..Default::default()
+        });
+    }
+    nodes.push(NodeProto {
+        op_type: op.into(),
+        name: "probe".into(),
+        input: inputs.iter().map(|s| s.to_string()).collect(),
+        output: vec!["y".into()],
+        attribute: attrs,
+        ..Default::default()
+    });
+    let proto = ModelProto {
+        ir_version: 8,
+        opset_import: vec![OperatorSetIdProto {
+            domain: String::new(),
+            version: 17,
+        }],
+        graph: Some(GraphProto {
+            node: nodes,
+            initializer: inits,
+            output: vec![value("y", 1, &[])],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    Model::from_proto(proto, "probe.onnx").unwrap()
+}
+
+fn axis(v: i64) -> Vec<AttributeProto> {
+    vec![AttributeProto {
+        name: "axis".into(),
+        r#type: 2,
+        i: v,
+        ..Default::default()
+    }]
+}
+
+fn refused(m: &Model) -> String {
+    match m.run(&[]) {
+        Ok(y) => panic!("accepted: {:?}", y[0].to_f64_vec()),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn out_of_range_constant_indices_are_errors_naming_node_value_and_range() {
+    // Gather with an initializer: row 12 of 10.
+    let m = one_node(
+        "Gather",
+        Vec::new(),
+        &["emb", "ids"],
+        vec![floats("emb", &[10, 4]), ints("ids", &[3], &[0, 12, -1])],
+        None,
+    );
+    let e = refused(&m);
+    for want in [
+        "index 12",
+        "element 1",
+        "size 10",
+        "-10 to 9",
+        "'probe'",
+        "Gather",
+    ] {
+        assert!(e.contains(want), "{want}: {e}");
+    }
+    // GatherElements with a Constant node: -5 on an axis of 4 (ONNX allows -4 to 3).
+    let m = one_node(
+        "GatherElements",
+        axis(1),
+        &["x", "ids"],
+        vec![floats("x", &[2, 4])],
+        Some(ints("ids", &[2, 1], &[3, -5])),
+    );
+    let e = refused(&m);
+    for want in [
+        "index -5",
+        "element 1",
+        "-4 to 3",
+        "'probe'",
+        "GatherElements",
+    ] {
+        assert!(e.contains(want), "{want}: {e}");
+    }
+    // ScatterElements: index 2 on an axis of 2.
+    let m = one_node(
+        "ScatterElements",
+        axis(0),
+        &["x", "ids", "u"],
+        vec![floats("x", &[2, 3]), floats("u", &[1, 3])],
+        Some(ints("ids", &[1, 3], &[0, 2, 1])),
+    );
+    let e = refused(&m);
+    for want in [
+        "index 2",
+        "element 1",
+        "-2 to 1",
+        "'probe'",
+        "ScatterElements",
+    ] {
+        assert!(e.contains(want), "{want}: {e}");
+    }
+    // GatherND and ScatterND: the tuple (1, 7) into [2, 3].
+    let m = one_node(
+        "GatherND",
+        Vec::new(),
+        &["x", "ids"],
+        vec![floats("x", &[2, 3]), ints("ids", &[1, 2], &[1, 7])],
+        None,
+    );
+    let e = refused(&m);
+    for want in [
+        "GatherND",
+        "index 7",
+        "axis 1 of size 3",
+        "-3 to 2",
+        "'probe'",
+    ] {
+        assert!(e.contains(want), "{want}: {e}");
+    }
+    let m = one_node(
+        "ScatterND",
+        Vec::new(),
+        &["x", "ids", "u"],
+        vec![floats("x", &[2, 3]), floats("u", &[1])],
+        Some(ints("ids", &[1, 2], &[-3, 0])),
+    );
+    let e = refused(&m);
+    for want in [
+        "ScatterND",
+        "index -3",
+        "axis 0 of size 2",
+        "-2 to 1",
+        "'probe'",
+    ] {
+        assert!(e.contains(want), "{want}: {e}");
+    }
+}
+
+#[test]
+fn in_range_negative_constant_indices_wrap_and_one_hot_defines_out_of_range() {
+    // Gather rows -1 and 0 of [[0, 1], [2, 3], [4, 5]]: rows 2 and 0.
+    let m = one_node(
+        "Gather",
+        Vec::new(),
+        &["x", "ids"],
+        vec![floats("x", &[3, 2]), ints("ids", &[2], &[-1, 0])],
+        None,
+    );
+    let y = m.run(&[]).unwrap().remove(0).to_f64_vec().unwrap();
+    assert_eq!(y, vec![4.0, 5.0, 0.0, 1.0]);
+    // OneHot: ONNX defines an index outside [-depth, depth) as a row of off values.
+    let vals = TensorProto {
+        name: "v".into(),
+        dims: vec![2],
+        data_type: 1,
+        float_data: vec![-1.0, 9.0],
+        ..Default::default()
+    };
+    let depth = TensorProto {
+        name: "d".into(),
+        dims: vec![],
+        data_type: 7,
+        int64_data: vec![3],
+        ..Default::default()
+    };
+    let m = one_node(
+        "OneHot",
+        Vec::new(),
+        &["ids", "d", "v"],
+        vec![ints("ids", &[3], &[1, 3, -1]), depth, vals],
+        None,
+    );
+    let y = m.run(&[]).unwrap().remove(0).to_f64_vec().unwrap();
+    assert_eq!(y, vec![-1.0, 9.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, 9.0]);
 }

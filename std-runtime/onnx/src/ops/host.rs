@@ -4,7 +4,7 @@
 //! `topk` now. Element bytes are moved as they are,
 //! so every dtype keeps its exact values. These run eagerly and are not exportable.
 
-use picograd_core::{DType, Result, Tensor};
+use picograd_core::{DType, Error, Result, Tensor};
 
 use super::super::node::{bad, Node};
 use super::super::values::{checked_numel, dtype_of, tensor_from_le_bytes, to_i64s};
@@ -180,23 +180,18 @@ fn compress(n: &Node) -> Result<Vec<Tensor>> {
 
 /// For GatherND/ScatterND: the flat element offset of each index tuple, and the slice length.
 fn nd_offsets(
+    op: &'static str,
     data: &[usize],
     idx: &Host,
     ivals: &[i64],
     batch: usize,
 ) -> Result<(Vec<usize>, usize)> {
-    let k = *idx
-        .shape
-        .last()
-        .ok_or_else(|| bad("GatherND", "0-d indices"))?;
+    let k = *idx.shape.last().ok_or_else(|| bad(op, "0-d indices"))?;
     if batch >= idx.shape.len()
         || batch.checked_add(k).is_none_or(|d| d > data.len())
         || idx.shape[..batch] != data[..batch]
     {
-        return Err(bad(
-            "GatherND",
-            format!("index depth {k} for data {data:?}"),
-        ));
+        return Err(bad(op, format!("index depth {k} for data {data:?}")));
     }
     let st = strides(data);
     let slice: usize = data[batch + k..].iter().product();
@@ -212,11 +207,22 @@ fn nd_offsets(
         }
         for (j, &v) in tuple.iter().enumerate().take(k) {
             let dim = data[batch + j] as i64;
-            let v = if v < 0 { v + dim } else { v };
-            if v < 0 || v >= dim {
-                return Err(bad("GatherND", format!("index {v} out of range for {dim}")));
+            // ONNX: an index in [-dim, 0) counts from the end.
+            let w = if v < 0 { v + dim } else { v };
+            if w < 0 || w >= dim {
+                return Err(Error::shape(
+                    op,
+                    format!(
+                        "index {v} (element {}) is out of range for axis {} of size {dim} \
+                         (valid: {} to {})",
+                        t * k + j,
+                        batch + j,
+                        -dim,
+                        dim - 1
+                    ),
+                ));
             }
-            off += v as usize * st[batch + j];
+            off += w as usize * st[batch + j];
         }
         offs.push(off);
     }
@@ -228,7 +234,7 @@ fn gather_nd(n: &Node) -> Result<Vec<Tensor>> {
     let idx = Host::of(n.input(1)?)?;
     let ivals = to_i64s(n.input(1)?)?;
     let batch = n.int("batch_dims", 0).max(0) as usize;
-    let (offs, slice) = nd_offsets(&h.shape, &idx, &ivals, batch)?;
+    let (offs, slice) = nd_offsets("GatherND", &h.shape, &idx, &ivals, batch)?;
     let mut out = Vec::with_capacity(offs.len() * slice * h.size());
     for o in offs {
         out.extend_from_slice(&h.bytes[o * h.size()..(o + slice) * h.size()]);
@@ -244,7 +250,7 @@ fn scatter_nd(n: &Node) -> Result<Vec<Tensor>> {
     let h = Host::of(data)?;
     let idx = Host::of(n.input(1)?)?;
     let ivals = to_i64s(n.input(1)?)?;
-    let (offs, slice) = nd_offsets(&h.shape, &idx, &ivals, 0)?;
+    let (offs, slice) = nd_offsets("ScatterND", &h.shape, &idx, &ivals, 0)?;
     // Updates move as the data's element bytes, so they take its dtype first.
     let upd = &n.input(2)?.cast(h.dtype);
     if Some(upd.numel()) != offs.len().checked_mul(slice) {
