@@ -146,3 +146,45 @@ fn in_range_and_lazy_labels_give_the_reference_loss() {
         .unwrap();
     assert!((f64::from(got) + lp[0][2]).abs() < 1e-5, "{got}");
 }
+
+/// Indices known on the host (a realized buffer, a constant) outside `0..n` are errors naming
+/// the op, the value, its element and the range; negative ones do not wrap. A lazy index is
+/// not read back: it follows the documented rule (0, an all-zero row, a dropped write), which
+/// `tests/export_host.rs` checks on every device, in JIT replays and in exported C.
+#[test]
+fn gather_scatter_one_hot_refuse_host_known_indices_out_of_range() {
+    let x = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]);
+    let err = |r: picograd_core::Result<Tensor>| r.err().expect("accepted").to_string();
+    let idx = Tensor::from_slice(&[0i32, 2, 3, 1], &[2, 2]);
+    let e = err(x.try_gather(1, &idx));
+    for want in [
+        "gather",
+        "index 3",
+        "element 2",
+        "axis 1 of size 3",
+        "0 to 2",
+    ] {
+        assert!(e.contains(want), "{want}: {e}");
+    }
+    let neg = Tensor::from_slice(&[0i64, -1], &[1, 2]);
+    let e = err(x.try_gather(1, &neg));
+    assert!(e.contains("index -1") && e.contains("element 1"), "{e}");
+    let src = Tensor::from_slice(&[9.0f32, 8.0, 7.0, 6.0], &[2, 2]);
+    let e = err(x.try_scatter(1, &idx, &src));
+    assert!(e.contains("scatter") && e.contains("index 3"), "{e}");
+    let e = err(x.try_scatter_value(1, &neg, 1.0, None));
+    assert!(e.contains("scatter") && e.contains("index -1"), "{e}");
+    let e = err(Tensor::from_slice(&[1i32, 5], &[2]).try_one_hot(4));
+    for want in ["one_hot", "index 5", "element 1", "4 classes", "0 to 3"] {
+        assert!(e.contains(want), "{want}: {e}");
+    }
+    let c = Tensor::full(&[2, 2], 7.0, DType::I32);
+    assert!(err(x.try_gather(1, &c)).contains("index 7"));
+    // In range: accepted. A lazy out-of-range index is not an error (documented result: 0).
+    assert!(x
+        .try_gather(1, &Tensor::from_slice(&[2i32, 0], &[1, 2]))
+        .is_ok());
+    let lazy = idx.try_add(0i32).unwrap().try_mul(1i32).unwrap();
+    let g = x.try_gather(1, &lazy).unwrap().to_vec::<f32>().unwrap();
+    assert_eq!(g, vec![1.0, 3.0, 0.0, 5.0]);
+}

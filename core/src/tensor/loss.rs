@@ -10,6 +10,7 @@ use alloc::vec;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 
+use super::gather::host_known_values;
 use super::{must, Tensor};
 
 /// How a per-element loss is reduced.
@@ -58,26 +59,7 @@ fn log_sigmoid(x: &Tensor) -> Tensor {
     x.minimum(0.0).sub(x.abs().neg().exp().add(1.0).log())
 }
 
-/// The labels' values when they are known on the host without running anything: a constant,
-/// or a realized contiguous buffer (as `from_slice` and realized tensors are). `None` for labels
-/// still to be computed.
-fn host_known_labels(y: &Tensor) -> Result<Option<alloc::vec::Vec<f64>>> {
-    let lazy = y.lazy();
-    if let Some(v) = lazy.as_const() {
-        return Ok(Some(vec![v.as_f64()]));
-    }
-    if !lazy.st().contiguous() {
-        return Ok(None);
-    }
-    match lazy.realized() {
-        Some(buf) if buf.len() == y.numel() => {
-            Ok(Some(super::bytes_to_f64(&buf.to_bytes()?, buf.dtype())))
-        }
-        _ => Ok(None),
-    }
-}
-
-/// Errors when a host-known label (see [`host_known_labels`]) is outside `0..classes` and is
+/// Errors when a host-known label (see [`host_known_values`]) is outside `0..classes` and is
 /// not `ignore`, naming the label, its position and the class count. Labels still to be
 /// computed are not checked: an out-of-range one matches no class, so its one-hot row is all
 /// zero and it adds nothing but the smoothing term to the loss.
@@ -87,7 +69,7 @@ pub(crate) fn check_label_range(
     classes: usize,
     ignore: Option<i64>,
 ) -> Result<()> {
-    let Some(labels) = host_known_labels(y)? else {
+    let Some(labels) = host_known_values(y)? else {
         return Ok(());
     };
     let bad = labels.iter().enumerate().find(|&(_, &l)| {

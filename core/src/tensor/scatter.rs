@@ -5,7 +5,9 @@
 //! Composed: for every output position the candidate sources sit on a trailing axis of length
 //! `K` (the index's length along the axis), masked by "index points here". A reduction over that
 //! axis gives the result, so gradients flow to both `self` and `src`. Where several sources hit
-//! one position, plain `scatter` keeps the last one.
+//! one position, plain `scatter` keeps the last one. Out-of-range indices follow `gather`'s rule
+//! (an error when the index's values are known on the host, else the write is dropped on every
+//! device).
 
 use alloc::format;
 use alloc::vec::Vec;
@@ -14,7 +16,7 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ops::AluOp;
 
-use super::gather::{check_int_index, index_hits};
+use super::gather::{check_int_index, check_known_indices, index_hits};
 use super::{must, Tensor};
 
 /// How `scatter_reduce` combines the sources hitting a position (and `self`'s value there).
@@ -59,6 +61,9 @@ impl Tensor {
         let ax = self.resolve_axes("scatter", &[axis])?[0];
         let (s, i) = (self.shape(), index.shape());
         check_scatter(&s, &i, &src.shape(), ax)?;
+        check_known_indices("scatter", index, s[ax], &|| {
+            format!("axis {ax} of size {} of input {s:?}", s[ax])
+        })?;
         let keep: Vec<(usize, usize)> = i.iter().map(|&d| (0, d)).collect();
         let mut pad: Vec<(usize, usize)> = (0..s.len())
             .map(|d| if d == ax { (0, 0) } else { (0, s[d] - i[d]) })
@@ -81,7 +86,9 @@ impl Tensor {
 
     /// A copy of `self` with `src[p]` written at `p` with its axis coordinate replaced by
     /// `index[p]`, for every position `p` of `index` (which must fit inside `src`, and inside
-    /// `self` outside `axis`). When several sources hit one position the last one wins.
+    /// `self` outside `axis`). When several sources hit one position the last one wins. An
+    /// index outside `0..n` (`n` the axis length) is an error when `index` is a constant or
+    /// a realized buffer; a lazy one writes nothing (`self`'s value stays), on every device.
     ///
     /// ```
     /// use picograd_core::{DType, Tensor};
