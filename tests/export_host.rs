@@ -2,7 +2,10 @@
 //! int model) recorded on the interpreter are exported, written to a temporary directory,
 //! compiled with a small C harness under gcc and clang at -O2 and -Os, with freestanding math
 //! and with libm (and once with the address/undefined sanitizers), run, and compared with the
-//! interpreter's outputs (floats within 1e-5 relative / 1e-6 absolute, ints exactly).
+//! interpreter's outputs (floats within 1e-5 relative / 1e-6 absolute, ints exactly). Two
+//! numeric rules are checked exactly across paths: a long sum (split by length) is the same in
+//! exported C as on the Clang device; out-of-range indices give the documented result lazily,
+//! in JIT replays and in exported C, on the interpreter and the Clang device.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -550,6 +553,113 @@ fn exported_long_sum_equals_the_clang_device_bit_for_bit() {
     for cc in compilers() {
         let got = build_and_run(&dir, &bundle, cc, &["-O2"], false);
         compare(&format!("long_sum {cc} -O2"), &got, &on_clang, true);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+// ---- out-of-range indices: one documented result on every path ----
+
+/// Indices along axis 1 (length 4) of a `[3, 4]` input: 5, -1 and 4 are out of range.
+const BAD_IDX: [i32; 6] = [0, 5, -1, 2, 3, 4];
+/// In range: what a capture is recorded with (a host-known index out of range is an error).
+const GOOD_IDX: [i32; 6] = [0, 1, 2, 3, 1, 0];
+
+fn idx_data() -> Vec<f32> {
+    (1..=12).map(|v| v as f32).collect()
+}
+
+/// `gather(1, idx)`, `one_hot(idx, 4)` and `scatter(1, idx, -data[:, :2])` of `data` `[3, 4]`.
+fn index_ops(data: &Tensor, idx: &Tensor) -> picograd::Result<Vec<Tensor>> {
+    let src = data.try_shrink(&[(0, 3), (0, 2)])?.try_mul(-1.0)?;
+    Ok(vec![
+        data.try_gather(1, idx)?,
+        idx.try_one_hot(4)?,
+        data.try_scatter(1, idx, &src)?,
+    ])
+}
+
+/// The documented rule on the host: an index outside `0..4` gathers 0, makes an all-zero
+/// one-hot row and writes nothing (in-range writes: the last one wins).
+fn index_reference(idx: &[i32]) -> Vec<Vec<f64>> {
+    let data = idx_data();
+    let inside = |i: i32| (0..4).contains(&i);
+    let mut gather = Vec::new();
+    let mut hot = Vec::new();
+    let mut scat: Vec<f64> = data.iter().map(|&v| f64::from(v)).collect();
+    for r in 0..3 {
+        for k in 0..2 {
+            let i = idx[r * 2 + k];
+            gather.push(if inside(i) {
+                f64::from(data[r * 4 + i as usize])
+            } else {
+                0.0
+            });
+            hot.extend((0..4).map(|c| f64::from(u8::from(i == c))));
+            if inside(i) {
+                scat[r * 4 + i as usize] = -f64::from(data[r * 4 + k]);
+            }
+        }
+    }
+    vec![gather, hot, scat]
+}
+
+fn flat(outs: &[Tensor]) -> Vec<Vec<f64>> {
+    outs.iter().map(|t| t.to_f64_vec().unwrap()).collect()
+}
+
+#[test]
+fn out_of_range_indices_give_the_documented_result_on_every_path() {
+    picograd::init();
+    let want = index_reference(&BAD_IDX);
+    // The rule is not vacuous: the out-of-range positions differ from a clamped reading.
+    assert_eq!(want[0], vec![1.0, 0.0, 0.0, 7.0, 12.0, 0.0]);
+    let clang: Arc<dyn Device> =
+        picograd::runtime::clang().expect("no C compiler: the Clang device cannot run");
+    let minus_one: Vec<i32> = BAD_IDX.iter().map(|i| i - 1).collect();
+    for d in [dev(), clang.clone()] {
+        let data = Tensor::try_from_slice_on(&idx_data(), &[3, 4], &d).unwrap();
+        // Lazy: the index is computed in the graph, so nothing reads it back.
+        let lazy = Tensor::try_from_slice_on(&minus_one, &[3, 2], &d)
+            .unwrap()
+            .try_add(1i32)
+            .unwrap();
+        let got = flat(&index_ops(&data, &lazy).unwrap());
+        assert_eq!(got, want, "lazy on {}", d.name());
+        // JIT: captured with in-range indices, replayed with out-of-range ones.
+        let f = picograd::jit::Jit::new(|x: &[Tensor]| index_ops(&data, &x[0]));
+        let good = Tensor::try_from_slice_on(&GOOD_IDX, &[3, 2], &d).unwrap();
+        assert_eq!(flat(&f.call(&[good]).unwrap()), index_reference(&GOOD_IDX));
+        let bad = Tensor::try_from_slice_on(&BAD_IDX, &[3, 2], &d).unwrap();
+        assert_eq!(flat(&f.call(&[bad]).unwrap()), want, "JIT on {}", d.name());
+        assert_eq!(f.replays(), 1);
+    }
+    // Exported C, captured with in-range indices, fed out-of-range ones by its harness.
+    let data = t(&idx_data(), &[3, 4]);
+    let good = Tensor::try_from_slice_on(&GOOD_IDX, &[3, 2], &dev()).unwrap();
+    let outs = index_ops(&data, &good).unwrap();
+    let names_out = ["gathered", "hot", "scattered"];
+    let recorded = Model {
+        name: "index_rule",
+        inputs: vec![("idx", good)],
+        outputs: names_out.iter().copied().zip(outs).collect(),
+    };
+    let (cap, _) = capture(&recorded);
+    let opts = ExportOptions::default();
+    let bundle = export(&cap, &names(&recorded), &opts).unwrap();
+    let fed = Model {
+        inputs: vec![(
+            "idx",
+            Tensor::try_from_slice_on(&BAD_IDX, &[3, 2], &dev()).unwrap(),
+        )],
+        ..recorded
+    };
+    let dir = tmp_dir("index_rule");
+    write_bundle(&bundle, &dir).unwrap();
+    std::fs::write(dir.join("main.c"), harness(&fed, &opts)).unwrap();
+    let want_flat: Vec<f64> = want.concat();
+    for cc in compilers() {
+        let got = build_and_run(&dir, &bundle, cc, &["-O2"], false);
+        compare(&format!("index_rule {cc}"), &got, &want_flat, true);
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

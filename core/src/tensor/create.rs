@@ -1,8 +1,10 @@
 //! Creation: `arange` (values built on the host and uploaded), `eye` (composed from a padded
 //! column of ones read through a skewing reshape), and `*_like` constants.
 
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 
+use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::ops::Scalar;
@@ -25,6 +27,16 @@ fn scalar_bytes(v: f64, dtype: DType, out: &mut Vec<u8>) {
 impl Tensor {
     /// A tensor of `dtype` holding `values` (converted as casts convert), on the default device.
     pub fn try_from_f64s(values: &[f64], shape: &[usize], dtype: DType) -> Result<Tensor> {
+        let dev = crate::context::default_device();
+        Tensor::try_from_f64s_on(values, shape, dtype, &dev)
+    }
+    /// [`Tensor::try_from_f64s`] on `device`.
+    pub fn try_from_f64s_on(
+        values: &[f64],
+        shape: &[usize],
+        dtype: DType,
+        dev: &Arc<dyn Device>,
+    ) -> Result<Tensor> {
         let n = super::size::checked_numel("from_f64s", shape, dtype)?;
         if n != values.len() {
             return Err(crate::error::Error::shape(
@@ -36,8 +48,7 @@ impl Tensor {
         values
             .iter()
             .for_each(|&v| scalar_bytes(v, dtype, &mut bytes));
-        let dev = crate::context::default_device();
-        Tensor::from_raw_bytes(&bytes, shape, dtype, &dev)
+        Tensor::from_raw_bytes(&bytes, shape, dtype, dev)
     }
     /// [`Tensor::try_from_f64s`], panicking on a size mismatch.
     #[track_caller]
@@ -56,6 +67,17 @@ impl Tensor {
     /// assert!(Tensor::try_arange(0.0, f64::INFINITY, 1.0, DType::F32).is_err());
     /// ```
     pub fn try_arange(start: f64, stop: f64, step: f64, dtype: DType) -> Result<Tensor> {
+        let dev = crate::context::default_device();
+        Tensor::try_arange_on(start, stop, step, dtype, &dev)
+    }
+    /// [`Tensor::try_arange`] on `device`.
+    pub fn try_arange_on(
+        start: f64,
+        stop: f64,
+        step: f64,
+        dtype: DType,
+        dev: &Arc<dyn Device>,
+    ) -> Result<Tensor> {
         let bad = |why: &str| {
             crate::error::Error::shape(
                 "arange",
@@ -76,7 +98,7 @@ impl Tensor {
         let n = count as usize;
         super::size::checked_numel("arange", &[n], dtype)?;
         let vals: Vec<f64> = (0..n).map(|i| start + i as f64 * step).collect();
-        Tensor::try_from_f64s(&vals, &[n], dtype)
+        Tensor::try_from_f64s_on(&vals, &[n], dtype, dev)
     }
     /// [`Tensor::try_arange`], panicking on a zero or non-finite step or bound.
     pub fn arange(start: f64, stop: f64, step: f64, dtype: DType) -> Tensor {

@@ -21,7 +21,8 @@ use super::{must, Tensor};
 
 /// `index[.., k] == k'` for `k'` in `0..n`: the index tensor with a trailing one-hot axis.
 pub(crate) fn index_hits(index: &Tensor, n: usize) -> Result<Tensor> {
-    let positions = Tensor::arange(0.0, n as f64, 1.0, index.dtype());
+    // On the index's device: positions on the default one could not meet an index elsewhere.
+    let positions = Tensor::try_arange_on(0.0, n as f64, 1.0, index.dtype(), &index.device())?;
     index.try_unsqueeze(-1)?.try_eq(&positions)
 }
 

@@ -100,7 +100,7 @@ impl Tensor {
     pub fn try_scatter(&self, axis: isize, index: &Tensor, src: &Tensor) -> Result<Tensor> {
         let (sp, _) = self.spread(axis, index, src)?;
         let k = sp.hits.shape()[sp.hits.ndim() - 1];
-        let pos = Tensor::arange(1.0, k as f64 + 1.0, 1.0, DType::I32);
+        let pos = Tensor::try_arange_on(1.0, k as f64 + 1.0, 1.0, DType::I32, &self.device())?;
         let last = sp.hits.try_where(&pos, 0.0)?.try_max(&[-1], true)?;
         let only_last = sp.hits.try_alu(AluOp::And, &[&pos.try_eq(&last)?])?;
         let value = only_last.try_where(&sp.src, 0.0)?.try_sum(&[-1], false)?;
@@ -122,7 +122,7 @@ impl Tensor {
         value: f64,
         reduce: Option<ScatterReduce>,
     ) -> Result<Tensor> {
-        let src = Tensor::full(&index.shape(), value, self.dtype());
+        let src = index.cast(self.dtype()).full_like(value);
         match reduce {
             None => self.try_scatter(axis, index, &src),
             Some(r) => self.try_scatter_reduce(axis, index, &src, r, true),
