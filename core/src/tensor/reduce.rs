@@ -34,6 +34,14 @@ impl Tensor {
 
     /// Sum over `axes` (negative count from the end); small ints accumulate as 32-bit.
     ///
+    /// Order of the additions (part of the numeric contract, the same on every device, in JIT
+    /// replays and in exported C): a float sum of length `L` (the product of the reduced
+    /// dimensions) up to 2^16 adds the elements one by one in row-major order; above that it
+    /// sums blocks of `C` consecutive elements (`C` the smallest power of two ≥ √L), then the
+    /// block sums in order, then adds the sum of the `L mod C` leftover elements, each level
+    /// split again if still above 2^16 (see [`crate::lazy::split_reduce`]). So the f32 sum of
+    /// 16,781,312 ones is exact. Integer sums are exact in any order and never split.
+    ///
     /// ```
     /// use picograd_core::Tensor;
     /// let t = Tensor::from_slice(&[0i32, 1, 2, 3, 4, 5], &[2, 3]);
