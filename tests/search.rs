@@ -8,12 +8,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use picograd::codegen::kernel::{Kernel, Opt};
+use picograd::codegen::lower::buf_params;
+use picograd::codegen::lower::lower_ast_with;
 use picograd::codegen::opt::OptConfig;
 use picograd::codegen::search_space::candidates;
 use picograd::device::{Buffer, Device};
 use picograd::ops::ReduceOp;
-use picograd::realize::buf_params;
-use picograd::realize::lower_ast_with;
 use picograd::runtime::search::Search;
 use picograd::runtime::Clang;
 use picograd::schedule::{schedule, ScheduleItem};
@@ -336,7 +336,8 @@ fn with_the_search_off_nothing_changes() {
     // Lowering for a device without a search is exactly the hand-coded lowering.
     let cfg = off.opt_config();
     let hand =
-        picograd::realize::lower_ast(&item.ast, buf_params(&item), cfg.as_ref(), false).unwrap();
+        picograd::codegen::lower::lower_ast(&item.ast, buf_params(&item), cfg.as_ref(), false)
+            .unwrap();
     let mut k = Kernel::new(&item.ast).unwrap();
     let opts = picograd::codegen::opt::hand_coded(&mut k, &cfg.unwrap());
     let same = lower_ast_with(
