@@ -175,7 +175,8 @@ fn bad_opts_are_errors() {
 
 // ---- the heuristic optimizer, hoisting and thread splitting ----
 
-use picograd::codegen::opt::{hand_coded, OptConfig};
+use picograd::codegen::opt::OptConfig;
+use picograd::codegen::strategy::hand_coded;
 use picograd::codegen::uops::{LinearKernel, UOpKind};
 use picograd::{ConvOpts, Padding};
 

@@ -5,7 +5,7 @@
 //! The passes, in order (see [`lower_ast_with`]):
 //! 1. `kernel` — the AST arranged into axes `[global | reduce]` ([`Kernel::new`]);
 //! 2. `opts` — the optimizations: a device's chosen ones, else the hand-coded strategies for the
-//!    target's [`OptConfig`] ([`super::opt::hand_coded`]), else none;
+//!    target's [`OptConfig`] ([`super::strategy::hand_coded`]), else none;
 //! 3. `linearize` — the kernel flattened to UOps ([`linearize`]);
 //! 4. the UOp passes of [`UOP_PASSES`] (`hoist`: loop-invariant code motion), in table order.
 //!
@@ -22,8 +22,8 @@ use spin::Mutex;
 use super::hoist::hoist;
 use super::kernel::{Kernel, Opt};
 use super::linearizer::linearize;
-use super::opt::hand_coded;
 use super::opt::OptConfig;
+use super::strategy::hand_coded;
 use super::uops::{BufParam, LinearKernel, UOp};
 use super::verify::{verify_kernel, verify_uops};
 use crate::ast::Ast;
