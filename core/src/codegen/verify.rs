@@ -156,7 +156,16 @@ fn scope_step(w: &mut Walk, i: usize, u: &UOp) -> Option<String> {
                 w.open[l] = false;
             }
         }
-        _ => {}
+        UOpKind::DefineGlobal { .. }
+        | UOpKind::DefineVar { .. }
+        | UOpKind::Const(_)
+        | UOpKind::DefineAcc(_)
+        | UOpKind::Load
+        | UOpKind::Store
+        | UOpKind::Alu(_)
+        | UOpKind::Cast
+        | UOpKind::Bitcast
+        | UOpKind::Assign => {}
     }
     None
 }
@@ -190,7 +199,16 @@ fn declaration_problem(lk: &LinearKernel, u: &UOp, globals: &mut [usize]) -> Opt
             (!declared)
                 .then(|| format!("variable {name} [{min}, {max}] is not in the kernel's vars"))
         }
-        _ => None,
+        UOpKind::Const(_)
+        | UOpKind::Loop
+        | UOpKind::EndLoop
+        | UOpKind::DefineAcc(_)
+        | UOpKind::Load
+        | UOpKind::Store
+        | UOpKind::Alu(_)
+        | UOpKind::Cast
+        | UOpKind::Bitcast
+        | UOpKind::Assign => None,
     }
 }
 
@@ -254,16 +272,16 @@ fn memory_problem(lk: &LinearKernel, u: &UOp, store: bool) -> Option<String> {
 /// ALU dtypes: comparisons give bool from operands that agree; `where` takes a bool condition
 /// and two values of the result's dtype; every other op computes in its operands' dtype.
 fn alu_problem(op: AluOp, result: DType, src: &[DType]) -> Option<String> {
-    if op.is_comparison() {
-        return (result != DType::Bool)
-            .then(|| format!("comparison gives {}, not bool", result.name()))
-            .or_else(|| same(src, op.name()));
-    }
+    use AluOp::*;
     match op {
-        AluOp::Where => (src[0] != DType::Bool)
+        CmpLt | CmpEq => (result != DType::Bool)
+            .then(|| format!("comparison gives {}, not bool", result.name()))
+            .or_else(|| same(src, op.name())),
+        Where => (src[0] != DType::Bool)
             .then(|| format!("where's condition is {}, not bool", src[0].name()))
             .or_else(|| same(&[src[1], src[2], result], "where")),
-        _ => {
+        Exp2 | Log2 | Sin | Sqrt | Neg | Recip | Add | Sub | Mul | Div | Max | Mod | Xor | And
+        | Or | FloorDiv | FloorMod | MulAcc | Fma => {
             let mut all = src.to_vec();
             all.push(result);
             same(&all, op.name())
