@@ -141,7 +141,7 @@ fn a_schedule_compiles_once_per_translation_unit_and_hits_the_disk_cache() {
     let lowered: Vec<LinearKernel> = items
         .iter()
         .filter(|i| !i.is_copy)
-        .map(|i| picograd::realize::lower(i).unwrap())
+        .map(|i| picograd::codegen::lower::lower(i).unwrap())
         .collect();
     y.realize().unwrap();
     let s = cc.stats();

@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use picograd::codegen::kernel::{Kernel, Opt};
 use picograd::codegen::linearizer::linearize;
+use picograd::codegen::lower::{buf_params, lower_ast, lower_ast_with};
 use picograd::device::{Buffer, Device};
 use picograd::ops::{AluOp, ReduceOp};
-use picograd::realize::buf_params;
 use picograd::schedule::{schedule, ScheduleItem};
 use picograd::Tensor;
 
@@ -29,7 +29,8 @@ fn run_lowered(item: &ScheduleItem, opts: &[Opt], dev: &Arc<dyn Device>, fused: 
         "every opt adds one unrolled axis: {}",
         k.describe()
     );
-    let lk = linearize(&k, buf_params(item), format!("opt_{}", k.name()), fused).unwrap();
+    let mut lk = lower_ast_with(&item.ast, buf_params(item), None, Some(opts), fused).unwrap();
+    lk.name = format!("opt_{}", k.name());
     let loops = lk
         .uops
         .iter()
@@ -174,7 +175,8 @@ fn bad_opts_are_errors() {
 
 // ---- the heuristic optimizer, hoisting and thread splitting ----
 
-use picograd::codegen::opt::{hand_coded, OptConfig};
+use picograd::codegen::opt::OptConfig;
+use picograd::codegen::strategy::hand_coded;
 use picograd::codegen::uops::{LinearKernel, UOpKind};
 use picograd::{ConvOpts, Padding};
 
@@ -373,9 +375,9 @@ fn depths(lk: &LinearKernel) -> Vec<usize> {
 #[test]
 fn hoisting_leaves_no_invariant_arithmetic_in_loops() {
     for item in awkward_items() {
-        let mut k = Kernel::new(&item.ast).unwrap();
-        hand_coded(&mut k, &OptConfig::for_vec_width(8));
-        let lk = linearize(&k, buf_params(&item), k.name(), false).unwrap();
+        let cfg = OptConfig::for_vec_width(8);
+        // The whole sequence of passes (hand-coded opts, linearize, then hoist).
+        let lk = lower_ast(&item.ast, buf_params(&item), Some(&cfg), false).unwrap();
         let depth = depths(&lk);
         // A loop's counter lives one level deeper than the Loop UOp itself.
         let defined_at = |s: u32| {

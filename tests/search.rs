@@ -8,12 +8,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use picograd::codegen::kernel::{Kernel, Opt};
+use picograd::codegen::lower::buf_params;
+use picograd::codegen::lower::lower_ast_with;
 use picograd::codegen::opt::OptConfig;
 use picograd::codegen::search_space::candidates;
 use picograd::device::{Buffer, Device};
 use picograd::ops::ReduceOp;
-use picograd::realize::buf_params;
-use picograd::realize::lower_ast_with;
 use picograd::runtime::search::Search;
 use picograd::runtime::Clang;
 use picograd::schedule::{schedule, ScheduleItem};
@@ -157,7 +157,7 @@ fn the_space_starts_with_the_hand_coded_choice_and_holds_none() {
     let k = Kernel::new(&item.ast).unwrap();
     let cfg = OptConfig::for_vec_width(8);
     let mut hand_k = k.clone();
-    let hand = picograd::codegen::opt::hand_coded(&mut hand_k, &cfg);
+    let hand = picograd::codegen::strategy::hand_coded(&mut hand_k, &cfg);
     let cands = candidates(&k, &cfg, 1000);
     assert_eq!(cands[0], hand);
     assert!(cands.iter().any(|c| c.is_empty()), "no-opts candidate");
@@ -166,6 +166,50 @@ fn the_space_starts_with_the_hand_coded_choice_and_holds_none() {
     assert!(cands
         .iter()
         .any(|c| c.iter().any(|o| matches!(o, Opt::Unroll { .. }))));
+}
+
+/// The search draws from the strategy table: a conv with 12 output channels is offered the conv
+/// entry's 6-channel tiles (no power of two and not the whole axis, so the generic register
+/// tile never offers them), in both orientations, and each of them keeps results on the
+/// interpreter.
+#[test]
+fn the_search_draws_conv_tiles_from_the_strategy_table() {
+    use picograd::codegen::strategy::{Stage, STRATEGIES};
+    picograd::init();
+    let stages: Vec<Stage> = STRATEGIES.iter().map(|s| s.stage).collect();
+    assert!(
+        stages
+            .windows(2)
+            .all(|w| w[0] == w[1] || w[1] == Stage::Unroll),
+        "the table lists tile strategies before unroll ones: {stages:?}"
+    );
+    let x = t(&[1, 4, 6, 6]);
+    let w = t(&[12, 4, 3, 3]);
+    let opts = ConvOpts {
+        padding: Padding::All(1),
+        ..ConvOpts::default()
+    };
+    let mut conv = schedule(&[x.conv2d(&w, None, &opts).lazy().contiguous()]).unwrap();
+    let item = conv.pop().unwrap();
+    picograd::realize::run_schedule(&conv).unwrap();
+    let k = Kernel::new(&item.ast).unwrap();
+    assert_eq!(k.describe(), "[12,6,6 | 4,3,3 | ]", "channels are axis 0");
+    let cands = candidates(&k, &OptConfig::for_vec_width(4), 100_000);
+    let six = Opt::Upcast { axis: 0, amount: 6 };
+    assert!(
+        cands.iter().any(|c| c.first() == Some(&six)),
+        "a 6-channel tile, vectors along x"
+    );
+    assert!(
+        cands.iter().any(|c| c.len() >= 2 && c[1] == six),
+        "a 6-channel tile, channels in lanes"
+    );
+    let interp = picograd::context::interp();
+    let base = run(&item, None, &interp);
+    // The conv entry's own tiles (the others are checked on awkward sizes above).
+    for opts in cands.iter().filter(|c| c.contains(&six)) {
+        assert_eq!(run(&item, Some(opts), &interp), base, "candidate {opts:?}");
+    }
 }
 
 #[test]
@@ -336,9 +380,10 @@ fn with_the_search_off_nothing_changes() {
     // Lowering for a device without a search is exactly the hand-coded lowering.
     let cfg = off.opt_config();
     let hand =
-        picograd::realize::lower_ast(&item.ast, buf_params(&item), cfg.as_ref(), false).unwrap();
+        picograd::codegen::lower::lower_ast(&item.ast, buf_params(&item), cfg.as_ref(), false)
+            .unwrap();
     let mut k = Kernel::new(&item.ast).unwrap();
-    let opts = picograd::codegen::opt::hand_coded(&mut k, &cfg.unwrap());
+    let opts = picograd::codegen::strategy::hand_coded(&mut k, &cfg.unwrap());
     let same = lower_ast_with(
         &item.ast,
         buf_params(&item),

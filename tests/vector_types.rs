@@ -12,9 +12,9 @@ use std::sync::Arc;
 use proptest::prelude::*;
 
 use picograd::codegen::c::{render_kernel, CRenderOpts};
+use picograd::codegen::lower::{buf_params, lower_ast};
 use picograd::codegen::opt::OptConfig;
 use picograd::device::Device;
-use picograd::realize::{buf_params, lower_ast};
 use picograd::runtime::tuning::host_render_opts;
 use picograd::runtime::Clang;
 use picograd::schedule::schedule;

@@ -188,7 +188,8 @@ impl Capture {
             .map(|st| {
                 let kernel = match (&st.ast, &st.kernel) {
                     (Some(ast), Some(k)) => {
-                        let mut lk = crate::realize::lower_ast(ast, k.bufs.clone(), cfg, fused)?;
+                        let mut lk =
+                            crate::codegen::lower::lower_ast(ast, k.bufs.clone(), cfg, fused)?;
                         lk.name.clone_from(&k.name);
                         Some(lk)
                     }

@@ -1,4 +1,5 @@
-//! Running a schedule: lower every item's AST to UOps (once per distinct AST) and compile the
+//! Running a schedule: lower every item's AST to UOps (once per distinct AST, through
+//! [`crate::codegen::lower`]) and compile the
 //! kernels the device has no program for yet, all at once; then for each item, allocate its
 //! output and run.
 //! Also the counters the tests and `PICOGRAD_DEBUG=1` read.
@@ -15,17 +16,14 @@ use hashbrown::HashSet;
 use spin::Mutex;
 
 use crate::ast::{Ast, AstOp};
-use crate::codegen::kernel::{Kernel, Opt};
-use crate::codegen::linearizer::linearize;
-use crate::codegen::opt::{hand_coded, OptConfig};
-use crate::codegen::uops::{BufParam, LinearKernel};
+use crate::codegen::lower::{lower, max_size};
+use crate::codegen::uops::LinearKernel;
 use crate::context::{debug, log};
 use crate::device::{Buffer, Device, Program};
 use crate::error::{Error, Result};
 use crate::lazy::{LazyBuffer, LazyOp};
 use crate::lru::Lru;
 use crate::schedule::{schedule, ScheduleItem};
-use crate::shape::Sint;
 
 /// Work counters, summed over every kernel run in this process.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -60,27 +58,18 @@ static COUNTERS: Mutex<Counters> = Mutex::new(Counters {
 /// The counters so far (tests take differences around the work they measure; other tests on
 /// other threads add to them too, so such tests should use [`count_work`]).
 pub fn counters() -> Counters {
-    *COUNTERS.lock()
+    Counters {
+        lowered: crate::codegen::lower::lowered_count(),
+        ..*COUNTERS.lock()
+    }
 }
 
 type ProgramCache = Lru<(usize, LinearKernel), (Weak<dyn Device>, Arc<dyn Program>)>;
-/// (AST, buffer parameters, optimizer settings, the device's own choice of opts if it made
-/// one, fused MULACC). The buffer parameters belong to the key: one AST can read buffers of
-/// different sizes (a slice of a two-direction RNN weight and a one-direction one load through
-/// the same view), and the lowered kernel records those sizes (export checks every slot against
-/// them, and they decide 32- or 64-bit indexing).
-type LowerKey = (
-    Ast,
-    Vec<BufParam>,
-    Option<OptConfig>,
-    Option<Vec<Opt>>,
-    bool,
-);
-/// Both caches are bounded (least recently used entries go first): a process that meets ever
-/// new kernels keeps at most this many programs — and so compiled libraries — alive through
-/// them (a JIT capture keeps its own programs as long as it lives).
-pub const DEFAULT_CACHE_CAPACITY: usize = 4096;
-static LOWER_CACHE: Mutex<Option<Lru<LowerKey, LinearKernel>>> = Mutex::new(None);
+/// The program cache is bounded like the lowering cache (least recently used entries go
+/// first): a process that meets ever new kernels keeps at most this many programs — and so
+/// compiled libraries — alive through it (a JIT capture keeps its own programs as long as it
+/// lives).
+pub use crate::codegen::lower::DEFAULT_CACHE_CAPACITY;
 static PROGRAM_CACHE: Mutex<Option<ProgramCache>> = Mutex::new(None);
 
 /// Sets how many lowered kernels and compiled programs the realizer keeps (each; at least 1;
@@ -90,10 +79,7 @@ pub fn set_cache_capacity(capacity: usize) {
         .lock()
         .get_or_insert_with(|| Lru::new(capacity))
         .set_capacity(capacity);
-    LOWER_CACHE
-        .lock()
-        .get_or_insert_with(|| Lru::new(capacity))
-        .set_capacity(capacity);
+    crate::codegen::lower::set_cache_capacity(capacity);
 }
 
 /// How many compiled programs the realizer holds now (for tests and diagnostics).
@@ -112,95 +98,6 @@ pub fn count_work(items: &[ScheduleItem]) -> Result<Counters> {
         c.bytes += k.cost.bytes;
     }
     Ok(c)
-}
-
-fn max_size(shape: &[Sint]) -> usize {
-    shape.iter().map(|d| d.vmax().max(0) as usize).product()
-}
-
-/// Lowers a kernel AST to UOps over buffers `bufs` (output first), optimized by `cfg` when
-/// given, with fused multiply-accumulates when `fused` (see [`linearize`]). Export calls this to
-/// lower captured kernels for a device's own description.
-pub fn lower_ast(
-    ast: &Ast,
-    bufs: Vec<BufParam>,
-    cfg: Option<&OptConfig>,
-    fused: bool,
-) -> Result<LinearKernel> {
-    lower_ast_with(ast, bufs, cfg, None, fused)
-}
-
-/// Like [`lower_ast`], but with `chosen` opts (a device's search result) applied instead of the
-/// hand-coded ones when given; an opt that does not fit the kernel is an error.
-pub fn lower_ast_with(
-    ast: &Ast,
-    bufs: Vec<BufParam>,
-    cfg: Option<&OptConfig>,
-    chosen: Option<&[Opt]>,
-    fused: bool,
-) -> Result<LinearKernel> {
-    let mut kernel = Kernel::new(ast)?;
-    let opts = match (chosen, cfg) {
-        (Some(opts), _) => {
-            opts.iter().try_for_each(|o| kernel.apply_opt(*o))?;
-            opts.to_vec()
-        }
-        (None, Some(cfg)) => hand_coded(&mut kernel, cfg),
-        (None, None) => Vec::new(),
-    };
-    if debug() >= 3 && !opts.is_empty() {
-        log(3, &format!("opts {opts:?} -> {}", kernel.describe()));
-    }
-    linearize(&kernel, bufs, kernel.name(), fused)
-}
-
-/// The buffers of an item's kernel: the output, then the inputs (each at its largest size).
-pub fn buf_params(item: &ScheduleItem) -> Vec<BufParam> {
-    let mut bufs = alloc::vec![BufParam {
-        dtype: item.out.dtype(),
-        size: max_size(item.out.shape()),
-        writable: true
-    }];
-    bufs.extend(item.inputs.iter().map(|b| BufParam {
-        dtype: b.dtype(),
-        size: max_size(b.shape()),
-        writable: false,
-    }));
-    bufs
-}
-
-/// Lowers an item's AST to UOps, optimized as its device asks — with the device's own choice
-/// of opts when it makes one ([`Device::choose_opts`]), else hand-coded (cached by AST, buffer
-/// parameters, options and choice).
-pub fn lower(item: &ScheduleItem) -> Result<LinearKernel> {
-    let device = item.out.device();
-    let cfg = device.opt_config();
-    let bufs = buf_params(item);
-    let chosen = cfg.and_then(|_| device.choose_opts(&item.ast, &bufs));
-    let key = (item.ast.clone(), bufs, cfg, chosen, device.fused_mulacc());
-    if let Some(k) = LOWER_CACHE
-        .lock()
-        .get_or_insert_with(|| Lru::new(DEFAULT_CACHE_CAPACITY))
-        .get(&key)
-    {
-        return Ok(k);
-    }
-    let lk = lower_ast_with(
-        &item.ast,
-        key.1.clone(),
-        key.2.as_ref(),
-        key.3.as_deref(),
-        key.4,
-    )?;
-    COUNTERS.lock().lowered += 1;
-    if debug() >= 3 {
-        log(3, &format!("{}", lk));
-    }
-    LOWER_CACHE
-        .lock()
-        .get_or_insert_with(|| Lru::new(DEFAULT_CACHE_CAPACITY))
-        .insert(key, lk.clone());
-    Ok(lk)
 }
 
 /// The program cached for `k` on `device`. Entries are keyed by the device's address, so each

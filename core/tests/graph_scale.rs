@@ -119,7 +119,10 @@ fn abs_chain_is_linear_not_exponential() {
         // Each ALU op of the graph is lowered, and so runs, once per element.
         let work = count_work(&items).unwrap();
         assert_eq!(work.flops, (alus * xs.len()) as u64, "{n} abs: FLOPs");
-        let uops = picograd_core::realize::lower(&items[0]).unwrap().uops.len();
+        let uops = picograd_core::codegen::lower::lower(&items[0])
+            .unwrap()
+            .uops
+            .len();
         assert!(uops <= 2 * alus + 32, "{n} abs: {uops} UOps for {alus} ops");
         sizes.push((ast_nodes, visits, uops));
 

@@ -37,13 +37,13 @@ use std::time::{Duration, Instant};
 
 use picograd_core::ast::Ast;
 use picograd_core::codegen::kernel::{Kernel, Opt};
+use picograd_core::codegen::lower::lower_ast_with;
 use picograd_core::codegen::opt::OptConfig;
 use picograd_core::codegen::search_space::candidates;
 use picograd_core::codegen::uops::{BufParam, LinearKernel};
 use picograd_core::context::{debug, log};
 use picograd_core::device::{Allocator, BufId, Device, Program};
 use picograd_core::dtype::DType;
-use picograd_core::realize::lower_ast_with;
 use picograd_core::{Error, Result};
 
 use crate::cache::Fnv128;

@@ -7,6 +7,8 @@
 //! are listed in [`REQUIRED_KEYS`]; others are kept and readable with [`Target::get`]. The
 //! optional `fma = yes|no` (default `no`) says the FPU has a single-precision fused
 //! multiply-add, which [`Target::export_options`] then lets exported kernels use. Optional
+//! `opt.KEY = N` lines shape the exported kernels ([`Target::opt`]; the keys and their
+//! defaults are [`OPT_KEYS`]; without them, [`OptConfig::small_device`]). Optional
 //! `budget.NAME = FLASH RAM DESCRIPTION` lines name real parts' memory ([`Budget`]), `budget =
 //! NAME` the default one ([`Target::budget`]).
 //!
@@ -16,11 +18,13 @@
 mod budget;
 mod build;
 mod bundle;
+mod opt;
 
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use picograd_core::codegen::opt::OptConfig;
 use picograd_core::{Error, Result};
 
 pub use budget::{Budget, Need, Overflow};
@@ -28,6 +32,7 @@ pub use build::{
     build_and_run, BuildOptions, BuildStage, CompilerKind, OptLevel, RunReport, StageHook,
 };
 pub use bundle::{Bundle, Param, Values};
+pub use opt::{OptKey, OPT_KEYS};
 
 /// Keys every target description must have.
 pub const REQUIRED_KEYS: &[&str] = &[
@@ -100,6 +105,9 @@ pub struct Target {
     /// The FPU has a single-precision fused multiply-add (`fma = yes`): exported kernels may
     /// round a multiply-accumulate once (see [`Target::export_options`]).
     pub fused_mulacc: bool,
+    /// How exported kernels are shaped for the device: the description's `opt.` keys over the
+    /// defaults of [`OPT_KEYS`] ([`OptConfig::small_device`]).
+    pub opt: OptConfig,
     /// The instruction counter the harness uses.
     pub counter: Counter,
     /// How the harness measures the stack.
@@ -218,6 +226,7 @@ impl Target {
             Some(other) => return Err(fmt_err(format!("`fma` is `{other}`, not `yes` or `no`"))),
         };
         let (budgets, default_budget) = budget::parse_budgets(&keys, fmt_err)?;
+        let opt = opt::parse_opt_config(&keys, text, file)?;
         Ok(Target {
             name: keys["name"].clone(),
             file: file.to_path_buf(),
@@ -233,6 +242,7 @@ impl Target {
                 size: num("ram_size")?,
             },
             fused_mulacc,
+            opt,
             counter,
             stack_probe,
             budgets,
@@ -241,10 +251,11 @@ impl Target {
         })
     }
 
-    /// The export options for this target: the defaults, with fused multiply-adds when its FPU
-    /// has them.
+    /// The export options for this target: the defaults, with its kernels shaped by its own
+    /// [`Target::opt`] and fused multiply-adds when its FPU has them.
     pub fn export_options(&self) -> picograd_core::export::ExportOptions {
         picograd_core::export::ExportOptions {
+            opt: Some(self.opt),
             fused_mulacc: self.fused_mulacc,
             ..Default::default()
         }

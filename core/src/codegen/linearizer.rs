@@ -9,6 +9,8 @@
 //! Invariants: UOps are hash-consed (common subexpressions share one UOp) but only within the
 //! loop they were made in — entries made inside a loop are forgotten when it closes, so nothing
 //! computed per iteration is used after its loop; UOps that read an accumulator are never shared.
+//! Values stay where the kernel computes them: moving loop-invariant ones out is the `hoist`
+//! pass that runs after this one ([`super::lower`]).
 
 use alloc::string::String;
 use alloc::sync::Arc;
@@ -340,7 +342,8 @@ fn subnodes_exceed(n: &Node) -> bool {
     }
 }
 
-/// Lowers a kernel to UOps. `bufs` describes buffer 0 (the output) and the inputs. `fused`:
+/// Lowers a kernel to UOps (the `linearize` pass of [`super::lower`]; loop-invariant code is
+/// moved out by the later `hoist` pass). `bufs` describes buffer 0 (the output) and the inputs. `fused`:
 /// float sums of products accumulate with one rounding per step ([`AluOp::Fma`]), for devices
 /// with hardware FMA ([`Device::fused_mulacc`](crate::device::Device::fused_mulacc)).
 pub fn linearize(
@@ -515,7 +518,7 @@ fn lower(
     }
     Ok(LinearKernel {
         name,
-        uops: super::hoist::hoist(l.uops),
+        uops: l.uops,
         bufs,
         vars,
         cost: l.cost,

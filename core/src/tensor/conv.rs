@@ -127,7 +127,7 @@ const CHANNEL_PANEL: usize = 16;
 /// A large conv's weight `[cout, cin, k..]` read through a copy laid out in panels of
 /// [`CHANNEL_PANEL`] output channels, `[cout / 16, cin·k.., 16]`, viewed back as `[cout, cin,
 /// k..]`: the conv kernel then loads a vector of consecutive channels' weights per tap and
-/// multiplies it by one broadcast input pixel (`codegen/opt_conv.rs`). Taken when the conv has
+/// multiplies it by one broadcast input pixel (`codegen/strategy/conv.rs`). Taken when the conv has
 /// one group, `cout` is a multiple of 16 and the input side is large (`work`, batch × channels ×
 /// output pixels, at least [`PAD_COPY_MIN_ELEMENTS`] — so microcontroller models keep their
 /// layout and arena). The copy is a [`Tensor::contiguous`]: gradients pass straight through.

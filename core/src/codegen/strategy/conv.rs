@@ -1,4 +1,5 @@
-//! Conv-shaped register tiles, hooked from [`super::opt::hand_coded`].
+//! Conv-shaped register tiles: the conv entry of the strategy table ([`super::STRATEGIES`]),
+//! tried before the generic register tile ([`super::tile`]) on reduce kernels.
 //!
 //! A convolution's reduce kernel `[batch, cout, oy, ox | cin, ky, kx]` has three output axes
 //! the weight broadcasts (batch, oy, ox) and one the input broadcasts (cout). The generic tile
@@ -15,13 +16,19 @@
 //!
 //! The axis upcast last is the one the C renderer packs into vector lanes (`c/vectorize.rs`).
 //!
+//! Search space: both orientations for every channel count up to [`MAX_CHANNELS`] dividing the
+//! channel axis, times every power-of-two pixel count dividing the output-contiguous axis,
+//! within `max_accs` accumulators.
+//!
 //! Invariant: only upcasts are applied (each accumulator keeps its summation order), so tiled
 //! kernels compute bit-identical results to untiled ones.
 
 use alloc::vec::Vec;
 
-use super::kernel::{Kernel, Opt};
-use super::opt::{size, strides, try_opt, OptConfig};
+use super::facts::{size, strides, try_opt, upcasts};
+use super::Choice;
+use crate::codegen::kernel::{Kernel, Opt};
+use crate::codegen::opt::OptConfig;
 
 /// The largest output-channel tile tried; 16 channels × 8 lanes fill half of AVX-512's 32
 /// registers with accumulators, leaving room for the input vectors and broadcast weights.
@@ -29,7 +36,7 @@ const MAX_CHANNELS: usize = 16;
 
 /// Tiles a conv-shaped kernel (see the module doc) over output channels × the output-contiguous
 /// axis; returns false, changing nothing, when the kernel is not conv-shaped.
-pub(super) fn conv_tile(k: &mut Kernel, cfg: &OptConfig, applied: &mut Vec<Opt>) -> bool {
+pub(super) fn choose(k: &mut Kernel, cfg: &OptConfig, applied: &mut Vec<Opt>) -> bool {
     let Some((channel, wide)) = conv_axes(k) else {
         return false;
     };
@@ -73,6 +80,30 @@ fn channel_lane_tile(
     }
     let pixels = wide_amount(size(k, wide), (cfg.max_accs / c).max(1));
     Some(((wide, pixels), (channel, c)))
+}
+
+/// The conv tiles of the module doc, each with the (original) axis it upcasts last.
+pub(super) fn space(k: &Kernel, cfg: &OptConfig) -> Vec<Choice> {
+    let Some((channel, wide)) = conv_axes(k) else {
+        return Vec::new();
+    };
+    let (nc, nw) = (size(k, channel), size(k, wide));
+    let pixels = core::iter::successors(Some(1usize), |w| Some(w * 2))
+        .take_while(|&w| w <= cfg.max_accs)
+        .filter(|&w| nw % w as i64 == 0);
+    let mut out = Vec::new();
+    for w in pixels {
+        for c in (2..=MAX_CHANNELS).filter(|&c| nc % c as i64 == 0 && c * w <= cfg.max_accs) {
+            let tile = |picks: &[(usize, usize)]| {
+                let picks: Vec<(usize, usize)> =
+                    picks.iter().copied().filter(|p| p.1 > 1).collect();
+                upcasts(k, &picks)
+            };
+            out.push(Choice::new(tile(&[(channel, c), (wide, w)]), Some(wide)));
+            out.push(Choice::new(tile(&[(wide, w), (channel, c)]), Some(channel)));
+        }
+    }
+    out
 }
 
 fn upcast((axis, amount): (usize, usize)) -> Opt {

@@ -1,0 +1,115 @@
+//! The register tile: output values kept in registers across the reduce, so one loaded value
+//! feeds several accumulators (a matmul's broadcast operands).
+//!
+//! - Heuristic: the global axis the output is contiguous on and some input broadcasts
+//!   (stride 0) is upcast by about a vector or more, a second broadcast axis by up to 8.
+//! - Search space: every tile of none, one or two output axes (in either order; the axis upcast
+//!   last varies fastest among the accumulators) within `max_accs` accumulators.
+//!
+//! Invariant: only upcasts of output axes, so each accumulator keeps its summation order and
+//! a tiled kernel computes bit-identical results to the untiled one.
+
+use alloc::vec::Vec;
+
+use super::facts::{amounts, size, strides, try_opt, upcast_product, upcasts};
+use super::Choice;
+use crate::codegen::kernel::{Kernel, Opt};
+use crate::codegen::opt::OptConfig;
+
+/// Upcast amounts the search tries on an output axis (besides its whole size when small).
+const TILE_AMOUNTS: [usize; 7] = [2, 4, 8, 16, 32, 64, 128];
+
+/// Global axes some load broadcasts (stride 0): upcasting them lets one loaded value feed
+/// several accumulators. The output-contiguous one first.
+fn broadcast_axes(k: &Kernel) -> Vec<usize> {
+    let (store, loads) = strides(k);
+    let mut axes: Vec<usize> = (0..k.first_reduce)
+        .filter(|&a| size(k, a) > 1)
+        .filter(|&a| loads.iter().any(|l| l.get(a) == Some(&Some(0))))
+        .collect();
+    axes.sort_by_key(|&a| (store.get(a) != Some(&Some(1)), usize::MAX - a));
+    axes
+}
+
+/// Upcasts up to two broadcast axes into an output tile of at most `max_accs` values: the
+/// second axis first (by up to 8), then the output-contiguous one (by about a vector), so that
+/// neighbouring accumulators are neighbouring outputs. Always taken (the fallback tile).
+pub(super) fn choose(k: &mut Kernel, cfg: &OptConfig, applied: &mut Vec<Opt>) -> bool {
+    let axes = broadcast_axes(k);
+    let v = cfg.vec_width;
+    let Some(&wide) = axes.first() else {
+        return true;
+    };
+    let mut wide = wide;
+    if let Some(&other) = axes.get(1) {
+        let (rank, n) = (k.rank(), applied.len());
+        let room = cfg.max_accs / v.max(1);
+        for amt in [8, 4, 2] {
+            if amt <= room
+                && try_opt(
+                    k,
+                    Opt::Upcast {
+                        axis: other,
+                        amount: amt,
+                    },
+                    applied,
+                )
+            {
+                break;
+            }
+        }
+        // An upcast that consumed its whole axis removed it: later axes moved down by one.
+        if applied.len() > n && k.rank() == rank && other < wide {
+            wide -= 1;
+        }
+    }
+    let room = cfg.max_accs / upcast_product(k).max(1);
+    let amounts: &[usize] = if axes.len() > 1 {
+        &[v, 8, 4, 2]
+    } else {
+        &[4 * v, 2 * v, v, 8, 4, 2]
+    };
+    // A short output axis (an MLP's 10 logits) is upcast whole: its width is the best vector
+    // available, where a divisor (2 for 10) would leave scalar code.
+    let whole = size(k, wide) as usize;
+    let whole = (whole > 2 && whole <= 2 * v && !amounts.contains(&whole)).then_some(whole);
+    for amt in whole.into_iter().chain(amounts.iter().copied()) {
+        if amt <= room
+            && try_opt(
+                k,
+                Opt::Upcast {
+                    axis: wide,
+                    amount: amt,
+                },
+                applied,
+            )
+        {
+            return true;
+        }
+    }
+    true
+}
+
+/// Every tile of none, one or two output axes within `cfg.max_accs` accumulators, each with
+/// the (original) axis it upcasts last.
+pub(super) fn space(k: &Kernel, cfg: &OptConfig) -> Vec<Choice> {
+    let axes: Vec<usize> = (0..k.first_reduce).filter(|&a| size(k, a) > 1).collect();
+    let sz = |a: usize| size(k, a).max(0) as usize;
+    let mut out = alloc::vec![Choice::none()];
+    for &a in &axes {
+        for n in amounts(sz(a), cfg.max_accs, &TILE_AMOUNTS) {
+            out.push(Choice::new(upcasts(k, &[(a, n)]), Some(a)));
+        }
+    }
+    for (i, &a) in axes.iter().enumerate() {
+        for &b in &axes[i + 1..] {
+            for n in amounts(sz(a), cfg.max_accs, &TILE_AMOUNTS) {
+                for m in amounts(sz(b), cfg.max_accs / n, &TILE_AMOUNTS) {
+                    out.push(Choice::new(upcasts(k, &[(a, n), (b, m)]), Some(b)));
+                    out.push(Choice::new(upcasts(k, &[(b, m), (a, n)]), Some(a)));
+                }
+            }
+        }
+    }
+    out
+}

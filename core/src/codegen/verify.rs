@@ -1,0 +1,304 @@
+//! The IR verifier run between lowering passes ([`super::lower`]) in debug builds: it checks
+//! the invariants each IR promises its consumers, so a pass that breaks one is named at once
+//! instead of surfacing later as a wrong result or a C compile error.
+//!
+//! - A [`Kernel`]: axis sections in order (`first_reduce <= first_upcast <= rank`), one
+//!   `upcast_is_reduce` flag per upcast axis, every leaf ShapeTracker of the kernel's rank, and
+//!   the root a store.
+//! - A [`LinearKernel`]'s UOps: SSA order (every source is an earlier UOp), scope (a value
+//!   defined inside a loop is used only while that loop is open), balanced loops (each `EndLoop`
+//!   closes the innermost open `Loop`; none left open), declarations (`DefineGlobal`s match the
+//!   buffer list one to one, `DefineVar`s the variable list; loads and stores go through a
+//!   declared buffer, stores only to writable ones), arity, and dtypes (operands agree with the
+//!   result, indices and loop bounds are integers, gates are bools).
+//!
+//! Invariant: the verifier only reads; a kernel it accepts is the kernel it was given.
+
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use super::kernel::{visit_sts, Kernel};
+use super::uops::{LinearKernel, UOp, UOpKind};
+use crate::ast::AstOp;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::ops::AluOp;
+
+/// Checks a [`Kernel`] after `pass`; the error names the pass and the broken invariant.
+pub fn verify_kernel(pass: &str, k: &Kernel) -> Result<()> {
+    kernel_problem(k).map_or(Ok(()), |p| Err(broken(pass, &k.name(), p)))
+}
+
+/// Checks a [`LinearKernel`] after `pass`; the error names the pass, the kernel, the UOp and
+/// the broken invariant.
+pub fn verify_uops(pass: &str, lk: &LinearKernel) -> Result<()> {
+    uops_problem(lk).map_or(Ok(()), |p| Err(broken(pass, &lk.name, p)))
+}
+
+fn broken(pass: &str, kernel: &str, problem: String) -> Error {
+    Error::internal(format!(
+        "lowering pass `{pass}` broke kernel {kernel}: {problem}"
+    ))
+}
+
+fn kernel_problem(k: &Kernel) -> Option<String> {
+    let rank = k.rank();
+    if k.first_reduce > k.first_upcast || k.first_upcast > rank {
+        return Some(format!(
+            "axis sections out of order: first_reduce {} first_upcast {} rank {rank}",
+            k.first_reduce, k.first_upcast
+        ));
+    }
+    if k.upcast_is_reduce.len() != rank - k.first_upcast {
+        return Some(format!(
+            "{} upcast flags for {} upcast axes",
+            k.upcast_is_reduce.len(),
+            rank - k.first_upcast
+        ));
+    }
+    if !matches!(k.ast.op(), AstOp::Store { .. }) {
+        return Some(String::from("the AST root is not a store"));
+    }
+    let mut bad = None;
+    visit_sts(&k.ast, &mut |st| {
+        if bad.is_none() && st.shape().len() != rank {
+            bad = Some(format!(
+                "a leaf of rank {} in a kernel of rank {rank}",
+                st.shape().len()
+            ));
+        }
+    });
+    bad
+}
+
+/// Per-UOp facts gathered in one walk: the loop each value was defined in (its innermost open
+/// loop), and which loops are still open.
+struct Walk {
+    defined_in: Vec<Option<usize>>,
+    open: Vec<bool>,
+    stack: Vec<usize>,
+}
+
+fn uops_problem(lk: &LinearKernel) -> Option<String> {
+    let mut w = Walk {
+        defined_in: Vec::with_capacity(lk.uops.len()),
+        open: alloc::vec![false; lk.uops.len()],
+        stack: Vec::new(),
+    };
+    let mut globals = alloc::vec![0usize; lk.bufs.len()];
+    for (i, u) in lk.uops.iter().enumerate() {
+        let at = |p: String| format!("uop {i} ({} {}): {p}", u.dtype.name(), u.kind);
+        if let Some(p) = sources_problem(lk, &w, i, u) {
+            return Some(at(p));
+        }
+        if let Some(p) = declaration_problem(lk, u, &mut globals) {
+            return Some(at(p));
+        }
+        if let Some(p) = kind_problem(lk, u) {
+            return Some(at(p));
+        }
+        if let Some(p) = scope_step(&mut w, i, u) {
+            return Some(at(p));
+        }
+    }
+    if let Some(&l) = w.stack.last() {
+        return Some(format!("loop {l} is never closed"));
+    }
+    if let Some(b) = globals.iter().position(|&n| n != 1) {
+        return Some(format!(
+            "buffer {b} is declared {} times (DEFINE_GLOBAL), not once",
+            globals[b]
+        ));
+    }
+    None
+}
+
+/// SSA order and scope: each source is an earlier UOp whose loop is still open.
+fn sources_problem(lk: &LinearKernel, w: &Walk, i: usize, u: &UOp) -> Option<String> {
+    for &s in &u.src {
+        let s = s as usize;
+        if s >= i {
+            return Some(format!(
+                "source {s} is not defined before its use (at or after {i})"
+            ));
+        }
+        if let Some(l) = w.defined_in[s] {
+            if !w.open[l] {
+                return Some(format!(
+                    "source {s} ({}) was defined inside loop {l}, which closed before this use",
+                    lk.uops[s].kind
+                ));
+            }
+        }
+    }
+    None
+}
+
+/// Records `u`'s scope and opens or closes loops.
+fn scope_step(w: &mut Walk, i: usize, u: &UOp) -> Option<String> {
+    w.defined_in.push(w.stack.last().copied());
+    match u.kind {
+        UOpKind::Loop => {
+            w.open[i] = true;
+            w.stack.push(i);
+        }
+        UOpKind::EndLoop => {
+            let l = u.src.first().map(|&s| s as usize);
+            if l.is_none() || w.stack.last().copied() != l {
+                return Some(format!(
+                    "closes {l:?}, but the innermost open loop is {:?}",
+                    w.stack.last()
+                ));
+            }
+            w.stack.pop();
+            if let Some(l) = l {
+                w.open[l] = false;
+            }
+        }
+        UOpKind::DefineGlobal { .. }
+        | UOpKind::DefineVar { .. }
+        | UOpKind::Const(_)
+        | UOpKind::DefineAcc(_)
+        | UOpKind::Load
+        | UOpKind::Store
+        | UOpKind::Alu(_)
+        | UOpKind::Cast
+        | UOpKind::Bitcast
+        | UOpKind::Assign => {}
+    }
+    None
+}
+
+/// `DefineGlobal`s against the buffer list, `DefineVar`s against the variable list.
+fn declaration_problem(lk: &LinearKernel, u: &UOp, globals: &mut [usize]) -> Option<String> {
+    match &u.kind {
+        UOpKind::DefineGlobal { idx, writable } => {
+            let Some(b) = lk.bufs.get(*idx) else {
+                return Some(format!(
+                    "buffer {idx} is not among the {} declared",
+                    lk.bufs.len()
+                ));
+            };
+            globals[*idx] += 1;
+            (b.dtype != u.dtype || b.writable != *writable).then(|| {
+                format!(
+                    "buffer {idx} is declared {} writable={} but the kernel's list says {} writable={}",
+                    u.dtype.name(),
+                    writable,
+                    b.dtype.name(),
+                    b.writable
+                )
+            })
+        }
+        UOpKind::DefineVar { name, min, max } => {
+            let declared = lk
+                .vars
+                .iter()
+                .any(|(n, lo, hi)| n == name && lo == min && hi == max);
+            (!declared)
+                .then(|| format!("variable {name} [{min}, {max}] is not in the kernel's vars"))
+        }
+        UOpKind::Const(_)
+        | UOpKind::Loop
+        | UOpKind::EndLoop
+        | UOpKind::DefineAcc(_)
+        | UOpKind::Load
+        | UOpKind::Store
+        | UOpKind::Alu(_)
+        | UOpKind::Cast
+        | UOpKind::Bitcast
+        | UOpKind::Assign => None,
+    }
+}
+
+/// Arity and dtypes, per kind.
+fn kind_problem(lk: &LinearKernel, u: &UOp) -> Option<String> {
+    let dt = |s: usize| lk.uops[u.src[s] as usize].dtype;
+    let arity = |n: usize| (u.src.len() != n).then(|| format!("{} sources, not {n}", u.src.len()));
+    match &u.kind {
+        UOpKind::DefineGlobal { .. }
+        | UOpKind::DefineVar { .. }
+        | UOpKind::Const(_)
+        | UOpKind::DefineAcc(_) => arity(0),
+        UOpKind::Loop => arity(2).or_else(|| ints(&[dt(0), dt(1)], "loop bounds")),
+        UOpKind::EndLoop => arity(1),
+        UOpKind::Load => memory_problem(lk, u, false),
+        UOpKind::Store => arity(3).or_else(|| memory_problem(lk, u, true)),
+        UOpKind::Alu(op) => arity(op.arity()).or_else(|| alu_problem(*op, u.dtype, &dts(lk, u))),
+        UOpKind::Cast => arity(1),
+        UOpKind::Bitcast => arity(1).or_else(|| {
+            (dt(0).itemsize() != u.dtype.itemsize())
+                .then(|| format!("bitcast from {} changes the item size", dt(0).name()))
+        }),
+        UOpKind::Assign => arity(2).or_else(|| {
+            let acc = &lk.uops[u.src[0] as usize];
+            if !matches!(acc.kind, UOpKind::DefineAcc(_)) {
+                Some(format!("assigns to {} (not an accumulator)", acc.kind))
+            } else {
+                same(&[acc.dtype, dt(1), u.dtype], "assign")
+            }
+        }),
+    }
+}
+
+fn dts(lk: &LinearKernel, u: &UOp) -> Vec<DType> {
+    u.src.iter().map(|&s| lk.uops[s as usize].dtype).collect()
+}
+
+/// A load (`[buf, idx]` or `[buf, idx, gate]`) or store (`[buf, idx, value]`).
+fn memory_problem(lk: &LinearKernel, u: &UOp, store: bool) -> Option<String> {
+    if u.src.len() < 2 || u.src.len() > 3 {
+        return Some(format!("{} sources, not 2 or 3", u.src.len()));
+    }
+    let buf = &lk.uops[u.src[0] as usize];
+    let UOpKind::DefineGlobal { idx, writable } = buf.kind else {
+        return Some(format!("addresses {} (not a declared buffer)", buf.kind));
+    };
+    if store && !writable {
+        return Some(format!("stores to read-only buffer {idx}"));
+    }
+    let src = dts(lk, u);
+    if let Some(p) = ints(&src[1..2], "index") {
+        return Some(p);
+    }
+    match src.get(2) {
+        Some(&v) if store => same(&[buf.dtype, v, u.dtype], "store"),
+        Some(&g) if g != DType::Bool => Some(format!("gate is {}, not bool", g.name())),
+        _ => same(&[buf.dtype, u.dtype], "load"),
+    }
+}
+
+/// ALU dtypes: comparisons give bool from operands that agree; `where` takes a bool condition
+/// and two values of the result's dtype; every other op computes in its operands' dtype.
+fn alu_problem(op: AluOp, result: DType, src: &[DType]) -> Option<String> {
+    use AluOp::*;
+    match op {
+        CmpLt | CmpEq => (result != DType::Bool)
+            .then(|| format!("comparison gives {}, not bool", result.name()))
+            .or_else(|| same(src, op.name())),
+        Where => (src[0] != DType::Bool)
+            .then(|| format!("where's condition is {}, not bool", src[0].name()))
+            .or_else(|| same(&[src[1], src[2], result], "where")),
+        Exp2 | Log2 | Sin | Sqrt | Neg | Recip | Add | Sub | Mul | Div | Max | Mod | Xor | And
+        | Or | FloorDiv | FloorMod | MulAcc | Fma => {
+            let mut all = src.to_vec();
+            all.push(result);
+            same(&all, op.name())
+        }
+    }
+}
+
+fn same(dts: &[DType], what: &str) -> Option<String> {
+    let first = *dts.first()?;
+    dts.iter().any(|&d| d != first).then(|| {
+        let names: Vec<&str> = dts.iter().map(|d| d.name()).collect();
+        format!("{what} mixes dtypes {names:?}")
+    })
+}
+
+fn ints(dts: &[DType], what: &str) -> Option<String> {
+    dts.iter()
+        .find(|d| !d.is_int())
+        .map(|d| format!("{what} is {}, not an integer", d.name()))
+}

@@ -1,0 +1,157 @@
+//! A target description's `opt.` keys: parsed with errors naming the file and line; absent, the
+//! shipped descriptions keep the small-device shape export always used; a target describing a
+//! wider vector shapes kernels differently (other opts, other exported C) and computes
+//! bit-identical results.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use picograd::codegen::kernel::Kernel;
+use picograd::codegen::opt::OptConfig;
+use picograd::codegen::strategy::hand_coded;
+use picograd::device::Device;
+use picograd::export::{export, ExportNames};
+use picograd::jit::Capture;
+use picograd::runtime::target::Target;
+use picograd::runtime::Clang;
+use picograd::{ConvOpts, Padding, Tensor};
+
+const FILE: &str = "/descriptions/wide/target.txt";
+
+fn host_text() -> String {
+    std::fs::read_to_string(Target::root_dir().join("host").join("target.txt")).unwrap()
+}
+
+/// The host's description with `extra` lines appended.
+fn described(extra: &str) -> picograd::Result<Target> {
+    Target::parse(
+        &format!("{}{extra}", host_text()),
+        Path::new(FILE),
+        Path::new("/descriptions"),
+    )
+}
+
+fn shape(c: &OptConfig) -> (usize, usize, usize) {
+    (c.vec_width, c.max_accs, c.max_unrolled)
+}
+
+#[test]
+fn shipped_descriptions_keep_the_small_device_shape() {
+    let small = OptConfig::small_device();
+    for name in Target::names().unwrap() {
+        let t = Target::by_name(&name).unwrap();
+        assert_eq!(t.opt, small, "{name}");
+        assert_eq!(t.export_options().opt, Some(small), "{name}");
+    }
+}
+
+#[test]
+fn opt_keys_parse_and_bad_ones_name_file_line_and_key() {
+    let t = described("opt.vec_width = 8\nopt.max_accs = 32\n").unwrap();
+    assert_eq!(
+        shape(&t.opt),
+        (8, 32, OptConfig::small_device().max_unrolled)
+    );
+    assert_eq!(t.export_options().opt, Some(t.opt));
+
+    let line = host_text().lines().count() + 2;
+    for (extra, needle) in [
+        (
+            "opt.max_accs = 4\nopt.vec_width = 0\n",
+            "`opt.vec_width` is `0`",
+        ),
+        (
+            "opt.max_accs = 4\nopt.vec_width = wide\n",
+            "`opt.vec_width` is `wide`",
+        ),
+        (
+            "opt.max_accs = 4\nopt.max_unrolled = 99999\n",
+            "from 1 to 4096",
+        ),
+        (
+            "opt.max_accs = 4\nopt.vec_with = 4\n",
+            "unknown key `opt.vec_with`",
+        ),
+    ] {
+        let e = described(extra).unwrap_err().to_string();
+        assert!(e.contains(FILE), "{e}");
+        assert!(e.contains(&format!("line {line}:")), "line {line}: {e}");
+        assert!(e.contains(needle), "{needle}: {e}");
+    }
+}
+
+fn data(n: usize, seed: u32) -> Vec<f32> {
+    (0..n)
+        .map(|i| {
+            ((i as u32).wrapping_mul(2654435761).wrapping_add(seed) % 997) as f32 / 250.0 - 2.0
+        })
+        .collect()
+}
+
+/// A matmul with a bias and relu, a padded conv, and an elementwise chain, on `dev`.
+fn model(dev: &Arc<dyn Device>) -> (Vec<Tensor>, Vec<Tensor>) {
+    let t = |shape: &[usize], seed: u32| {
+        Tensor::from_slice(&data(shape.iter().product(), seed), shape).to_device(dev)
+    };
+    let (x, w, b) = (t(&[6, 20], 1), t(&[20, 32], 2), t(&[32], 3));
+    let (img, k) = (t(&[1, 3, 10, 16], 4), t(&[8, 3, 3, 3], 5));
+    let conv = ConvOpts {
+        padding: Padding::All(1),
+        ..ConvOpts::default()
+    };
+    let outs = vec![
+        x.matmul(&w).add(&b).relu(),
+        img.conv2d(&k, None, &conv).relu(),
+        x.mul(2.0).add(1.0).sigmoid(),
+    ];
+    (vec![x, w, b, img, k], outs)
+}
+
+fn bits(t: &Tensor) -> Vec<u32> {
+    t.to_vec::<f32>()
+        .unwrap()
+        .iter()
+        .map(|v| v.to_bits())
+        .collect()
+}
+
+#[test]
+fn a_wider_target_shapes_kernels_differently_and_computes_the_same_bits() {
+    picograd::init();
+    let narrow = described("").unwrap();
+    let wide = described("opt.vec_width = 8\nopt.max_accs = 32\n").unwrap();
+
+    // The hand-coded opts of the captured kernels differ for at least the matmul and the conv.
+    let interp = picograd::context::interp();
+    let (ins, outs) = model(&interp);
+    let (cap, _) = Capture::record(
+        &ins.iter().collect::<Vec<_>>(),
+        &outs.iter().collect::<Vec<_>>(),
+    )
+    .unwrap();
+    let mut differing = 0;
+    for ast in cap.steps().iter().filter_map(|s| s.ast.as_ref()) {
+        let opts = |t: &Target| hand_coded(&mut Kernel::new(ast).unwrap(), &t.opt);
+        differing += usize::from(opts(&narrow) != opts(&wide));
+    }
+    assert!(
+        differing >= 2,
+        "only {differing} kernels shaped differently"
+    );
+
+    // Export takes each target's own shape: the kernels' C differs.
+    let names = ExportNames::new(&["x", "w", "b", "img", "k"], &["mm", "conv", "ew"]);
+    let c_of = |t: &Target| {
+        let b = export(&cap, &names, &t.export_options()).unwrap();
+        b.files.iter().find(|f| f.0 == "model.c").unwrap().1.clone()
+    };
+    assert_ne!(c_of(&narrow), c_of(&wide));
+
+    // Compiled with either shape, every output has the same bits.
+    let on = |t: &Target| -> Vec<Vec<u32>> {
+        let clang = Clang::new().expect("no C compiler: target opt tests cannot run");
+        let dev: Arc<dyn Device> = Arc::new(clang.with_opt_config(Some(t.opt)).with_search(None));
+        model(&dev).1.iter().map(bits).collect()
+    };
+    assert_eq!(on(&narrow), on(&wide));
+}
