@@ -37,7 +37,7 @@ fn parse_args() -> Result<Args, String> {
         kernels: 20_000,
         batch: 200,
         capacity: picograd::realize::DEFAULT_CACHE_CAPACITY,
-        rss_bound_mb: 32,
+        rss_bound_mb: 8,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {

@@ -8,8 +8,10 @@
 
 #[path = "../examples/common/digits.rs"]
 mod digits;
+#[allow(dead_code)]
 #[path = "../examples/common/procstat.rs"]
 mod procstat;
+#[allow(dead_code)]
 #[path = "../examples/common/soak.rs"]
 mod soak;
 #[allow(dead_code)]
