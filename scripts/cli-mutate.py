@@ -209,13 +209,14 @@ def mutant(seed_bytes, rng):
     except Exception:
         parsed = False
     if parsed and rng.random() < 0.8:
-        for _ in range(rng.randint(1, 3)):
+        # Mostly one mutation, so more mutants stay loadable and reach the handlers.
+        for _ in range(rng.choice([1, 1, 1, 1, 1, 1, 2, 2, 2, 3])):
             try:
                 done.append(rng.choice(STRUCTURAL)(m, rng))
             except Exception as e:  # a mutation the proto refuses (a value out of range)
                 done.append(f"skipped: {type(e).__name__}")
         data = m.SerializeToString()
-    if not parsed or rng.random() < 0.3:
+    if not parsed or not done or rng.random() < 0.15:
         data, what = mutate_bytes(data, rng)
         done.append(what)
     return data, "; ".join(done)
