@@ -51,7 +51,11 @@ fn parse_args() -> Result<Args, String> {
             "--batch" => a.batch = n.max(1),
             "--capacity" => a.capacity = n.max(1),
             "--rss-bound-mb" => a.rss_bound_mb = n as u64,
-            _ => return Err(format!("unknown option {flag} (--steps --kernels --batch --capacity --rss-bound-mb)")),
+            _ => {
+                return Err(format!(
+                    "unknown option {flag} (--steps --kernels --batch --capacity --rss-bound-mb)"
+                ))
+            }
         }
     }
     Ok(a)
@@ -70,7 +74,11 @@ fn eager(a: &Args) -> Result<(), String> {
     let samples = soak::eager_training(&train_set, a.steps, every).map_err(|e| e.to_string())?;
     let secs = t.elapsed().as_secs_f64();
     let warmup = (a.steps / 10).max(1);
-    let after: Vec<soak::EagerSample> = samples.iter().copied().filter(|s| s.step > warmup).collect();
+    let after: Vec<soak::EagerSample> = samples
+        .iter()
+        .copied()
+        .filter(|s| s.step > warmup)
+        .collect();
     let (first, last) = (samples[0], samples[samples.len() - 1]);
     let peak = samples.iter().map(|s| s.rss).max().unwrap_or(0);
     println!(
@@ -140,7 +148,10 @@ fn main() -> std::process::ExitCode {
         }
     };
     let mut failed = false;
-    for (run, part, n) in [(eager as fn(&Args) -> Result<(), String>, "eager", a.steps), (kernels, "kernels", a.kernels)] {
+    for (run, part, n) in [
+        (eager as fn(&Args) -> Result<(), String>, "eager", a.steps),
+        (kernels, "kernels", a.kernels),
+    ] {
         if n == 0 {
             continue;
         }

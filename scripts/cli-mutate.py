@@ -12,8 +12,9 @@ mutant is run with `picograd run MODEL --interp` (zeros for its inputs), and eve
 (`--compile-every K`, default 1) with `picograd compile MODEL --out DIR` (host target: a C build
 and run per model that loads), under a timeout. Outcomes by exit code: 0 ok, 1-4 the CLI's
 documented errors (1 bad model or failed run, 2 usage/shape, 3 unsupported operator, 4 not in
-this build); a panic (exit 101 or "panicked at" on stderr), a signal (crash), a timeout, or any
-other code is a failure: the model, the command and its stderr are kept in WORK_DIR/failures/.
+this build); a panic (exit 101 or "panicked at" on stderr), a signal (crash), a timeout, an
+`Error::Internal` (exit 1 with "internal error (a bug in picograd" on stderr), or any other
+code is a failure: the model, the command and its stderr are kept in WORK_DIR/failures/.
 Prints a table of outcomes and exits 1 when any failure was seen.
 """
 
@@ -231,6 +232,8 @@ def classify(proc_rc, stderr, timed_out):
         return "panic"
     if "memory allocation of" in stderr:
         return "alloc-abort"
+    if "internal error (a bug in picograd" in stderr:
+        return "internal error"
     if proc_rc in (0, 1, 2, 3, 4):
         return f"exit {proc_rc}"
     return f"exit {proc_rc} (undocumented)"

@@ -26,9 +26,15 @@ target_dir="${CARGO_TARGET_DIR:-$ROOT/target}"
 work="${CLI_MUTATE_DIR:-$target_dir/cli-mutate}"
 python=$(scripts/python-env.sh)
 
-echo "== build (release picograd CLI)"
-cargo build --quiet --release -p picograd-cli
-bin="$target_dir/release/picograd"
+# PICOGRAD_BIN: a CLI binary already built (scripts/test.sh passes the debug one `cargo test`
+# built, to spare a release build).
+if [ -n "${PICOGRAD_BIN:-}" ]; then
+    bin=$PICOGRAD_BIN
+else
+    echo "== build (release picograd CLI)"
+    cargo build --quiet --release -p picograd-cli
+    bin="$target_dir/release/picograd"
+fi
 
 echo "== seeds"
 rm -rf "$work"

@@ -36,6 +36,9 @@ fn batched_distinct_kernels_keep_mapped_libraries_bounded() {
     );
     // What the runtime counts as loaded is what the process maps.
     for s in &samples {
-        assert_eq!(s.mapped as u64, s.live, "mapped vs live libraries: {samples:?}");
+        assert_eq!(
+            s.mapped as u64, s.live,
+            "mapped vs live libraries: {samples:?}"
+        );
     }
 }
