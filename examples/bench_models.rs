@@ -66,12 +66,14 @@ fn per_call(n: u32, mut f: impl FnMut() -> Result<()>) -> Result<String> {
     Ok(format!("{}", t.elapsed().as_secs_f64() / f64::from(n.max(1))))
 }
 
+/// The loaded model, or an error saying to load one first.
+fn need(l: &Option<Loaded>) -> Result<&Loaded> {
+    l.as_ref()
+        .ok_or_else(|| picograd::Error::Unsupported("no model loaded: send `load` first".into()))
+}
+
 fn answer(loaded: &mut Option<Loaded>, line: &str) -> Result<String> {
     let words: Vec<&str> = line.split_whitespace().collect();
-    let need = |l: &Option<Loaded>| -> Result<&Loaded> {
-        l.as_ref()
-            .ok_or_else(|| picograd::Error::Unsupported("no model loaded: send `load` first".into()))
-    };
     let count = |w: Option<&&str>| w.and_then(|s| s.parse::<u32>().ok()).unwrap_or(1);
     match words.as_slice() {
         ["load", model, input] => {
