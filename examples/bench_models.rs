@@ -63,7 +63,10 @@ fn per_call(n: u32, mut f: impl FnMut() -> Result<()>) -> Result<String> {
     for _ in 0..n {
         f()?;
     }
-    Ok(format!("{}", t.elapsed().as_secs_f64() / f64::from(n.max(1))))
+    Ok(format!(
+        "{}",
+        t.elapsed().as_secs_f64() / f64::from(n.max(1))
+    ))
 }
 
 /// The loaded model, or an error saying to load one first.

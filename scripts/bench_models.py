@@ -194,7 +194,7 @@ def main():
     print("\n| model | batch | threads | picograd path | picograd ms | onnxruntime ms | ratio (ort ÷ picograd) |")
     print("| --- | ---: | ---: | --- | ---: | ---: | ---: |")
     for name, b, t, kind, ours, theirs, ratio in table:
-        print(f"| {name} | {b} | {t} | {label[kind]} | {ours * 1e3:.3f} | {theirs * 1e3:.3f} | {ratio:.2f}× |")
+        print(f"| {name} | {b} | {t} | {label[kind]} | {ours * 1e3:.3f} | {theirs * 1e3:.3f} | {ratio:.3g}× |")
     for kind in ("jit", "run"):
         rs = [r for *_, k, _, _, r in table if k == kind]
         if rs:
