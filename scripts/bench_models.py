@@ -15,7 +15,7 @@ Before timing, `picograd run` checks each model in a new process with an empty `
 input (max abs diff, and that diff over the largest |reference|).
 
 Usage: bench_models.py MODELDIR PICOGRAD_CLI BENCH_EXAMPLE [--threads 1,2] [--batches 1,8]
-                       [--pairs 5] [--models a,b] [--budget 0.3] [--no-plain]"""
+                       [--pairs 5] [--models a,b] [--budget 0.3] [--no-plain] [--no-cold]"""
 import argparse
 import math
 import os
