@@ -80,7 +80,10 @@ impl Slots {
 
 fn realized_node(t: &Tensor) -> Result<LazyBuffer> {
     let node = t.lazy().contiguous();
-    crate::realize::realize(core::slice::from_ref(&node))?;
+    // A realized base (the usual input) needs no schedule: replays pay per call for this.
+    if node.realized().is_none() {
+        crate::realize::realize(core::slice::from_ref(&node))?;
+    }
     Ok(node)
 }
 
