@@ -130,8 +130,17 @@ pub const MAX_FUSED_DEPTH: usize = 256;
 /// a scale) stay fused into both.
 pub const MAX_SHARED_DEPTH: usize = 16;
 
-/// Adds the realize points of the depth rules ([`MAX_FUSED_DEPTH`], [`MAX_SHARED_DEPTH`]) to
-/// `r`: one pass over the graph in dependency order.
+/// A node that several ops read is computed once by each kernel that reads it, with the fused
+/// chain below it. When such nodes nest — the cell state of an unrolled RNN: `c[t]` is read by
+/// `h[t]` and by `c[t+1]` — every level multiplies that recomputation, and over T steps each
+/// step's kernel would hold the whole history: kernels grow with T, none is like another, and
+/// compiling them costs quadratic time. A node read by several ops with this many such nodes
+/// nested in its fused chain (itself included) is realized. Like the depth rules it depends on
+/// the graph alone.
+pub const MAX_SHARED_NESTING: usize = 4;
+
+/// Adds the realize points of the depth rules ([`MAX_FUSED_DEPTH`], [`MAX_SHARED_DEPTH`]) and of
+/// the nesting rule ([`MAX_SHARED_NESTING`]) to `r`: one pass over the graph in dependency order.
 fn depth_cuts(g: &Graph, r: &mut HashSet<usize>) {
     let read_by_reduce: HashSet<usize> = g
         .order
@@ -141,7 +150,9 @@ fn depth_cuts(g: &Graph, r: &mut HashSet<usize>) {
             _ => None,
         })
         .collect();
+    let readers = distinct_readers(g);
     let mut depth: HashMap<usize, usize> = HashMap::new();
+    let mut nesting: HashMap<usize, usize> = HashMap::new();
     for b in &g.order {
         let Some((op, srcs)) = b.op() else { continue };
         if r.contains(&b.id()) || matches!(op, LazyOp::Const(_) | LazyOp::Buffer) {
@@ -152,6 +163,22 @@ fn depth_cuts(g: &Graph, r: &mut HashSet<usize>) {
             .map(|s| depth.get(&s.base().id()).copied().unwrap_or(0))
             .max()
             .unwrap_or(0);
+        let read_often = readers.get(&b.id()).copied().unwrap_or(0) > 1;
+        let nest = usize::from(read_often)
+            + srcs
+                .iter()
+                .map(|s| nesting.get(&s.base().id()).copied().unwrap_or(0))
+                .max()
+                .unwrap_or(0);
+        if read_often && nest >= MAX_SHARED_NESTING {
+            crate::context::log(
+                5,
+                &alloc::format!("schedule: realize {b:?}: {nest} shared nodes nested"),
+            );
+            r.insert(b.id());
+            continue;
+        }
+        nesting.insert(b.id(), nest);
         let shared =
             read_by_reduce.contains(&b.id()) && g.consumers.get(&b.id()).copied().unwrap_or(0) > 1;
         let limit = if shared {
@@ -169,6 +196,24 @@ fn depth_cuts(g: &Graph, r: &mut HashSet<usize>) {
             depth.insert(b.id(), below + 1);
         }
     }
+}
+
+/// How many distinct ops read each base (an op reading a base twice, as `x*x` does, counts
+/// once: one kernel computes it once).
+fn distinct_readers(g: &Graph) -> HashMap<usize, usize> {
+    let mut n: HashMap<usize, usize> = HashMap::new();
+    for b in &g.order {
+        let Some((_, srcs)) = b.op() else { continue };
+        let mut seen: Vec<usize> = Vec::new();
+        for s in srcs {
+            let id = s.base().id();
+            if !seen.contains(&id) {
+                seen.push(id);
+                *n.entry(id).or_insert(0) += 1;
+            }
+        }
+    }
+    n
 }
 
 /// One step of [`AstBuilder`]'s walk.
