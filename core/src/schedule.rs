@@ -130,9 +130,10 @@ pub const MAX_FUSED_DEPTH: usize = 256;
 /// a scale) stay fused into both.
 pub const MAX_SHARED_DEPTH: usize = 16;
 
-/// A node that several ops read is computed once by each kernel that reads it, with the fused
-/// chain below it. When such nodes nest — the cell state of an unrolled RNN: `c[t]` is read by
-/// `h[t]` and by `c[t+1]` — every level multiplies that recomputation, and over T steps each
+/// A node that the fused parts of several kernels hold is computed by each of them, with the
+/// fused chain below it. When such nodes nest — the cell state of an unrolled RNN: `c[t]` is
+/// computed by the kernel of `h[t]` and, through `c[t+1]`, by every later step's — each level
+/// multiplies that recomputation, and over T steps each
 /// step's kernel would hold the whole history: kernels grow with T, none is like another, and
 /// compiling them costs quadratic time. A node read by several ops with this many such nodes
 /// nested in its fused chain (itself included) is realized. Like the depth rules it depends on
@@ -150,7 +151,7 @@ fn depth_cuts(g: &Graph, r: &mut HashSet<usize>) {
             _ => None,
         })
         .collect();
-    let readers = distinct_readers(g);
+    let computed_by = kernels_computing(g, r);
     let mut depth: HashMap<usize, usize> = HashMap::new();
     let mut nesting: HashMap<usize, usize> = HashMap::new();
     for b in &g.order {
@@ -163,7 +164,7 @@ fn depth_cuts(g: &Graph, r: &mut HashSet<usize>) {
             .map(|s| depth.get(&s.base().id()).copied().unwrap_or(0))
             .max()
             .unwrap_or(0);
-        let read_often = readers.get(&b.id()).copied().unwrap_or(0) > 1;
+        let read_often = computed_by.get(&b.id()) == Some(&Owner::Many);
         let nest = usize::from(read_often)
             + srcs
                 .iter()
@@ -198,22 +199,44 @@ fn depth_cuts(g: &Graph, r: &mut HashSet<usize>) {
     }
 }
 
-/// How many distinct ops read each base (an op reading a base twice, as `x*x` does, counts
-/// once: one kernel computes it once).
-fn distinct_readers(g: &Graph) -> HashMap<usize, usize> {
-    let mut n: HashMap<usize, usize> = HashMap::new();
-    for b in &g.order {
+/// Which kernels compute a node: one (its root's id), or several.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Owner {
+    One(usize),
+    Many,
+}
+
+/// For each unrealized node, the kernels that compute it as the realize set `r` stands: a node
+/// in `r` is its own kernel's root; any other node is computed by every kernel that computes a
+/// reader of it. One pass, consumers before sources.
+fn kernels_computing(g: &Graph, r: &HashSet<usize>) -> HashMap<usize, Owner> {
+    let mut owner: HashMap<usize, Owner> = HashMap::new();
+    for b in g.order.iter().rev() {
         let Some((_, srcs)) = b.op() else { continue };
-        let mut seen: Vec<usize> = Vec::new();
-        for s in srcs {
-            let id = s.base().id();
-            if !seen.contains(&id) {
-                seen.push(id);
-                *n.entry(id).or_insert(0) += 1;
+        let own = if r.contains(&b.id()) {
+            Owner::One(b.id())
+        } else {
+            match owner.get(&b.id()) {
+                Some(&o) => o,
+                None => continue,
             }
+        };
+        for s in srcs {
+            let sb = s.base();
+            if sb.realized().is_some() || is_const(sb) {
+                continue;
+            }
+            owner
+                .entry(sb.id())
+                .and_modify(|o| {
+                    if *o != own {
+                        *o = Owner::Many;
+                    }
+                })
+                .or_insert(own);
         }
     }
-    n
+    owner
 }
 
 /// One step of [`AstBuilder`]'s walk.
