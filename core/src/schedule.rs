@@ -9,7 +9,8 @@
 //! Realized buffers and constants are read through any view. Two depth rules bound a kernel's
 //! size and the work two kernels may repeat: no fused expression is deeper than
 //! [`MAX_FUSED_DEPTH`] ops, and a node read by a reduce and by another op no deeper than
-//! [`MAX_SHARED_DEPTH`].
+//! [`MAX_SHARED_DEPTH`]; and a node several kernels compute is realized when
+//! [`MAX_SHARED_NESTING`] such nodes nest in its chain (an unrolled RNN's cell state).
 //!
 //! Cost: linear in the graph. Every walk is iterative (graph depth never meets the call stack)
 //! and a kernel's AST is built memoized, one node per (graph node, view) however often it is
