@@ -82,9 +82,7 @@ fn median(mut v: Vec<Duration>) -> Duration {
 
 fn builtin_mlp() -> Res<Model> {
     let ramp = |n: usize, s: f32| -> Vec<f32> {
-        (0..n)
-            .map(|i| ((i * 7 % 13) as f32 - 6.0) * s)
-            .collect()
+        (0..n).map(|i| ((i * 7 % 13) as f32 - 6.0) * s).collect()
     };
     let weight = |name: &str, dims: &[i64], vals: Vec<f32>| TensorProto {
         name: name.into(),

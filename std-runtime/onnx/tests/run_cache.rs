@@ -135,7 +135,10 @@ fn a_repeated_signature_schedules_and_compiles_nothing() {
     // A new batch size captures once, then replays too; the first signature is still held.
     let before = counters();
     m.run(&[x(5, 0.0)]).unwrap();
-    assert!(counters().scheduled > before.scheduled, "a new shape must schedule");
+    assert!(
+        counters().scheduled > before.scheduled,
+        "a new shape must schedule"
+    );
     let before = counters();
     m.run(&[x(5, 2.0)]).unwrap();
     m.run(&[x(2, 3.0)]).unwrap();
@@ -152,7 +155,10 @@ fn results_keep_their_values_after_later_calls() {
     let inputs: Vec<Tensor> = (0..4).map(|k| x(3, k as f32)).collect();
     let want: Vec<_> = inputs.iter().map(|t| uncached(&m, &[t.clone()])).collect();
     // Call 1 captures, calls 2-4 replay; nothing is read until every call has run.
-    let got: Vec<Vec<Tensor>> = inputs.iter().map(|t| m.run(&[t.clone()]).unwrap()).collect();
+    let got: Vec<Vec<Tensor>> = inputs
+        .iter()
+        .map(|t| m.run(&[t.clone()]).unwrap())
+        .collect();
     for (k, (g, w)) in got.iter().zip(&want).enumerate() {
         assert_eq!(&bytes(g), w, "call {k}'s result changed");
     }
@@ -200,7 +206,12 @@ fn cached_outputs_equal_uncached_bit_for_bit() {
     let tiny = Model::from_proto(common::tiny_cnn(), "tiny_cnn").unwrap();
     let xs = Tensor::from_slice(&ramp(16, 0.25, 0.1), &[1, 1, 4, 4]);
     check_cached("tiny_cnn", &tiny, &[xs], None);
-    for case in ["lstm_forward", "lstm_bidirectional", "gru_reverse", "external_data"] {
+    for case in [
+        "lstm_forward",
+        "lstm_bidirectional",
+        "gru_reverse",
+        "external_data",
+    ] {
         let Some(dir) = pymodels::make(case) else {
             return;
         };
@@ -256,8 +267,14 @@ fn if_model() -> Model {
                 &["c"],
                 &["y"],
                 vec![
-                    graph("then_branch", branch("t", node("Mul", &["x", "two"], &["t"], vec![]))),
-                    graph("else_branch", branch("e", node("Neg", &["x"], &["e"], vec![]))),
+                    graph(
+                        "then_branch",
+                        branch("t", node("Mul", &["x", "two"], &["t"], vec![])),
+                    ),
+                    graph(
+                        "else_branch",
+                        branch("e", node("Neg", &["x"], &["e"], vec![])),
+                    ),
                 ],
             ),
         ],
@@ -291,7 +308,10 @@ fn shapes_and_indices_given_as_inputs_are_read_each_call() {
     let m = model(GraphProto {
         name: "reshape".into(),
         node: vec![node("Reshape", &["x", "shape"], &["y"], vec![])],
-        input: vec![value_of("x", 1, &[Some(6)]), value_of("shape", 7, &[Some(2)])],
+        input: vec![
+            value_of("x", 1, &[Some(6)]),
+            value_of("shape", 7, &[Some(2)]),
+        ],
         output: vec![value_of("y", 1, &[None, None])],
         ..Default::default()
     });
@@ -328,7 +348,9 @@ fn a_user_function_that_reads_its_input_is_rerun() {
         Ok(vec![x[0].try_mul(k)?])
     };
     for v in [2.0f32, 3.0] {
-        let y = cache.call(&[Tensor::from_slice(&[v, 1.0], &[2])], f).unwrap();
+        let y = cache
+            .call(&[Tensor::from_slice(&[v, 1.0], &[2])], f)
+            .unwrap();
         assert_eq!(y[0].to_vec::<f32>().unwrap(), vec![v * v, v]);
     }
     // An input-derived value realized and read on the host taints the capture just as well.
@@ -337,8 +359,13 @@ fn a_user_function_that_reads_its_input_is_rerun() {
         Ok(vec![x[0].try_add(s)?])
     };
     for v in [1.0f32, 5.0] {
-        let y = cache.call(&[Tensor::from_slice(&[v, 1.0, 0.0], &[3])], g).unwrap();
-        assert_eq!(y[0].to_vec::<f32>().unwrap(), vec![2.0 * v + 1.0, v + 2.0, v + 1.0]);
+        let y = cache
+            .call(&[Tensor::from_slice(&[v, 1.0, 0.0], &[3])], g)
+            .unwrap();
+        assert_eq!(
+            y[0].to_vec::<f32>().unwrap(),
+            vec![2.0 * v + 1.0, v + 2.0, v + 1.0]
+        );
     }
     let s = cache.stats();
     assert_eq!((s.captures, s.replays, s.reruns), (0, 0, 4));
