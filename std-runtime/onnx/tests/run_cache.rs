@@ -153,11 +153,14 @@ fn results_keep_their_values_after_later_calls() {
     let _g = serial();
     let m = mlp();
     let inputs: Vec<Tensor> = (0..4).map(|k| x(3, k as f32)).collect();
-    let want: Vec<_> = inputs.iter().map(|t| uncached(&m, &[t.clone()])).collect();
+    let want: Vec<_> = inputs
+        .iter()
+        .map(|t| uncached(&m, std::slice::from_ref(t)))
+        .collect();
     // Call 1 captures, calls 2-4 replay; nothing is read until every call has run.
     let got: Vec<Vec<Tensor>> = inputs
         .iter()
-        .map(|t| m.run(&[t.clone()]).unwrap())
+        .map(|t| m.run(std::slice::from_ref(t)).unwrap())
         .collect();
     for (k, (g, w)) in got.iter().zip(&want).enumerate() {
         assert_eq!(&bytes(g), w, "call {k}'s result changed");
