@@ -11,6 +11,10 @@ cases:
   gru_<dir>, lstm_<dir>
                      one GRU / LSTM layer, dir = forward | reverse | bidirectional; outputs Y, Y_h
                      (and Y_c for LSTM)
+  lstm2_<dir>_<steps>
+                     two stacked LSTM layers 16 -> 32 over <steps> steps, batch 1, no initial
+                     state, Squeeze between the layers (the torch exporter's form of
+                     nn.LSTM(16, 32, num_layers=2)); dir = forward | bidirectional
   logreg, mlp        scikit-learn LogisticRegression / MLPClassifier exported by skl2onnx with
                      its default options (integer class labels, ZipMap output); the ZipMap
                      output's probabilities are written as expected_<k>.npy too (one row of
@@ -143,6 +147,36 @@ def rnn(out, op, direction):
            + [f32(dirs, batch, hidden) for _ in states])
 
 
+def lstm2(out, direction, steps):
+    inp, hidden = 16, 32
+    dirs = 2 if direction == "bidirectional" else 1
+    nodes, weights, x = [], [], "x"
+    for layer, width in enumerate([inp, hidden * dirs]):
+        w, r, b = (f"W{layer}", f"R{layer}", f"B{layer}")
+        weights += [
+            numpy_helper.from_array(f32(dirs, 4 * hidden, width, scale=0.2), w),
+            numpy_helper.from_array(f32(dirs, 4 * hidden, hidden, scale=0.2), r),
+            numpy_helper.from_array(f32(dirs, 8 * hidden, scale=0.1), b),
+        ]
+        y = f"Y{layer}"
+        nodes.append(helper.make_node("LSTM", [x, w, r, b], [y], hidden_size=hidden,
+                                      direction=direction))
+        # [seq, dirs, 1, hidden] -> [seq, 1, dirs * hidden], as the exporter does.
+        nodes.append(helper.make_node("Transpose", [y], [f"T{layer}"], perm=[0, 2, 1, 3]))
+        shape = f"shape{layer}"
+        weights.append(numpy_helper.from_array(np.array([steps, 1, dirs * hidden], np.int64),
+                                               shape))
+        x = f"H{layer}"
+        nodes.append(helper.make_node("Reshape", [f"T{layer}", shape], [x]))
+    model = make(
+        nodes,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [steps, 1, inp])],
+        [helper.make_tensor_value_info(x, TensorProto.FLOAT, [steps, 1, dirs * hidden])],
+        weights,
+    )
+    finish(model, out, [f32(steps, 1, inp, scale=1.0)])
+
+
 def sklearn_data():
     x = RNG.standard_normal((80, 5)).astype(np.float32)
     y = (x[:, 0] + x[:, 1] > 0).astype(np.int64) + (x[:, 2] > 0.4).astype(np.int64)
@@ -218,6 +252,9 @@ def main():
         numeric_outputs(out)
     elif case == "external_data":
         external_data(out)
+    elif case.startswith("lstm2_"):
+        _, direction, steps = case.split("_")
+        lstm2(out, direction, int(steps))
     elif case.startswith(("gru_", "lstm_")):
         op, direction = case.split("_", 1)
         rnn(out, op.upper(), direction)

@@ -164,6 +164,8 @@ impl Buffer {
 
     /// Copies the contents out into a new byte vector.
     pub fn to_bytes(&self) -> Result<alloc::vec::Vec<u8>> {
+        // A host read of a watched input taints the capture in progress.
+        crate::jit::trace::note_reads([self]);
         let mut out = alloc::vec![0u8; self.nbytes()];
         self.device.allocator().copy_out(self.id, &mut out)?;
         Ok(out)

@@ -63,6 +63,11 @@ impl<K: Hash + Eq + Clone, V: Clone> Lru<K, V> {
         self.map.is_empty()
     }
 
+    /// The most entries it holds.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
     /// Sets the capacity (at least 1), forgetting entries at once if there are more.
     pub fn set_capacity(&mut self, capacity: usize) {
         self.capacity = capacity.max(1);

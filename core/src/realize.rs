@@ -288,6 +288,14 @@ fn run_kernel(item: &ScheduleItem) -> Result<Ran> {
 fn schedule_counted(outs: &[LazyBuffer]) -> Result<Vec<ScheduleItem>> {
     let items = schedule(outs)?;
     COUNTERS.lock().scheduled += items.len() as u64;
+    if crate::jit::trace::any_active() {
+        // Realizing outside a capture what reads a watched input taints the capture in progress.
+        let leaves: Vec<Arc<Buffer>> = items
+            .iter()
+            .flat_map(|it| it.inputs.iter().filter_map(LazyBuffer::realized))
+            .collect();
+        crate::jit::trace::note_reads(leaves.iter().map(|b| &**b));
+    }
     Ok(items)
 }
 
@@ -320,6 +328,9 @@ pub struct ExecItem {
     pub program: Option<Arc<dyn Program>>,
     /// The buffers, output first, then inputs in the kernel's order.
     pub bufs: Vec<Arc<Buffer>>,
+    /// Whether the step allocated its output (false for an in-place `Assign`, which writes
+    /// into a buffer that existed before it).
+    pub fresh: bool,
 }
 
 /// Schedules and runs everything `outs` need, returning the steps that ran (for captures).
@@ -355,11 +366,13 @@ fn run_recorded(items: &[ScheduleItem], mut rec: Option<&mut Vec<ExecItem>>) -> 
                 );
             }
             let ast = (!it.is_copy).then(|| it.ast.clone());
+            let fresh = !matches!(it.out.op(), Some((LazyOp::Assign, _)));
             r.push(ExecItem {
                 ast,
                 kernel,
                 program,
                 bufs,
+                fresh,
             });
         }
         it.out.set_realized(buf)?;

@@ -9,7 +9,8 @@
 //! Realized buffers and constants are read through any view. Two depth rules bound a kernel's
 //! size and the work two kernels may repeat: no fused expression is deeper than
 //! [`MAX_FUSED_DEPTH`] ops, and a node read by a reduce and by another op no deeper than
-//! [`MAX_SHARED_DEPTH`].
+//! [`MAX_SHARED_DEPTH`]; and a node several kernels compute is realized when
+//! [`MAX_SHARED_NESTING`] such nodes nest in its chain (an unrolled RNN's cell state).
 //!
 //! Cost: linear in the graph. Every walk is iterative (graph depth never meets the call stack)
 //! and a kernel's AST is built memoized, one node per (graph node, view) however often it is
@@ -130,8 +131,18 @@ pub const MAX_FUSED_DEPTH: usize = 256;
 /// a scale) stay fused into both.
 pub const MAX_SHARED_DEPTH: usize = 16;
 
-/// Adds the realize points of the depth rules ([`MAX_FUSED_DEPTH`], [`MAX_SHARED_DEPTH`]) to
-/// `r`: one pass over the graph in dependency order.
+/// A node that the fused parts of several kernels hold is computed by each of them, with the
+/// fused chain below it. When such nodes nest — the cell state of an unrolled RNN: `c[t]` is
+/// computed by the kernel of `h[t]` and, through `c[t+1]`, by every later step's — each level
+/// multiplies that recomputation, and over T steps each
+/// step's kernel would hold the whole history: kernels grow with T, none is like another, and
+/// compiling them costs quadratic time. A node read by several ops with this many such nodes
+/// nested in its fused chain (itself included) is realized. Like the depth rules it depends on
+/// the graph alone.
+pub const MAX_SHARED_NESTING: usize = 4;
+
+/// Adds the realize points of the depth rules ([`MAX_FUSED_DEPTH`], [`MAX_SHARED_DEPTH`]) and of
+/// the nesting rule ([`MAX_SHARED_NESTING`]) to `r`: one pass over the graph in dependency order.
 fn depth_cuts(g: &Graph, r: &mut HashSet<usize>) {
     let read_by_reduce: HashSet<usize> = g
         .order
@@ -141,7 +152,9 @@ fn depth_cuts(g: &Graph, r: &mut HashSet<usize>) {
             _ => None,
         })
         .collect();
+    let computed_by = kernels_computing(g, r);
     let mut depth: HashMap<usize, usize> = HashMap::new();
+    let mut nesting: HashMap<usize, usize> = HashMap::new();
     for b in &g.order {
         let Some((op, srcs)) = b.op() else { continue };
         if r.contains(&b.id()) || matches!(op, LazyOp::Const(_) | LazyOp::Buffer) {
@@ -152,6 +165,22 @@ fn depth_cuts(g: &Graph, r: &mut HashSet<usize>) {
             .map(|s| depth.get(&s.base().id()).copied().unwrap_or(0))
             .max()
             .unwrap_or(0);
+        let read_often = computed_by.get(&b.id()) == Some(&Owner::Many);
+        let nest = usize::from(read_often)
+            + srcs
+                .iter()
+                .map(|s| nesting.get(&s.base().id()).copied().unwrap_or(0))
+                .max()
+                .unwrap_or(0);
+        if read_often && nest >= MAX_SHARED_NESTING {
+            crate::context::log(
+                5,
+                &alloc::format!("schedule: realize {b:?}: {nest} shared nodes nested"),
+            );
+            r.insert(b.id());
+            continue;
+        }
+        nesting.insert(b.id(), nest);
         let shared =
             read_by_reduce.contains(&b.id()) && g.consumers.get(&b.id()).copied().unwrap_or(0) > 1;
         let limit = if shared {
@@ -169,6 +198,46 @@ fn depth_cuts(g: &Graph, r: &mut HashSet<usize>) {
             depth.insert(b.id(), below + 1);
         }
     }
+}
+
+/// Which kernels compute a node: one (its root's id), or several.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Owner {
+    One(usize),
+    Many,
+}
+
+/// For each unrealized node, the kernels that compute it as the realize set `r` stands: a node
+/// in `r` is its own kernel's root; any other node is computed by every kernel that computes a
+/// reader of it. One pass, consumers before sources.
+fn kernels_computing(g: &Graph, r: &HashSet<usize>) -> HashMap<usize, Owner> {
+    let mut owner: HashMap<usize, Owner> = HashMap::new();
+    for b in g.order.iter().rev() {
+        let Some((_, srcs)) = b.op() else { continue };
+        let own = if r.contains(&b.id()) {
+            Owner::One(b.id())
+        } else {
+            match owner.get(&b.id()) {
+                Some(&o) => o,
+                None => continue,
+            }
+        };
+        for s in srcs {
+            let sb = s.base();
+            if sb.realized().is_some() || is_const(sb) {
+                continue;
+            }
+            owner
+                .entry(sb.id())
+                .and_modify(|o| {
+                    if *o != own {
+                        *o = Owner::Many;
+                    }
+                })
+                .or_insert(own);
+        }
+    }
+    owner
 }
 
 /// One step of [`AstBuilder`]'s walk.

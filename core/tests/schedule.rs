@@ -254,3 +254,52 @@ fn movement_ops_alone_make_no_kernel_beyond_the_copy() {
     let want: Vec<f32> = (0..12).map(|o| a[(o % 3) * 4 + (3 - o / 3)]).collect();
     close(&x.to_vec::<f32>().unwrap(), &want);
 }
+
+/// The schedule of an LSTM-like recurrence unrolled over `steps`: with `g = h[t-1]·W` (16 columns,
+/// read in two halves as an LSTM reads its gates), `c[t] = c[t-1]·a + tanh(x[t] + g[:8] +
+/// g[8:])`, `h[t] = relu(c[t])·0.5`; output the last `h`. The cell state is read by two ops
+/// each step (`h[t]` and `c[t+1]`), as an LSTM's is. Returns (flops, values, a loop's values).
+fn recurrence(steps: usize) -> (u64, Vec<f32>, Vec<f32>) {
+    let (a, xs, w) = (seq(8, 0.1), seq(8 * steps, 0.3), seq(128, 0.05));
+    let (at, xt, wt) = (t(&a, &[1, 8]), t(&xs, &[steps, 8]), t(&w, &[8, 16]));
+    let mut c = Tensor::zeros(&[1, 8], picograd_core::DType::F32);
+    let mut h = c.clone();
+    for k in 0..steps {
+        let x = xt.try_shrink(&[(k, k + 1), (0, 8)]).unwrap();
+        let g = matmul(&h, &wt);
+        let half = |k: usize| g.try_shrink(&[(0, 1), (8 * k, 8 * k + 8)]).unwrap();
+        let pre = alu(&alu(&x, AluOp::Add, &[&half(0)]), AluOp::Add, &[&half(1)]).tanh();
+        c = alu(&alu(&c, AluOp::Mul, &[&at]), AluOp::Add, &[&pre]);
+        h = alu(&relu(&c), AluOp::Mul, &[&c.const_like(0.5)]);
+    }
+    let items = schedule(&[h.lazy().contiguous()]).unwrap();
+    let flops = count_work(&items).unwrap().flops;
+    // The same recurrence as a loop.
+    let (mut lc, mut lh) = (vec![0f32; 8], vec![0f32; 8]);
+    for k in 0..steps {
+        let hw: Vec<f32> = (0..16)
+            .map(|j| (0..8).map(|i| lh[i] * w[i * 16 + j]).sum())
+            .collect();
+        for j in 0..8 {
+            lc[j] = lc[j] * a[j] + (xs[k * 8 + j] + hw[j] + hw[j + 8]).tanh();
+            lh[j] = lc[j].max(0.0) * 0.5;
+        }
+    }
+    (flops, h.to_vec::<f32>().unwrap(), lh)
+}
+
+/// An unrolled recurrence whose state two ops read each step does not recompute its history:
+/// the work grows linearly with the steps (each step's kernels stay the same size), not
+/// quadratically as it does when every step's kernel refolds the cell state from step 0.
+#[test]
+fn unrolled_recurrence_does_not_recompute_its_history() {
+    let (f8, got8, want8) = recurrence(8);
+    let (f32_, got32, want32) = recurrence(32);
+    close(&got8, &want8);
+    close(&got32, &want32);
+    // Four times the steps: at most five times the work (quadratic would be sixteen).
+    assert!(
+        f32_ <= 5 * f8,
+        "32 steps cost {f32_} flops, 8 steps {f8}: the recurrence is recomputed"
+    );
+}

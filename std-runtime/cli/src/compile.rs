@@ -155,7 +155,7 @@ pub fn compile(model: &Model, opts: &CompileOptions) -> Result<CompileReport> {
         given_shapes(model, &opts.inputs)?
     };
     let inputs = placeholders(model.inputs(), &shapes)?;
-    let outputs = stage("building the graph", || model.run(&inputs))?;
+    let outputs = stage("building the graph", || model.graph(&inputs))?;
     let (ins, outs): (Vec<&Tensor>, Vec<&Tensor>) =
         (inputs.iter().collect(), outputs.iter().collect());
     let (capture, _) = stage("compiling kernels", || Capture::record(&ins, &outs))?;

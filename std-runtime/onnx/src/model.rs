@@ -5,10 +5,15 @@
 //! file is read from the model's folder ([`super::external`]); [`Model::load_without_weights`]
 //! reads none (for `picograd inspect`). Running evaluates the nodes in that order into lazy
 //! tensors, after reporting every unsupported operator at once.
+//!
+//! [`Model::run`] evaluates through a [`SignatureCache`]: the graph is built, scheduled and
+//! compiled once per input signature (shapes, dtypes, device) and replayed afterwards;
+//! [`Model::graph`] builds the lazy outputs without running anything (what export captures).
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
+use picograd_core::jit::{CacheStats, SignatureCache};
 use picograd_core::{Error, Result, Tensor};
 use prost::Message;
 
@@ -89,6 +94,8 @@ pub struct Model {
     outputs: Vec<ValueSpec>,
     /// The producer recorded in the file.
     pub producer: String,
+    /// Captures of [`Model::run`], one per input signature.
+    cache: SignatureCache,
 }
 
 /// An unsupported operator, with the node that uses it.
@@ -215,6 +222,7 @@ impl Model {
             inputs,
             outputs,
             producer: proto.producer_name,
+            cache: SignatureCache::new(),
         })
     }
 
@@ -316,9 +324,51 @@ impl Model {
         )))
     }
 
-    /// Runs the model on `inputs` (one per [`Model::inputs`], in order) and returns the outputs
-    /// as lazy tensors, in [`Model::outputs`] order.
+    /// Runs the model on `inputs` (one per [`Model::inputs`], in order) and returns the outputs,
+    /// in [`Model::outputs`] order.
+    ///
+    /// The first call with a given input signature (each input's shape and dtype, and the
+    /// device) builds the graph, schedules, compiles and runs it, recording the kernels; later
+    /// calls with that signature replay them: a loop of `run` costs what a hand-written
+    /// [`Jit`](picograd_core::jit::Jit) replay costs. The results come back realized, each in
+    /// its own new buffer: they keep their values whatever runs later. A model that reads input
+    /// values on the host while its graph is built (control flow on data, shapes computed from
+    /// values, `NonZero`, Gather indices given as an input, which are range-checked) is
+    /// evaluated again on every call instead, and returns lazy outputs as [`Model::graph`]
+    /// does. [`DEFAULT_SIGNATURES`](picograd_core::jit::DEFAULT_SIGNATURES) signatures are kept
+    /// (least recently used go first; [`Model::set_cache_capacity`]); each holds its
+    /// intermediate buffers. `run` may be called from several threads; replays of one
+    /// signature take turns.
     pub fn run(&self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
+        self.check_arity(inputs)?;
+        self.cache.call(inputs, |ins| self.graph(ins))
+    }
+
+    /// What [`Model::run`]'s cache has done so far (captures, replays, re-evaluations).
+    pub fn cache_stats(&self) -> CacheStats {
+        self.cache.stats()
+    }
+
+    /// Sets how many input signatures [`Model::run`] keeps captures for (at least 1).
+    pub fn set_cache_capacity(&self, capacity: usize) {
+        self.cache.set_capacity(capacity);
+    }
+
+    /// Builds the outputs for `inputs` (one per [`Model::inputs`], in order) as lazy tensors,
+    /// in [`Model::outputs`] order, without caching: every call evaluates every node again.
+    /// What export captures.
+    pub fn graph(&self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
+        self.check_arity(inputs)?;
+        let named: Vec<(String, Tensor)> = self
+            .inputs
+            .iter()
+            .zip(inputs)
+            .map(|(s, t)| (s.name.clone(), t.clone()))
+            .collect();
+        self.run_named(&named)
+    }
+
+    fn check_arity(&self, inputs: &[Tensor]) -> Result<()> {
         if inputs.len() != self.inputs.len() {
             return Err(Error::shape(
                 "onnx",
@@ -334,16 +384,11 @@ impl Model {
                 ),
             ));
         }
-        let named: Vec<(String, Tensor)> = self
-            .inputs
-            .iter()
-            .zip(inputs)
-            .map(|(s, t)| (s.name.clone(), t.clone()))
-            .collect();
-        self.run_named(&named)
+        Ok(())
     }
 
-    /// Runs the model on named inputs; graph inputs left out fall back to their initializer.
+    /// Builds the outputs for named inputs as lazy tensors, uncached (as [`Model::graph`]);
+    /// graph inputs left out fall back to their initializer.
     pub fn run_named(&self, inputs: &[(String, Tensor)]) -> Result<Vec<Tensor>> {
         if !self.weights_loaded {
             return Err(Error::Unsupported(

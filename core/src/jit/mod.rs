@@ -4,6 +4,10 @@
 //! [`Jit`] wraps a function: the first call runs it and captures, later calls replay. Export
 //! lowers a capture to C the same way.
 //!
+//! A [`SignatureCache`] keeps one capture per input signature (shapes, dtypes, device) for a
+//! function that may meet several, falls back to running the function when it reads its inputs'
+//! values on the host ([`trace`]), and hands out outputs no later call overwrites.
+//!
 //! Invariants: every buffer a capture touches is held by its slot table, so replays reuse the
 //! intermediate and output memory of the first run; a replay's outputs alias the capture's
 //! output slots, so the next replay overwrites them (copy them out, or `contiguous()` them, to
@@ -27,6 +31,11 @@ use crate::realize::realize_recorded;
 use crate::shape::Sint;
 use crate::tensor::Tensor;
 
+mod cache;
+pub(crate) mod trace;
+
+pub use cache::{CacheStats, SignatureCache, DEFAULT_SIGNATURES};
+
 /// One recorded step: a kernel (or a copy when `program` is `None`) over buffer slots.
 #[derive(Clone)]
 pub struct CapturedStep {
@@ -46,6 +55,9 @@ pub struct Capture {
     slots: Vec<Arc<Buffer>>,
     inputs: Vec<(usize, Vec<Sint>, DType)>,
     outputs: Vec<(usize, Vec<Sint>)>,
+    /// Slots some step allocates (not inputs, weights or buffers written in place): a detached
+    /// replay gives these new buffers, so earlier results keep their values.
+    fresh: Vec<usize>,
 }
 
 /// The slot table of a capture being recorded: buffers by position, and each buffer's slot by
@@ -68,7 +80,10 @@ impl Slots {
 
 fn realized_node(t: &Tensor) -> Result<LazyBuffer> {
     let node = t.lazy().contiguous();
-    crate::realize::realize(core::slice::from_ref(&node))?;
+    // A realized base (the usual input) needs no schedule: replays pay per call for this.
+    if node.realized().is_none() {
+        crate::realize::realize(core::slice::from_ref(&node))?;
+    }
     Ok(node)
 }
 
@@ -87,10 +102,17 @@ impl Capture {
         }
         let out_nodes: Vec<LazyBuffer> = outputs.iter().map(|t| t.lazy().contiguous()).collect();
         let rec = realize_recorded(&out_nodes)?;
+        let mut fresh = Vec::new();
         let steps = rec
             .into_iter()
             .map(|e| CapturedStep {
-                slots: e.bufs.iter().map(|b| slots.slot_of(b)).collect(),
+                slots: {
+                    let s: Vec<usize> = e.bufs.iter().map(|b| slots.slot_of(b)).collect();
+                    if e.fresh {
+                        fresh.push(s[0]);
+                    }
+                    s
+                },
                 ast: e.ast,
                 kernel: e.kernel,
                 program: e.program,
@@ -111,13 +133,44 @@ impl Capture {
                 slots: slots.bufs,
                 inputs: ins,
                 outputs: outs,
+                fresh,
             },
             results,
         ))
     }
 
-    /// Runs the recorded steps on new inputs (same shapes and dtypes, same device).
+    /// Runs the recorded steps on new inputs (same shapes and dtypes, same device). The
+    /// outputs alias the capture's output slots: the next replay overwrites them.
     pub fn replay(&self, inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
+        let bufs = self.bind_inputs(inputs)?;
+        self.run_steps(bufs)
+    }
+
+    /// Like [`Capture::replay`], but every output a step computes lands in a newly allocated
+    /// buffer, so the results stay valid whatever runs later (the intermediates are still the
+    /// capture's own: two detached replays of one capture must not run at the same time).
+    pub fn replay_detached(&self, inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
+        let mut bufs = self.bind_inputs(inputs)?;
+        for (slot, shape) in &self.outputs {
+            let slot = *slot;
+            if self.fresh.contains(&slot) && Arc::ptr_eq(&bufs[slot], &self.slots[slot]) {
+                let old = &self.slots[slot];
+                let (dev, dtype, len) = (old.device().clone(), old.dtype(), old.len());
+                // As the realizer does: a symbolic shape may be written only up to its bound.
+                let new = if shape.iter().all(|d| d.is_const()) {
+                    Buffer::for_overwrite(dev, dtype, len)?
+                } else {
+                    Buffer::new(dev, dtype, len)?
+                };
+                bufs[slot] = Arc::new(new);
+            }
+        }
+        self.run_steps(bufs)
+    }
+
+    /// The slot table with `inputs` in the input slots, after checking them against the
+    /// capture's shapes, dtypes and devices.
+    fn bind_inputs(&self, inputs: &[&Tensor]) -> Result<Vec<Arc<Buffer>>> {
         if inputs.len() != self.inputs.len() {
             return Err(Error::shape(
                 "jit",
@@ -154,6 +207,13 @@ impl Capture {
             }
             bufs[*slot] = buf;
         }
+        // A replay inside another capture's function reads that function's inputs outside it.
+        trace::note_reads(self.inputs.iter().map(|(slot, _, _)| &*bufs[*slot]));
+        Ok(bufs)
+    }
+
+    /// Runs every step over the slot table `bufs`; the outputs are nodes over their slots.
+    fn run_steps(&self, bufs: Vec<Arc<Buffer>>) -> Result<Vec<Tensor>> {
         for step in &self.steps {
             match &step.program {
                 Some(p) => {
@@ -208,6 +268,7 @@ impl Capture {
             slots: self.slots.clone(),
             inputs: self.inputs.clone(),
             outputs: self.outputs.clone(),
+            fresh: self.fresh.clone(),
         })
     }
 
