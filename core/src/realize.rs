@@ -423,6 +423,11 @@ pub struct ExecItem {
     pub program: Option<Arc<dyn Program>>,
     /// The buffers, output first, then inputs in the kernel's order.
     pub bufs: Vec<Arc<Buffer>>,
+    /// [`ScheduleItem::plain`]: the kernel before layout transforms, and how many of `bufs`'s
+    /// inputs it reads.
+    pub plain: Option<(Ast, usize)>,
+    /// [`ScheduleItem::layout_copy`].
+    pub layout_copy: bool,
 }
 
 /// Schedules and runs everything `outs` need, returning the steps that ran (for captures).
@@ -463,6 +468,8 @@ fn run_recorded(items: &[ScheduleItem], mut rec: Option<&mut Vec<ExecItem>>) -> 
                 kernel,
                 program,
                 bufs,
+                plain: it.plain.clone(),
+                layout_copy: it.layout_copy,
             });
         }
         it.out.set_realized(buf)?;
