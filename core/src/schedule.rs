@@ -32,7 +32,7 @@ use crate::shape::ShapeTracker;
 
 mod layout;
 
-pub use layout::MIN_REUSE_VECTORS;
+pub use layout::{MIN_REUSE_VECTORS, UNPAD_MIN_READS};
 
 /// One unit of work: a kernel computing `out`, or a copy between devices.
 #[derive(Clone, Debug)]

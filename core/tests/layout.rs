@@ -94,7 +94,9 @@ fn naive_matmul(a: &[f32], b: &[f32], [bt, n, k, m]: [usize; 4]) -> Vec<f32> {
 
 #[test]
 fn convs_with_odd_channel_counts_get_padded_inputs_and_channel_blocks_bit_exactly() {
-    for (cin, cout) in [(3, 24), (5, 40), (3, 100)] {
+    // 24 and 40 channels: blocks of 8 (the vector width); 100: blocks of 4; 5: no whole block
+    // of 2 or more lanes, so only the padded input is copied.
+    for (cin, cout) in [(3, 24), (5, 40), (3, 100), (4, 5)] {
         let (xs, ws) = ([2, cin, 9, 7], [cout, 3]);
         let xv = vals(2 * cin * 9 * 7, cin);
         let wv = vals(cout * cin * 9, cout);
@@ -106,8 +108,9 @@ fn convs_with_odd_channel_counts_get_padded_inputs_and_channel_blocks_bit_exactl
         let (plain, plain_copies, plain_items) = run(&conv(), None);
         let (laid, copies, items) = run(&conv(), Some(&desktop()));
         // The padded input and the weight's channel blocks: two copies, two more kernels.
-        assert_eq!((plain_copies, copies), (0, 2), "cin {cin}, cout {cout}");
-        assert_eq!(items, plain_items + 2, "cin {cin}, cout {cout}");
+        let want = if cout % 2 == 0 { 2 } else { 1 };
+        assert_eq!((plain_copies, copies), (0, want), "cin {cin}, cout {cout}");
+        assert_eq!(items, plain_items + want, "cin {cin}, cout {cout}");
         assert_eq!(bits(&laid), bits(&plain), "cin {cin}, cout {cout}");
         assert_eq!(bits(&laid), bits(&naive_conv(&xv, xs, &wv, ws, 1)), "cin {cin}, cout {cout}");
     }

@@ -6,7 +6,7 @@ pub mod hoist;
 pub mod kernel;
 pub mod linearizer;
 pub mod opt;
-mod opt_conv;
+pub(crate) mod opt_conv;
 pub mod search_space;
 pub mod split;
 pub mod uops;

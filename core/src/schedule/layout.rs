@@ -14,8 +14,10 @@
 //! - **Channel blocks** (conv weights): in a conv-shaped kernel — the operand broadcasts the
 //!   output's contiguous axis and another output axis, varies along a channel axis that another
 //!   operand broadcasts (the shape `codegen/opt_conv.rs` tiles) — a weight strided along its
-//!   channel axis is copied into blocks of `V` channels, `[.., channels / V, reduce.., V]`, so the
-//!   conv tile loads a vector of consecutive channels per tap.
+//!   channel axis is copied into blocks of `c` channels, `[.., channels / c, reduce.., c]`, so the
+//!   conv tile loads a vector of consecutive channels per tap; `c` is the widest power of two up
+//!   to `V` that divides the channel count (24 and 40 channels on 8 lanes: 8; 100: 4; odd
+//!   counts: no blocks, the tile then vectorizes along the output width instead).
 //! - **Panels** (matmul operands): in any other reduce, the operand that varies along the output's
 //!   contiguous axis (the register tile's vector lanes) is copied into panels of `P` columns,
 //!   `[.., columns / P, reduce.., P]`, when its lanes are strided (a transposed weight: each
@@ -25,12 +27,14 @@
 //!   operand overflows L2 and `P` divides the columns, the kernel's loops are reordered too —
 //!   panels outermost — so each panel is used by every row before the next is loaded.
 //!
-//! A remainder (channels or columns not a multiple of the block) gets a zero-padded last block;
-//! the kernel never reads the padding (its view shrinks back to the real count).
+//! A panel remainder (columns not a multiple of `P`, e.g. 1000 on 32) gets a zero-padded last
+//! panel; the kernel never reads the padding (its view shrinks back to the real count).
 //!
-//! Cost rule: a copy is made only when the kernel does at least [`MIN_REUSE_VECTORS`]` × V`
-//! multiply-adds per copied element (the copy costs about one pass over its elements, so it stays
-//! a small fraction of the kernel's time), and only on targets with an L2 cache
+//! Cost rule: a weight or panel copy is made only when the kernel does at least
+//! [`MIN_REUSE_VECTORS`]` × V` multiply-adds per copied element (the copy costs about one pass
+//! over its elements, so it stays a small fraction of the kernel's time; a batch-1 linear layer
+//! reads each weight once and gets none); a padded copy when the kernel reads at least
+//! [`UNPAD_MIN_READS`] values per copied element. Only on targets with an L2 cache
 //! (`OptConfig::l2_bytes > 0`): a microcontroller's scarce resource is its static arena, which a
 //! copy would grow.
 //!
@@ -47,6 +51,7 @@ use hashbrown::HashSet;
 use super::ScheduleItem;
 use crate::ast::{Ast, AstOp};
 use crate::codegen::opt::OptConfig;
+use crate::codegen::opt_conv::channel_lanes;
 use crate::error::Result;
 use crate::lazy::LazyBuffer;
 use crate::shape::{ShapeTracker, Sint};
@@ -55,6 +60,11 @@ use crate::symbolic::Node;
 /// Copies are made when the kernel does at least this many vectors' worth of multiply-adds per
 /// copied element: the copy is then at most about 1/4 of the kernel's memory work.
 pub const MIN_REUSE_VECTORS: usize = 4;
+
+/// A padded source is copied when the kernel reads at least this many values per copied element
+/// (a 3×3 conv reads each input pixel 9 times per output channel): a masked read is a gated
+/// scalar load, several times the cost of the copy's one pass.
+pub const UNPAD_MIN_READS: usize = 4;
 
 /// What a rule chose for one load of a reduce kernel.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -167,7 +177,7 @@ fn choose(f: &Facts, cfg: &OptConfig) -> (Vec<(usize, Choice)>, Option<(usize, u
     let conv = f.loads.iter().any(|l| conv_weight(f, &l.2).is_some());
     for (i, (_, st, s)) in f.loads.iter().enumerate() {
         if st.has_mask() {
-            if unpad_size(st).is_some_and(|n| n * min_reuse <= f.work()) {
+            if unpad_size(st).is_some_and(|n| n * UNPAD_MIN_READS <= f.work()) {
                 out.push((i, Choice::Unpad));
             }
             continue;
@@ -178,8 +188,9 @@ fn choose(f: &Facts, cfg: &OptConfig) -> (Vec<(usize, Choice)>, Option<(usize, u
         if conv {
             if let Some(axis) = conv_weight(f, s) {
                 let reuse = f.reuse(&f.broadcasts(s));
-                if s[axis] != Some(1) && reuse >= min_reuse {
-                    out.push((i, Choice::Blocks { axis, width: v }));
+                let width = channel_lanes(f.full[axis], v);
+                if s[axis] != Some(1) && reuse >= min_reuse && width > 1 {
+                    out.push((i, Choice::Blocks { axis, width }));
                 }
             }
             continue;
