@@ -432,9 +432,10 @@ fn padded_conv_copies_its_input_once_on_a_desktop_target() {
     // On a target with caches the scheduler copies the padded input into its own buffer first
     // (`schedule/layout.rs`) and the conv + bias + relu stays one kernel; on the interpreter (no
     // optimizer config) it reads through the padding mask, also in one kernel.
-    let x = Tensor::zeros(&[2, 4, 16, 16], DType::F32);
-    let w = Tensor::zeros(&[3, 4, 3, 3], DType::F32);
-    let b = Tensor::zeros(&[3], DType::F32);
+    let x = t32(&noise(2 * 4 * 16 * 16, 7), &[2, 4, 16, 16]);
+    let w = t32(&noise(3 * 4 * 3 * 3, 8), &[3, 4, 3, 3]);
+    let b = t32(&noise(3, 9), &[3]);
+    Tensor::realize_all(&[&x, &w, &b]).unwrap();
     let y = x
         .conv2d(&w, Some(&b), &ConvOpts::default().padding(1))
         .relu();
