@@ -241,7 +241,7 @@ fn panels(f: &Facts, s: &[Option<i64>], cfg: &OptConfig, min_reuse: usize) -> Op
         .iter()
         .filter(|&&a| !f.global(a))
         .all(|&a| s[a].is_some_and(|x| x.unsigned_abs() as usize >= v));
-    if taps <= 1 || !(stride != 1 || overflows && rows_apart) {
+    if taps <= 1 || !(stride != 1 || (overflows && rows_apart)) {
         return None;
     }
     let width = [4 * v, 2 * v, v]
