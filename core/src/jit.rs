@@ -206,7 +206,10 @@ impl Capture {
                     (Some(ast), Some(k)) => {
                         let bufs = k.bufs[..slots.len()].to_vec();
                         let mut lk = crate::realize::lower_ast(ast, bufs, cfg, fused)?;
-                        lk.name.clone_from(&k.name);
+                        // An undone kernel is named after its own (untransformed) shape.
+                        if !(undo && st.plain.is_some()) {
+                            lk.name.clone_from(&k.name);
+                        }
                         Some(lk)
                     }
                     _ => st.kernel.clone(),
