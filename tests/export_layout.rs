@@ -43,11 +43,18 @@ fn export_for_a_cacheless_target_drops_the_layout_copies() {
     let copies = cap.steps().iter().filter(|s| s.layout_copy).count();
     assert_eq!(copies, 2, "padded input and weight blocks on the desktop");
     assert!(cap_plain.steps().iter().all(|s| !s.layout_copy));
-    let small = cap.relowered(Some(&OptConfig::small_device()), false).unwrap();
+    let small = cap
+        .relowered(Some(&OptConfig::small_device()), false)
+        .unwrap();
     assert_eq!(small.steps().len(), cap_plain.steps().len());
-    assert!(small.steps().iter().all(|s| !s.layout_copy && s.plain.is_none()));
+    assert!(small
+        .steps()
+        .iter()
+        .all(|s| !s.layout_copy && s.plain.is_none()));
     // The desktop target keeps them.
-    let desk = cap.relowered(Some(&OptConfig::for_vec_width(8)), false).unwrap();
+    let desk = cap
+        .relowered(Some(&OptConfig::for_vec_width(8)), false)
+        .unwrap();
     assert_eq!(desk.steps().len(), cap.steps().len());
     let names = ExportNames::new(&["x"], &["y"]);
     let opts = ExportOptions::default();
@@ -63,7 +70,11 @@ fn export_for_a_cacheless_target_drops_the_layout_copies() {
     // there only the buffers' roles are compared.
     let roles = |f: &[u8]| {
         let t = String::from_utf8_lossy(f).into_owned();
-        let mut r: Vec<String> = t.split("\"role\": ").skip(1).map(|x| x[..10].into()).collect();
+        let mut r: Vec<String> = t
+            .split("\"role\": ")
+            .skip(1)
+            .map(|x| x[..10].into())
+            .collect();
         r.sort();
         r
     };
@@ -77,7 +88,10 @@ fn export_for_a_cacheless_target_drops_the_layout_copies() {
             normalized(&String::from_utf8_lossy(x)),
             normalized(&String::from_utf8_lossy(y)),
         );
-        assert!(x == y, "{name} differs:\n{x}\n---- without layout transforms:\n{y}");
+        assert!(
+            x == y,
+            "{name} differs:\n{x}\n---- without layout transforms:\n{y}"
+        );
     }
 }
 

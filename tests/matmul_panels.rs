@@ -54,7 +54,11 @@ fn panelled_matmul_is_the_plain_sum_bit_for_bit() {
         assert_eq!((copies, none), (1, 0), "{bt}x{n}x{k}x{m}: panels not used");
         assert_eq!(got.len(), bt * n * m);
         for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-            assert_eq!(g.to_bits(), w.to_bits(), "{bt}x{n}x{k}x{m} [{i}]: {g} vs {w}");
+            assert_eq!(
+                g.to_bits(),
+                w.to_bits(),
+                "{bt}x{n}x{k}x{m} [{i}]: {g} vs {w}"
+            );
         }
         // An independent check on a spread of entries: the f64 dot product.
         for idx in (0..bt * n * m).step_by(977) {

@@ -57,8 +57,12 @@ fn naive_conv(
                     for ci in 0..cin {
                         for ky in 0..k {
                             for kx in 0..k {
-                                let (iy, ix) = ((oy + ky) as isize - p as isize, (ox + kx) as isize - p as isize);
-                                let xv = if iy < 0 || ix < 0 || iy >= h as isize || ix >= w as isize {
+                                let (iy, ix) = (
+                                    (oy + ky) as isize - p as isize,
+                                    (ox + kx) as isize - p as isize,
+                                );
+                                let xv = if iy < 0 || ix < 0 || iy >= h as isize || ix >= w as isize
+                                {
                                     0.0
                                 } else {
                                     x[((n * cin + ci) * h + iy as usize) * w + ix as usize]
@@ -112,7 +116,11 @@ fn convs_with_odd_channel_counts_get_padded_inputs_and_channel_blocks_bit_exactl
         assert_eq!((plain_copies, copies), (0, want), "cin {cin}, cout {cout}");
         assert_eq!(items, plain_items + want, "cin {cin}, cout {cout}");
         assert_eq!(bits(&laid), bits(&plain), "cin {cin}, cout {cout}");
-        assert_eq!(bits(&laid), bits(&naive_conv(&xv, xs, &wv, ws, 1)), "cin {cin}, cout {cout}");
+        assert_eq!(
+            bits(&laid),
+            bits(&naive_conv(&xv, xs, &wv, ws, 1)),
+            "cin {cin}, cout {cout}"
+        );
     }
 }
 

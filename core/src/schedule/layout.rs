@@ -123,8 +123,7 @@ fn facts(ast: &Ast) -> Option<Facts> {
     }
     let full = consts(loads.first()?.1.shape())?;
     let store_strides = const_strides(store);
-    if store.shape().len() != full.len() || loads.iter().any(|l| l.1.shape().len() != full.len())
-    {
+    if store.shape().len() != full.len() || loads.iter().any(|l| l.1.shape().len() != full.len()) {
         return None;
     }
     let wide = (0..full.len())
@@ -225,7 +224,12 @@ fn conv_weight(f: &Facts, s: &[Option<i64>]) -> Option<usize> {
 
 /// The panel width for the operand with strides `s` that varies along the output-contiguous
 /// axis, and whether the panels should be the kernel's outermost loop (see the module doc).
-fn panels(f: &Facts, s: &[Option<i64>], cfg: &OptConfig, min_reuse: usize) -> Option<(usize, bool)> {
+fn panels(
+    f: &Facts,
+    s: &[Option<i64>],
+    cfg: &OptConfig,
+    min_reuse: usize,
+) -> Option<(usize, bool)> {
     let wide = f.wide?;
     let v = cfg.vec_width.max(1);
     let stride = s[wide]?;
@@ -234,7 +238,11 @@ fn panels(f: &Facts, s: &[Option<i64>], cfg: &OptConfig, min_reuse: usize) -> Op
         return None;
     }
     let vary = f.varies(s);
-    let taps: usize = vary.iter().filter(|&&a| !f.global(a)).map(|&a| f.full[a]).product();
+    let taps: usize = vary
+        .iter()
+        .filter(|&&a| !f.global(a))
+        .map(|&a| f.full[a])
+        .product();
     let footprint = vary.iter().map(|&a| f.full[a]).product::<usize>() * f.elem;
     let overflows = footprint > cfg.l2_bytes;
     let rows_apart = vary
@@ -302,7 +310,11 @@ fn unpad(base: &LazyBuffer, st: &ShapeTracker) -> Result<Option<(LazyBuffer, Sha
         .iter()
         .enumerate()
         .map(|(a, d)| {
-            let end = if collapsed.contains(&a) { 1 } else { d.as_const().unwrap_or(1) };
+            let end = if collapsed.contains(&a) {
+                1
+            } else {
+                d.as_const().unwrap_or(1)
+            };
             (0, end)
         })
         .collect();
@@ -329,7 +341,16 @@ fn blocks(
 ) -> Result<(LazyBuffer, ShapeTracker)> {
     let vary = f.varies(s);
     let keep: Vec<(i64, i64)> = (0..f.full.len())
-        .map(|a| (0, if vary.contains(&a) { f.full[a] as i64 } else { 1 }))
+        .map(|a| {
+            (
+                0,
+                if vary.contains(&a) {
+                    f.full[a] as i64
+                } else {
+                    1
+                },
+            )
+        })
         .collect();
     let dims: Vec<usize> = vary.iter().map(|&a| f.full[a]).collect();
     let at = vary.iter().position(|&a| a == axis).unwrap_or(0);
@@ -343,7 +364,11 @@ fn blocks(
     // Order: output axes (but `axis`), the block index, the reduce axes, the lane.
     let mut order: Vec<usize> = Vec::new();
     let pos = |k: usize| if k <= at { k } else { k + 1 };
-    order.extend((0..dims.len()).filter(|&k| k != at && f.global(vary[k])).map(pos));
+    order.extend(
+        (0..dims.len())
+            .filter(|&k| k != at && f.global(vary[k]))
+            .map(pos),
+    );
     order.push(at);
     order.extend((0..dims.len()).filter(|&k| !f.global(vary[k])).map(pos));
     order.push(at + 1);
