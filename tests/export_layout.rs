@@ -78,7 +78,7 @@ fn export_for_a_cacheless_target_drops_the_layout_copies() {
         r.sort();
         r
     };
-    let manifest = |b: &picograd::export::Bundle| b.file("model.json").map(|f| roles(f));
+    let manifest = |b: &picograd::export::Bundle| b.file("model.json").map(&roles);
     assert_eq!(manifest(&a), manifest(&b), "buffer roles");
     for ((name, x), (_, y)) in a.files.iter().zip(&b.files) {
         if name == "model.json" {

@@ -166,9 +166,12 @@ impl Facts {
     }
 }
 
-/// The choices for every load of a reduce kernel (`(load index, choice)`), and the loop
+/// The choices for one kernel: `(load index, choice)` for each transformed load, and the loop
 /// reorder `(axis, width)` a panel asked for.
-fn choose(f: &Facts, cfg: &OptConfig) -> (Vec<(usize, Choice)>, Option<(usize, usize)>) {
+type Plan = (Vec<(usize, Choice)>, Option<(usize, usize)>);
+
+/// The choices for every load of a reduce kernel.
+fn choose(f: &Facts, cfg: &OptConfig) -> Plan {
     let v = cfg.vec_width.max(1);
     let min_reuse = MIN_REUSE_VECTORS * v;
     let mut out = Vec::new();
