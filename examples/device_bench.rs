@@ -130,6 +130,8 @@ fn configs() -> Vec<(&'static str, Option<OptConfig>)> {
                 vec_width: 1,
                 max_accs: 4,
                 max_unrolled: 16,
+                l1_bytes: 0,
+                l2_bytes: 0,
             }),
         ),
         ("tile8", Some(OptConfig::small_device())),

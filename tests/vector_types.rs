@@ -223,8 +223,8 @@ fn packed_c_compiles_warning_free() {
     assert!(compiled > 0, "no C compiler ran");
 }
 
-/// A large conv (input of at least 256 Ki elements, 32 output channels) reads its weights
-/// through 16-channel panels and gets the channel-lane tile: each multiply-add is a broadcast
+/// A conv (32 output channels) on a 16-lane target reads its weights through 16-channel blocks
+/// (the scheduler's copy, `schedule/layout.rs`) and gets the channel-lane tile: each multiply-add is a broadcast
 /// input pixel times a vector of consecutive channels' weights. It computes bit for bit what the
 /// unoptimized kernels compute, and agrees with an f64 convolution.
 #[test]

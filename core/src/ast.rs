@@ -179,6 +179,27 @@ impl Ast {
     /// Rebuilds the DAG with every leaf's ShapeTracker mapped by `f(st, inside_reduce)`. Shared
     /// nodes stay shared (each is mapped once per side of the reduce it is read on).
     pub fn map_sts(&self, f: &mut dyn FnMut(&ShapeTracker, bool) -> ShapeTracker) -> Ast {
+        self.map_ops(&mut |op, inside| match op {
+            AstOp::Load { buf, st } => AstOp::Load {
+                buf: *buf,
+                st: f(st, inside),
+            },
+            AstOp::Const { val, st } => AstOp::Const {
+                val: *val,
+                st: f(st, inside),
+            },
+            AstOp::Store { buf, st } => AstOp::Store {
+                buf: *buf,
+                st: f(st, inside),
+            },
+            other => other.clone(),
+        })
+    }
+
+    /// Rebuilds the DAG with every node's op mapped by `f(op, inside_reduce)` (operands and
+    /// dtypes kept). Shared nodes stay shared (each is mapped once per side of the reduce it is
+    /// read on).
+    pub fn map_ops(&self, f: &mut dyn FnMut(&AstOp, bool) -> AstOp) -> Ast {
         let mut done: HashMap<(usize, bool), Ast> = HashMap::new();
         // (node, inside a reduce, operands pushed)
         let mut stack = alloc::vec![(self, false, false)];
@@ -192,21 +213,7 @@ impl Ast {
                 stack.extend(n.src().iter().rev().map(|s| (s, below, false)));
                 continue;
             }
-            let op = match n.op() {
-                AstOp::Load { buf, st } => AstOp::Load {
-                    buf: *buf,
-                    st: f(st, inside),
-                },
-                AstOp::Const { val, st } => AstOp::Const {
-                    val: *val,
-                    st: f(st, inside),
-                },
-                AstOp::Store { buf, st } => AstOp::Store {
-                    buf: *buf,
-                    st: f(st, inside),
-                },
-                other => other.clone(),
-            };
+            let op = f(n.op(), inside);
             let src = n
                 .src()
                 .iter()

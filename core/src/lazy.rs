@@ -274,6 +274,12 @@ impl LazyBuffer {
         })
     }
 
+    /// The base of `self` read through `st`, which maps positions to the base's row-major
+    /// buffer (the scheduler's layout copies start from a kernel's view of a buffer).
+    pub(crate) fn view_through(&self, st: ShapeTracker) -> LazyBuffer {
+        self.view_with(st)
+    }
+
     /// Reshapes (zero-copy).
     pub fn reshape(&self, shape: &[Sint]) -> Result<LazyBuffer> {
         Ok(self.view_with(self.0.st.reshape(shape)?))

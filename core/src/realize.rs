@@ -331,6 +331,11 @@ pub struct ExecItem {
     /// Whether the step allocated its output (false for an in-place `Assign`, which writes
     /// into a buffer that existed before it).
     pub fresh: bool,
+    /// [`ScheduleItem::plain`]: the kernel before layout transforms, and how many of `bufs`'s
+    /// inputs it reads.
+    pub plain: Option<(Ast, usize)>,
+    /// [`ScheduleItem::layout_copy`].
+    pub layout_copy: bool,
 }
 
 /// Schedules and runs everything `outs` need, returning the steps that ran (for captures).
@@ -373,6 +378,8 @@ fn run_recorded(items: &[ScheduleItem], mut rec: Option<&mut Vec<ExecItem>>) -> 
                 program,
                 bufs,
                 fresh,
+                plain: it.plain.clone(),
+                layout_copy: it.layout_copy,
             });
         }
         it.out.set_realized(buf)?;

@@ -26,9 +26,14 @@ use core::cmp::Reverse;
 use hashbrown::{HashMap, HashSet};
 
 use crate::ast::{Ast, AstOp};
+use crate::codegen::opt::OptConfig;
 use crate::error::{Error, Result};
 use crate::lazy::{LazyBuffer, LazyOp};
 use crate::shape::ShapeTracker;
+
+mod layout;
+
+pub use layout::{MIN_REUSE_VECTORS, UNPAD_MIN_READS};
 
 /// One unit of work: a kernel computing `out`, or a copy between devices.
 #[derive(Clone, Debug)]
@@ -41,6 +46,12 @@ pub struct ScheduleItem {
     pub inputs: Vec<LazyBuffer>,
     /// Is it a device-to-device copy rather than a kernel?
     pub is_copy: bool,
+    /// For a kernel the layout pass rewrote: its AST before the rewrite, and how many of
+    /// `inputs` that AST reads (the layout copies come after them). Export lowers it for targets
+    /// without caches, dropping the copies.
+    pub plain: Option<(Ast, usize)>,
+    /// Is it a copy the layout pass made (its output is read only by the kernels it was made for)?
+    pub layout_copy: bool,
 }
 
 /// The graph facts the fusion rules need.
@@ -581,18 +592,36 @@ fn kernel_for(
         out: b.clone(),
         inputs: builder.inputs,
         is_copy,
+        plain: None,
+        layout_copy: false,
     };
     Ok((item, builder.grew))
 }
 
-/// Schedules everything needed to realize `outs`, in dependency order.
+/// Schedules everything needed to realize `outs`, in dependency order, with the layout each
+/// kernel's device asks for ([`Device::opt_config`](crate::device::Device::opt_config)).
 pub fn schedule(outs: &[LazyBuffer]) -> Result<Vec<ScheduleItem>> {
     schedule_with_visits(outs).map(|(items, _)| items)
+}
+
+/// [`schedule`] with the layout transforms of `cfg` for every kernel (`None`: none), whatever
+/// the devices ask for — to compare layouts, or to schedule for another target.
+pub fn schedule_for(outs: &[LazyBuffer], cfg: Option<&OptConfig>) -> Result<Vec<ScheduleItem>> {
+    let (items, _) = schedule_kernels(outs)?;
+    let cfg = cfg.copied();
+    layout::apply(items, &|_| cfg)
 }
 
 /// [`schedule`], also returning how many graph nodes it visited: the work it did, which is
 /// linear in the graph (each kernel reads each of its nodes once, see the module doc).
 pub fn schedule_with_visits(outs: &[LazyBuffer]) -> Result<(Vec<ScheduleItem>, u64)> {
+    let (items, visits) = schedule_kernels(outs)?;
+    let items = layout::apply(items, &|it| it.out.device().opt_config())?;
+    Ok((items, visits))
+}
+
+/// The kernels (fusion decisions only, no layout transforms) and the nodes visited.
+fn schedule_kernels(outs: &[LazyBuffer]) -> Result<(Vec<ScheduleItem>, u64)> {
     let g = collect(outs);
     let mut visits = g.order.len() as u64;
     let mut realize = initial_realizes(outs, &g);

@@ -33,12 +33,59 @@ pub fn host_vec_width() -> usize {
     4
 }
 
-/// The optimizer settings for host kernels, or `None` when `PICOGRAD_NOOPT` is set.
+/// The optimizer settings for host kernels, or `None` when `PICOGRAD_NOOPT` is set: the host's
+/// vector width and its cache sizes ([`host_caches`]).
 pub fn host_opt_config() -> Option<OptConfig> {
     static CFG: OnceLock<Option<OptConfig>> = OnceLock::new();
     *CFG.get_or_init(|| {
-        (!env_flag("PICOGRAD_NOOPT")).then(|| OptConfig::for_vec_width(host_vec_width()))
+        (!env_flag("PICOGRAD_NOOPT")).then(|| {
+            let (l1, l2) = host_caches();
+            OptConfig::for_vec_width(host_vec_width()).with_caches(l1, l2)
+        })
     })
+}
+
+/// `(L1 data, L2)` bytes of the first core, from Linux's sysfs
+/// (`/sys/devices/system/cpu/cpu0/cache/index*/{level,type,size}`); where a level is not found
+/// (another OS, a container hiding sysfs), [`OptConfig::DEFAULT_L1_BYTES`] and
+/// [`OptConfig::DEFAULT_L2_BYTES`].
+pub fn host_caches() -> (usize, usize) {
+    let (mut l1, mut l2) = (None, None);
+    for i in 0..8 {
+        let dir = format!("/sys/devices/system/cpu/cpu0/cache/index{i}");
+        let read = |f: &str| std::fs::read_to_string(format!("{dir}/{f}")).ok();
+        let (Some(level), Some(kind), Some(size)) = (read("level"), read("type"), read("size"))
+        else {
+            continue;
+        };
+        let bytes = parse_cache_size(size.trim());
+        match (level.trim(), kind.trim()) {
+            ("1", "Data" | "Unified") => l1 = l1.or(bytes),
+            ("2", "Data" | "Unified") => l2 = l2.or(bytes),
+            _ => {}
+        }
+    }
+    (
+        l1.unwrap_or(OptConfig::DEFAULT_L1_BYTES),
+        l2.unwrap_or(OptConfig::DEFAULT_L2_BYTES),
+    )
+}
+
+/// A sysfs cache size (`32K`, `1024K`, `8M`, or plain bytes) in bytes.
+pub fn parse_cache_size(s: &str) -> Option<usize> {
+    let (digits, unit) = match s.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
+        Some((i, _)) => s.split_at(i),
+        None => (s, ""),
+    };
+    let n: usize = digits.parse().ok()?;
+    let scale = match unit {
+        "" => 1,
+        "K" => 1 << 10,
+        "M" => 1 << 20,
+        "G" => 1 << 30,
+        _ => return None,
+    };
+    n.checked_mul(scale)
 }
 
 /// Does the host CPU have fused multiply-add (and is it not turned off by `PICOGRAD_NOFMA`)?
@@ -146,5 +193,17 @@ mod tests {
         );
         let e = parse_search(Some("fast")).unwrap_err();
         assert!(e.contains("\"fast\"") && e.contains("milliseconds"), "{e}");
+    }
+
+    #[test]
+    fn cache_sizes_parse_as_sysfs_writes_them() {
+        assert_eq!(parse_cache_size("32K"), Some(32 * 1024));
+        assert_eq!(parse_cache_size("512K"), Some(512 * 1024));
+        assert_eq!(parse_cache_size("8M"), Some(8 << 20));
+        assert_eq!(parse_cache_size("4096"), Some(4096));
+        assert_eq!(parse_cache_size("12Q"), None);
+        assert_eq!(parse_cache_size("K"), None);
+        let (l1, l2) = host_caches();
+        assert!(l1 > 0 && l2 >= l1, "host caches {l1} / {l2}");
     }
 }

@@ -15,6 +15,12 @@ pub struct OptConfig {
     pub max_accs: usize,
     /// At most this many unrolled copies of the kernel body (upcasts times unrolls).
     pub max_unrolled: usize,
+    /// Bytes of one core's L1 data cache; 0 when the target has no data cache.
+    pub l1_bytes: usize,
+    /// Bytes of one core's L2 cache; 0 when the target has none. The scheduler's layout
+    /// transforms (`schedule/layout.rs`) size panels by it, and make no copies when it is 0 (a
+    /// microcontroller's scarce resource is its static arena, which a copy would grow).
+    pub l2_bytes: usize,
 }
 
 impl OptConfig {
@@ -26,16 +32,38 @@ impl OptConfig {
             vec_width: 2,
             max_accs: 8,
             max_unrolled: 32,
+            l1_bytes: 0,
+            l2_bytes: 0,
         }
     }
 
-    /// A configuration for a vector width, with register budgets that suit it.
+    /// A configuration for a vector width, with register budgets that suit it and the caches of
+    /// a typical desktop core ([`OptConfig::DEFAULT_L1_BYTES`], [`OptConfig::DEFAULT_L2_BYTES`];
+    /// a device that knows better sets them with [`OptConfig::with_caches`]).
     pub fn for_vec_width(vec_width: usize) -> OptConfig {
         let vec_width = vec_width.clamp(1, 16);
         OptConfig {
             vec_width,
             max_accs: (vec_width * 8).max(16),
             max_unrolled: 512,
+            l1_bytes: OptConfig::DEFAULT_L1_BYTES,
+            l2_bytes: OptConfig::DEFAULT_L2_BYTES,
+        }
+    }
+
+    /// L1 data cache assumed when a desktop target does not say (32 KiB: x86-64 and most
+    /// AArch64 cores of the last decade).
+    pub const DEFAULT_L1_BYTES: usize = 32 * 1024;
+    /// L2 cache assumed when a desktop target does not say (512 KiB: the smallest per-core L2 of
+    /// current x86-64 server and desktop cores; a smaller guess only makes panels narrower).
+    pub const DEFAULT_L2_BYTES: usize = 512 * 1024;
+
+    /// The same configuration with the given cache sizes (bytes; 0 = no such cache).
+    pub fn with_caches(self, l1_bytes: usize, l2_bytes: usize) -> OptConfig {
+        OptConfig {
+            l1_bytes,
+            l2_bytes,
+            ..self
         }
     }
 }

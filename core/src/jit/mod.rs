@@ -47,6 +47,11 @@ pub struct CapturedStep {
     pub program: Option<Arc<dyn Program>>,
     /// Slot of each buffer parameter, output first.
     pub slots: Vec<usize>,
+    /// The kernel before the scheduler's layout transforms and how many input slots it reads
+    /// (`None`: not transformed); see [`Capture::relowered`].
+    pub plain: Option<(crate::ast::Ast, usize)>,
+    /// Is the step a layout copy (made by the scheduler for the target that recorded)?
+    pub layout_copy: bool,
 }
 
 /// A recorded computation: steps over slots, with inputs and outputs by position.
@@ -116,6 +121,8 @@ impl Capture {
                 ast: e.ast,
                 kernel: e.kernel,
                 program: e.program,
+                plain: e.plain,
+                layout_copy: e.layout_copy,
             })
             .collect();
         let mut outs = Vec::new();
@@ -236,30 +243,45 @@ impl Capture {
     /// unoptimized) and `fused` (multiply-accumulates with one rounding, see
     /// [`Device::fused_mulacc`](crate::device::Device::fused_mulacc)) — how export shapes
     /// kernels for a device rather than for the desktop that recorded them. Programs are kept
-    /// (they compute the same values up to the rounding of fused multiply-adds).
+    /// (they compute the same values up to the rounding of fused multiply-adds). For a target
+    /// without caches (`cfg` `None` or `l2_bytes` 0) the scheduler's layout transforms are
+    /// undone: layout copies are dropped and the kernels that read them go back to their plain
+    /// form, so the target's memory holds no copy (the results are the same bits).
     pub fn relowered(
         &self,
         cfg: Option<&crate::codegen::opt::OptConfig>,
         fused: bool,
     ) -> Result<Capture> {
+        let undo = cfg.is_none_or(|c| c.l2_bytes == 0);
         let steps = self
             .steps
             .iter()
+            .filter(|st| !(undo && st.layout_copy))
             .map(|st| {
-                let kernel = match (&st.ast, &st.kernel) {
+                let (ast, slots) = match (&st.plain, undo) {
+                    (Some((plain, n)), true) => (Some(plain.clone()), st.slots[..=*n].to_vec()),
+                    _ => (st.ast.clone(), st.slots.clone()),
+                };
+                let kernel = match (&ast, &st.kernel) {
                     (Some(ast), Some(k)) => {
-                        let mut lk =
-                            crate::codegen::lower::lower_ast(ast, k.bufs.clone(), cfg, fused)?;
-                        lk.name.clone_from(&k.name);
+                        let bufs = k.bufs[..slots.len()].to_vec();
+                        let mut lk = crate::codegen::lower::lower_ast(ast, bufs, cfg, fused)?;
+                        // An undone kernel is named after its own (untransformed) shape.
+                        if !(undo && st.plain.is_some()) {
+                            lk.name.clone_from(&k.name);
+                        }
                         Some(lk)
                     }
                     _ => st.kernel.clone(),
                 };
+                let plain = if undo { None } else { st.plain.clone() };
                 Ok(CapturedStep {
-                    ast: st.ast.clone(),
+                    ast,
                     kernel,
                     program: st.program.clone(),
-                    slots: st.slots.clone(),
+                    slots,
+                    plain,
+                    layout_copy: st.layout_copy && !undo,
                 })
             })
             .collect::<Result<Vec<_>>>()?;

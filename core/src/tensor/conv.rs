@@ -1,7 +1,8 @@
-//! Convolutions as pooling: pad the input (a padded input is copied into its own buffer, so the
-//! conv reads it without bounds checks), take sliding windows ([`Tensor::try_pool_windows`]),
+//! Convolutions as pooling: pad the input, take sliding windows ([`Tensor::try_pool_windows`]),
 //! broadcast-multiply with the weight and sum over `(cin, taps)` — one reduce, so a conv with
-//! bias and activation fuses into one kernel. `conv_transpose2d` is a conv over a zero-stuffed
+//! bias and activation fuses into one kernel. Nothing here depends on the target: copying a
+//! padded input into its own buffer or the weights into channel blocks is the scheduler's
+//! choice (`schedule/layout.rs`). `conv_transpose2d` is a conv over a zero-stuffed
 //! input with the weight's channels swapped and its taps flipped. Spatial rank is free
 //! (`weight.ndim() - 2`); `conv1d` is the 1-D spelling.
 
@@ -99,56 +100,6 @@ fn pad_or_crop(x: &Tensor, p: &[(i64, i64)]) -> Result<Tensor> {
     x.try_shrink(&keep)
 }
 
-/// Padded inputs at least this big (in elements: 256 Ki, 1 MiB of f32) get their own buffer.
-/// Below it the conv reads through the padding mask: microcontroller models live there, and their
-/// static arena is sized by the largest live activations, which an extra padded copy would grow
-/// (the KWS DS-CNN's from 64,000 B to 80,384 B).
-pub const PAD_COPY_MIN_ELEMENTS: usize = 256 * 1024;
-
-/// The conv's input padded by `p`. Read through its padding mask, every tap of the conv's inner
-/// loop is a gated load on an index that blocks vectorization; so a large padded input gets its
-/// own buffer (one cheap copy kernel), which the conv then reads unmasked (8× faster on the
-/// bench's 16×64×56² conv). Small inputs stay masked (see [`PAD_COPY_MIN_ELEMENTS`]). The copy is
-/// a [`Tensor::contiguous`], so gradients pass straight through it.
-fn padded_input(x: &Tensor, p: &[(i64, i64)]) -> Result<Tensor> {
-    let xp = pad_or_crop(x, p)?;
-    let padded = p.iter().any(|&(b, a)| b > 0 || a > 0);
-    let elements: usize = xp.shape().iter().product();
-    Ok(if padded && elements >= PAD_COPY_MIN_ELEMENTS {
-        xp.contiguous()
-    } else {
-        xp
-    })
-}
-
-/// Output channels per weight panel: one AVX-512 vector of f32.
-const CHANNEL_PANEL: usize = 16;
-
-/// A large conv's weight `[cout, cin, k..]` read through a copy laid out in panels of
-/// [`CHANNEL_PANEL`] output channels, `[cout / 16, cin·k.., 16]`, viewed back as `[cout, cin,
-/// k..]`: the conv kernel then loads a vector of consecutive channels' weights per tap and
-/// multiplies it by one broadcast input pixel (`codegen/strategy/conv.rs`). Taken when the conv has
-/// one group, `cout` is a multiple of 16 and the input side is large (`work`, batch × channels ×
-/// output pixels, at least [`PAD_COPY_MIN_ELEMENTS`] — so microcontroller models keep their
-/// layout and arena). The copy is a [`Tensor::contiguous`]: gradients pass straight through.
-fn channel_panels(w: &Tensor, work: usize, groups: usize) -> Result<Tensor> {
-    let ws = w.shape();
-    let cout = ws[0];
-    if groups != 1 || cout % CHANNEL_PANEL != 0 || work < PAD_COPY_MIN_ELEMENTS {
-        return Ok(w.clone());
-    }
-    let per: usize = ws[1..].iter().product();
-    let (p, c) = ((cout / CHANNEL_PANEL) as isize, CHANNEL_PANEL as isize);
-    let panels = w
-        .try_reshape(&[p, c, per as isize])?
-        .try_permute(&[0, 2, 1])?
-        .contiguous();
-    panels
-        .try_permute(&[0, 2, 1])?
-        .try_reshape(&[cout as isize, per as isize])?
-        .try_reshape(&isz(&ws))
-}
-
 /// Checks input/weight/bias shapes of a conv; returns `(batch, cin, cout, spatial rank)`.
 fn check_conv(x: &Tensor, w: &Tensor, bias: Option<&Tensor>, g: usize) -> Result<[usize; 4]> {
     let (xs, ws) = (x.shape(), w.shape());
@@ -241,7 +192,7 @@ impl Tensor {
         let k = &ws[2..];
         let s = per_axis("conv2d", "stride", &o.stride, n)?;
         let d = per_axis("conv2d", "dilation", &o.dilation, n)?;
-        let win = padded_input(self, p)?.try_pool_windows(k, &s, &d)?; // [b, cin, o.., k..]
+        let win = pad_or_crop(self, p)?.try_pool_windows(k, &s, &d)?; // [b, cin, o.., k..]
         let out: Vec<usize> = win.shape()[2..2 + n].to_vec();
         let (g, rc, ci) = (o.groups, cout / o.groups, cin / o.groups);
         // [b, g, 1, o.., ci, k..] against weight [1, g, rc, 1.., ci, k..]
@@ -258,7 +209,6 @@ impl Tensor {
         wsh.push(ci as isize);
         wsh.extend(isz(k));
         let red: Vec<isize> = (1..=(n + 1) as isize).map(|a| -a).collect();
-        let w = channel_panels(w, b * cin * out.iter().product::<usize>(), g)?;
         let y = x.try_mul(&w.try_reshape(&wsh)?)?.try_sum(&red, false)?;
         let mut ysh = vec![b as isize, cout as isize];
         ysh.extend(isz(&out));

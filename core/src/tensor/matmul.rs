@@ -2,10 +2,8 @@
 //! broadcast. Composed as a broadcast multiply and a sum over the shared axis:
 //! `(a.reshape(.., n, 1, k) * bᵀ.reshape(.., 1, m, k)).sum(-1)`.
 //!
-//! A large 2-D product is blocked for the cache ([`panel_matmul`]): `b` is first copied into
-//! contiguous panels of [`PANEL`] columns and the product is computed panel by panel, so one
-//! panel stays in the core's L2 cache while every row of `a` passes over it. Each output is still
-//! the same sum over `k` in the same order, so both forms give bit-identical results.
+//! Nothing here depends on the target: how `b` is laid out for the cache (panels) is the
+//! scheduler's choice (`schedule/layout.rs`), made for every matmul-shaped kernel alike.
 
 use alloc::format;
 use alloc::vec::Vec;
@@ -92,40 +90,6 @@ fn matmul_2d_up(a: &Tensor, b: &Tensor, orig: (&[usize], &[usize])) -> Result<Te
     let mut rb = isz(&sb[..sb.len() - 2]);
     rb.extend([1, m as isize, k as isize]);
     let a3 = a.try_reshape(&ra)?;
-    if sa.len() == 2 && sb.len() == 2 && uses_panels(n, k, m) {
-        return panel_matmul(a, b, (n, k, m));
-    }
     let b3 = b.try_transpose(-1, -2)?.try_reshape(&rb)?;
     a3.try_mul(&b3)?.try_sum(&[-1], false)
-}
-
-/// Columns of `b` per panel: four 16-lane register tiles, so a row tile of `a` (in L1) is reused
-/// four times per pass over the panel (`k × 64` floats, 256 KiB for k = 1024, in L2). Panels of
-/// 16 columns (one tile) reached 80–86 GFLOP/s on a 2048² product on one thread; 64 reach 95–100.
-const PANEL: usize = 64;
-/// `b` needs at least this many elements (a 1024² `b`) for panels to pay for their two copies.
-const PANEL_MIN_ELEMENTS: usize = 1 << 20;
-/// ... and `a` at least this many rows: each panel is reused once per row tile.
-const PANEL_MIN_ROWS: usize = 64;
-
-/// Is an `[n, k] x [k, m]` product computed panel by panel?
-fn uses_panels(n: usize, k: usize, m: usize) -> bool {
-    m % PANEL == 0 && n >= PANEL_MIN_ROWS && k * m >= PANEL_MIN_ELEMENTS
-}
-
-/// `a [n, k] x b [k, m]` through panels: `bp[p, k, c] = b[k, p * PANEL + c]` (one copy), then
-/// `o[p, i, c] = sum_k a[i, k] * bp[p, k, c]` — a reduce kernel whose outermost loop runs over
-/// panels, so the panel being used (`k × PANEL` contiguous floats) stays in cache — and `o`
-/// permuted back to `[n, m]` (one more copy). Without panels, a 2048² product read `b` one 64-byte
-/// line per 8 KiB row, refetched from L3 for every row tile, and ran 2–4× slower.
-fn panel_matmul(a: &Tensor, b: &Tensor, (n, k, m): (usize, usize, usize)) -> Result<Tensor> {
-    let (n, k, p, c) = (n as isize, k as isize, (m / PANEL) as isize, PANEL as isize);
-    let bp = b
-        .try_reshape(&[k, p, c])?
-        .try_permute(&[1, 0, 2])?
-        .contiguous();
-    let a4 = a.try_reshape(&[1, n, 1, k])?;
-    let b4 = bp.try_permute(&[0, 2, 1])?.try_reshape(&[p, 1, c, k])?;
-    let o = a4.try_mul(&b4)?.try_sum(&[-1], false)?;
-    o.try_permute(&[1, 0, 2])?.try_reshape(&[n, p * c])
 }

@@ -40,7 +40,7 @@ mod stats;
 mod triangle;
 mod unary;
 
-pub use conv::{ConvOpts, PAD_COPY_MIN_ELEMENTS};
+pub use conv::ConvOpts;
 pub use elementwise::Operand;
 pub use interpolate::InterpolateMode;
 pub use linalg::SVD_SWEEPS;

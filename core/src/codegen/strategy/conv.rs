@@ -8,11 +8,12 @@
 //! of accumulators, in one of two orientations:
 //! - weights strided along cout (torch's `[cout, cin, k..]`): vectors run along ox — one vector
 //!   of inputs `x[.., oy+ky, ox..ox+w]` times `c` broadcast weights;
-//! - weights contiguous along cout (a large conv's weights are copied into 16-channel panels,
-//!   see `tensor/conv.rs`): vectors run along cout — one vector of `c` weights times `w`
+//! - weights contiguous along cout (the scheduler copies a conv's weights into blocks of up to a
+//!   vector width of channels, see `schedule/layout.rs`): vectors run along cout — one vector of `c` weights times `w`
 //!   broadcast input pixels: one vector load per `w` multiply-adds instead of a broadcast load
 //!   per multiply-add (onnxruntime's NCHWc kernels do the same; 15–25% faster on the bench's
-//!   conv). Taken when a vector width of channels lies within one panel (AVX-512: 16).
+//!   conv). Taken with the widest power-of-two lane count (up to the vector width) whose
+//!   channels lie within one block.
 //!
 //! The axis upcast last is the one the C renderer packs into vector lanes (`c/vectorize.rs`).
 //!
@@ -74,8 +75,13 @@ fn channel_lane_tile(
     cfg: &OptConfig,
     (channel, wide): (usize, usize),
 ) -> Option<((usize, usize), (usize, usize))> {
-    let c = cfg.vec_width.min(MAX_CHANNELS);
-    if c < 2 || size(k, channel) % c as i64 != 0 || !weights_in_lanes(k, (channel, c)) {
+    // The widest power-of-two lane count that divides the channels and finds the weights
+    // contiguous within it (the scheduler blocks weights by [`channel_lanes`] too, `schedule/layout.rs`).
+    let mut c = channel_lanes(size(k, channel).max(0) as usize, cfg.vec_width);
+    while c >= 2 && !weights_in_lanes(k, (channel, c)) {
+        c /= 2;
+    }
+    if c < 2 || size(k, channel) % c as i64 != 0 {
         return None;
     }
     let pixels = wide_amount(size(k, wide), (cfg.max_accs / c).max(1));
@@ -104,6 +110,23 @@ pub(super) fn space(k: &Kernel, cfg: &OptConfig) -> Vec<Choice> {
         }
     }
     out
+}
+
+/// Channel lanes of a conv tile (and of the scheduler's weight blocks): the widest power of two
+/// up to the vector width (at most [`MAX_CHANNELS`]) that divides the channel count, so every
+/// block is whole and a vector of channels is one load (100 channels on 8 lanes: 4). 1 when no
+/// such width exists (odd counts).
+pub(crate) fn channel_lanes(channels: usize, vec_width: usize) -> usize {
+    let v = vec_width.clamp(1, MAX_CHANNELS);
+    let mut w = if v.is_power_of_two() {
+        v
+    } else {
+        v.next_power_of_two() / 2
+    };
+    while w > 1 && channels % w != 0 {
+        w /= 2;
+    }
+    w
 }
 
 fn upcast((axis, amount): (usize, usize)) -> Opt {

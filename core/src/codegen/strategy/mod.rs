@@ -14,7 +14,7 @@
 //! that keep the reduce's digit order), so any combination the heuristic or the search picks
 //! computes bit-identical results to the unoptimized kernel.
 
-mod conv;
+pub(crate) mod conv;
 mod facts;
 mod tile;
 mod unroll;

@@ -1,0 +1,210 @@
+//! The scheduler's layout transforms (`core/src/schedule/layout.rs`): a conv with odd channel
+//! counts and matmuls with remainder column counts get their copies (counted in the schedule),
+//! and give bit-identical results to the untransformed schedule and to naive loops summing in
+//! the same order. Gradients through transformed schedules match too.
+
+use picograd_core::ast::AstOp;
+use picograd_core::codegen::opt::OptConfig;
+use picograd_core::realize::run_schedule;
+use picograd_core::schedule::schedule_for;
+use picograd_core::{ConvOpts, Tensor};
+
+/// Deterministic values with varied magnitudes (so a changed summation order would show).
+fn vals(n: usize, seed: usize) -> Vec<f32> {
+    (0..n)
+        .map(|i| {
+            let h = (i * 7919 + seed * 104_729) % 2003;
+            (h as f32 - 1001.0) / 97.0 * if i % 5 == 0 { 13.0 } else { 1.0 }
+        })
+        .collect()
+}
+
+/// Schedules `t` with `cfg`'s layout transforms (`None`: none) and runs it: the values, and
+/// how many layout copies and items the schedule had.
+fn run(t: &Tensor, cfg: Option<&OptConfig>) -> (Vec<f32>, usize, usize) {
+    let node = t.lazy().contiguous();
+    let items = schedule_for(std::slice::from_ref(&node), cfg).unwrap();
+    let copies = items.iter().filter(|i| i.layout_copy).count();
+    let n = items.len();
+    run_schedule(&items).unwrap();
+    (Tensor::from_lazy(node).to_vec::<f32>().unwrap(), copies, n)
+}
+
+fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
+/// An AVX2-like desktop target (8 lanes, default caches).
+fn desktop() -> OptConfig {
+    OptConfig::for_vec_width(8)
+}
+
+/// Naive 2-D conv, stride 1, symmetric zero padding `p`, summing `(ci, ky, kx)` in order.
+fn naive_conv(
+    x: &[f32],
+    [b, cin, h, w]: [usize; 4],
+    wt: &[f32],
+    [cout, k]: [usize; 2],
+    p: usize,
+) -> Vec<f32> {
+    let (oh, ow) = (h + 2 * p - k + 1, w + 2 * p - k + 1);
+    let mut out = vec![0f32; b * cout * oh * ow];
+    for n in 0..b {
+        for co in 0..cout {
+            for oy in 0..oh {
+                for ox in 0..ow {
+                    let mut acc = 0f32;
+                    for ci in 0..cin {
+                        for ky in 0..k {
+                            for kx in 0..k {
+                                let (iy, ix) = (
+                                    (oy + ky) as isize - p as isize,
+                                    (ox + kx) as isize - p as isize,
+                                );
+                                let xv = if iy < 0 || ix < 0 || iy >= h as isize || ix >= w as isize
+                                {
+                                    0.0
+                                } else {
+                                    x[((n * cin + ci) * h + iy as usize) * w + ix as usize]
+                                };
+                                acc += xv * wt[((co * cin + ci) * k + ky) * k + kx];
+                            }
+                        }
+                    }
+                    out[((n * cout + co) * oh + oy) * ow + ox] = acc;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Naive batched matmul `[bt, n, k] x [bt, k, m]`, summing over `k` in order.
+fn naive_matmul(a: &[f32], b: &[f32], [bt, n, k, m]: [usize; 4]) -> Vec<f32> {
+    let mut out = vec![0f32; bt * n * m];
+    for t in 0..bt {
+        for i in 0..n {
+            for j in 0..m {
+                let mut acc = 0f32;
+                for q in 0..k {
+                    acc += a[(t * n + i) * k + q] * b[(t * k + q) * m + j];
+                }
+                out[(t * n + i) * m + j] = acc;
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn convs_with_odd_channel_counts_get_padded_inputs_and_channel_blocks_bit_exactly() {
+    // 24 and 40 channels: blocks of 8 (the vector width); 100: blocks of 4; 5: no whole block
+    // of 2 or more lanes, so only the padded input is copied.
+    for (cin, cout) in [(3, 24), (5, 40), (3, 100), (4, 5)] {
+        let (xs, ws) = ([2, cin, 9, 7], [cout, 3]);
+        let xv = vals(2 * cin * 9 * 7, cin);
+        let wv = vals(cout * cin * 9, cout);
+        let conv = || {
+            let x = Tensor::from_slice(&xv, &xs);
+            let w = Tensor::from_slice(&wv, &[cout, cin, 3, 3]);
+            x.conv2d(&w, None, &ConvOpts::default().padding(1))
+        };
+        let (plain, plain_copies, plain_items) = run(&conv(), None);
+        let (laid, copies, items) = run(&conv(), Some(&desktop()));
+        // The padded input and the weight's channel blocks: two copies, two more kernels.
+        let want = if cout % 2 == 0 { 2 } else { 1 };
+        assert_eq!((plain_copies, copies), (0, want), "cin {cin}, cout {cout}");
+        assert_eq!(items, plain_items + want, "cin {cin}, cout {cout}");
+        assert_eq!(bits(&laid), bits(&plain), "cin {cin}, cout {cout}");
+        assert_eq!(
+            bits(&laid),
+            bits(&naive_conv(&xv, xs, &wv, ws, 1)),
+            "cin {cin}, cout {cout}"
+        );
+    }
+}
+
+#[test]
+fn batched_matmuls_with_remainder_columns_get_panels_bit_exactly() {
+    // A small L2 (4 KiB) so these small operands overflow it; 100 columns are 6 panels of 16 and
+    // a zero-padded remainder panel; 96 columns are 6 whole panels, run panels-outermost.
+    let small_l2 = desktop().with_caches(1024, 4096);
+    for m in [100, 96] {
+        let dims = [3, 40, 24, m];
+        let av = vals(3 * 40 * 24, 1);
+        let bv = vals(3 * 24 * m, m);
+        let mm = || {
+            let a = Tensor::from_slice(&av, &[3, 40, 24]);
+            let b = Tensor::from_slice(&bv, &[3, 24, m]);
+            a.matmul(&b)
+        };
+        let (plain, _, plain_items) = run(&mm(), None);
+        let (laid, copies, items) = run(&mm(), Some(&small_l2));
+        assert_eq!((copies, items), (1, plain_items + 1), "m {m}");
+        assert_eq!(bits(&laid), bits(&plain), "m {m}");
+        assert_eq!(bits(&laid), bits(&naive_matmul(&av, &bv, dims)), "m {m}");
+        // 96 columns: the product kernel runs panel by panel, so it stores through a permuted
+        // view of its output; 100: in plain order.
+        let items = schedule_for(&[mm().lazy().contiguous()], Some(&small_l2)).unwrap();
+        let product = items.iter().find(|i| !i.layout_copy).unwrap();
+        let AstOp::Store { st, .. } = product.ast.op() else {
+            panic!("a kernel stores")
+        };
+        assert_eq!(st.contiguous(), m == 100, "m {m}: {st}");
+        // With the default L2 the operand fits: no copy.
+        let (_, copies, _) = run(&mm(), Some(&desktop()));
+        assert_eq!(copies, 0, "m {m}");
+    }
+}
+
+#[test]
+fn transposed_weights_get_panels_whatever_the_cache() {
+    // x @ wᵀ (a linear layer): the lanes along the output's columns would be gathers.
+    let (n, k, m) = (64, 20, 30);
+    let xv = vals(n * k, 3);
+    let wv = vals(m * k, 4);
+    let lin = || {
+        let x = Tensor::from_slice(&xv, &[n, k]);
+        let w = Tensor::from_slice(&wv, &[m, k]);
+        x.matmul(&w.transpose(0, 1))
+    };
+    let (plain, _, _) = run(&lin(), None);
+    let (laid, copies, _) = run(&lin(), Some(&desktop()));
+    assert_eq!(copies, 1);
+    assert_eq!(bits(&laid), bits(&plain));
+    let wt: Vec<f32> = (0..k * m).map(|i| wv[(i % m) * k + i / m]).collect();
+    assert_eq!(bits(&laid), bits(&naive_matmul(&xv, &wt, [1, n, k, m])));
+}
+
+#[test]
+fn small_products_and_cacheless_targets_get_no_copies() {
+    // One row: each weight is used once, a copy would cost as much as the product.
+    let v = Tensor::from_slice(&vals(20, 1), &[1, 20]);
+    let w = Tensor::from_slice(&vals(600, 2), &[30, 20]);
+    assert_eq!(run(&v.matmul(&w.transpose(0, 1)), Some(&desktop())).1, 0);
+    // A microcontroller (no cache): no copy grows its arena.
+    let x = Tensor::from_slice(&vals(2 * 3 * 81, 1), &[2, 3, 9, 9]);
+    let w = Tensor::from_slice(&vals(24 * 27, 2), &[24, 3, 3, 3]);
+    let y = x.conv2d(&w, None, &ConvOpts::default().padding(1));
+    assert_eq!(run(&y, Some(&OptConfig::small_device())).1, 0);
+}
+
+#[test]
+fn conv_gradients_through_transformed_schedules_are_bit_identical() {
+    let (xv, wv) = (vals(2 * 3 * 8 * 8, 5), vals(40 * 27, 6));
+    let grads = |cfg: Option<&OptConfig>| {
+        let x = Tensor::from_slice(&xv, &[2, 3, 8, 8]).requires_grad_(true);
+        let w = Tensor::from_slice(&wv, &[40, 3, 3, 3]).requires_grad_(true);
+        let y = x.conv2d(&w, None, &ConvOpts::default().padding(1));
+        let loss = y.mul(&y).sum(&[0, 1, 2, 3], false);
+        loss.backward().unwrap();
+        let (gx, cx, _) = run(&x.grad().unwrap(), cfg);
+        let (gw, cw, _) = run(&w.grad().unwrap(), cfg);
+        (bits(&gx), bits(&gw), cx + cw)
+    };
+    let (px, pw, none) = grads(None);
+    let (lx, lw, copies) = grads(Some(&desktop()));
+    assert_eq!(none, 0);
+    assert!(copies > 0, "the backward convs are transformed too");
+    assert_eq!((lx, lw), (px, pw));
+}
