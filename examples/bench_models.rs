@@ -1,8 +1,10 @@
 //! The real-model bench's picograd side: a long-lived process that a Python driver
 //! (`scripts/bench_models.py`) keeps alive and commands over stdin/stdout, so that picograd's and
 //! onnxruntime's timings can be interleaved pair by pair in one run. It times models the way a
-//! user gets them today: `picograd_onnx::Model::load`, then either `Model::run` on every call or
-//! `Model::run` wrapped in a `Jit` (captured once, replayed); every call reads its outputs back
+//! user gets them: `picograd_onnx::Model::load`, then either `Model::run` on every call (which
+//! replays its own per-signature capture after the first call) or the model's lazy graph
+//! (`Model::graph`) wrapped in a hand-written `Jit` (captured once, replayed) — a `Jit` around
+//! `run` would capture nothing, since `run` returns realized outputs; every call reads its outputs back
 //! (`to_vec`), as a user does. The thread count is the process's `PICOGRAD_THREADS`.
 //!
 //! Protocol, one command per line, one answer line each (`ok ...` or `err <message>`):
@@ -48,7 +50,7 @@ fn load(model: &str, input: &str) -> Result<(Loaded, String)> {
     read_back(&model.run(&input)?)?;
     let first = t.elapsed().as_secs_f64();
     let m = model.clone();
-    let jit: Jit<ModelFn> = Jit::new(Box::new(move |io: &[Tensor]| m.run(io)));
+    let jit: Jit<ModelFn> = Jit::new(Box::new(move |io: &[Tensor]| m.graph(io)));
     let t = Instant::now();
     read_back(&jit.call(&input)?)?;
     let capture = t.elapsed().as_secs_f64();

@@ -17,7 +17,8 @@ if [ "${1:-}" = models ]; then
   if [ ! -f "$dir/oddnet_b8.input.npy" ]; then
     "$py" scripts/bench-models.py "$dir"
   fi
-  cargo build --release -p picograd-cli --example bench_models -p picograd
+  cargo build --release -p picograd-cli --bin picograd
+  cargo build --release -p picograd --example bench_models
   target=${CARGO_TARGET_DIR:-target}
   exec "$py" scripts/bench_models.py "$dir" "$target/release/picograd" "$target/release/examples/bench_models" "$@"
 fi
