@@ -17,6 +17,8 @@ use picograd_core::Tensor;
 use picograd_onnx::proto::*;
 use picograd_onnx::Model;
 
+use common::weight;
+
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
@@ -30,16 +32,6 @@ fn node(op: &str, inputs: &[&str], outputs: &[&str], attrs: Vec<AttributeProto>)
         input: inputs.iter().map(|s| s.to_string()).collect(),
         output: outputs.iter().map(|s| s.to_string()).collect(),
         attribute: attrs,
-        ..Default::default()
-    }
-}
-
-fn weight(name: &str, dims: &[i64], vals: &[f32]) -> TensorProto {
-    TensorProto {
-        name: name.into(),
-        dims: dims.to_vec(),
-        data_type: 1,
-        float_data: vals.to_vec(),
         ..Default::default()
     }
 }

@@ -30,7 +30,8 @@ fn node(
     }
 }
 
-fn weight(name: &str, dims: &[i64], vals: &[f32]) -> TensorProto {
+/// An f32 initializer.
+pub fn weight(name: &str, dims: &[i64], vals: &[f32]) -> TensorProto {
     TensorProto {
         name: name.into(),
         dims: dims.to_vec(),
