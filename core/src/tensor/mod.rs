@@ -20,6 +20,7 @@ mod join;
 mod linalg;
 mod logic;
 mod loss;
+mod lowbit;
 mod masked;
 mod matmul;
 mod movement;
