@@ -14,7 +14,7 @@ use std::path::{Component, Path, PathBuf};
 use picograd_core::{Error, Result, Tensor};
 
 use super::proto::TensorProto;
-use super::values::{checked_numel, element_dtype, tensor_from_le_bytes};
+use super::values::{checked_numel, element_dtype, lowbit_of, lowbit_tensor, tensor_from_le_bytes};
 
 /// `TensorProto.DataLocation.EXTERNAL`.
 pub const EXTERNAL: i32 = 1;
@@ -34,12 +34,17 @@ struct Range {
 
 /// Reads external tensor `t` (named `what` in errors) from the model folder `dir`.
 pub fn read_tensor(t: &TensorProto, what: &str, dir: &Path) -> Result<Tensor> {
-    let dtype = element_dtype(t, what)?;
     let n = checked_numel(what, &t.dims)?;
+    let shape: Vec<usize> = t.dims.iter().map(|&d| d as usize).collect();
+    if let Some(kind) = lowbit_of(t.data_type) {
+        let range = parse_keys(t, what, dir)?;
+        let bytes = read_range(&range, kind.packed_len(n) as u64, what)?;
+        return lowbit_tensor(&bytes, &shape, n, kind, what);
+    }
+    let dtype = element_dtype(t, what)?;
     let need = (n * dtype.itemsize()) as u64;
     let range = parse_keys(t, what, dir)?;
     let bytes = read_range(&range, need, what)?;
-    let shape: Vec<usize> = t.dims.iter().map(|&d| d as usize).collect();
     tensor_from_le_bytes(&bytes, &shape, dtype)
 }
 

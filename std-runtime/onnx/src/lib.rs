@@ -9,6 +9,7 @@
 
 pub mod control;
 pub mod external;
+pub mod lowbit_types;
 pub mod model;
 pub mod node;
 pub mod npy;

@@ -14,13 +14,14 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use picograd_core::jit::{CacheStats, SignatureCache};
+use picograd_core::lowbit::LowBit;
 use picograd_core::{Error, Result, Tensor};
 use prost::Message;
 
 use super::external::{is_external, read_tensor};
 use super::node::{in_node, Node};
 use super::proto::{GraphProto, ModelProto, NodeProto, ValueInfoProto};
-use super::values::{onnx_code, onnx_type_name, tensor_from_proto, to_i64s};
+use super::values::{lowbit_of, onnx_code, onnx_type_name, tensor_from_proto, to_i64s};
 
 /// Largest model file read (protobuf's own limit).
 pub const MAX_FILE_BYTES: u64 = 2 << 30;
@@ -88,6 +89,8 @@ pub struct Model {
     /// Node indices in evaluation order.
     order: Vec<usize>,
     weights: HashMap<String, Tensor>,
+    /// The values holding a low-bit ONNX type ([`super::lowbit_types`]).
+    lowbits: HashMap<String, LowBit>,
     /// False when loaded by [`Model::load_without_weights`].
     weights_loaded: bool,
     inputs: Vec<ValueSpec>,
@@ -212,12 +215,14 @@ impl Model {
             .map(ValueSpec::from_proto)
             .collect();
         let outputs = graph.output.iter().map(ValueSpec::from_proto).collect();
+        let lowbits = super::lowbit_types::infer(&graph, &order);
         Ok(Model {
             graph,
             opset,
             opsets,
             order,
             weights,
+            lowbits,
             weights_loaded: !matches!(source, WeightSource::Skip),
             inputs,
             outputs,
@@ -468,7 +473,10 @@ impl Model {
                     .join(",")
             )
         };
-        let type_ok = spec.elem_type == 0 || onnx_code(t.dtype()) == spec.elem_type;
+        // A low-bit input (float8, int4, ...) comes as its carrier dtype (f32, i8, u8).
+        let type_ok = spec.elem_type == 0
+            || onnx_code(t.dtype()) == spec.elem_type
+            || lowbit_of(spec.elem_type).is_some_and(|k| k.carrier() == t.dtype());
         let shape_ok = spec.shape.as_ref().is_none_or(|dims| {
             dims.len() == shape.len()
                 && dims
@@ -509,10 +517,16 @@ impl Model {
                     .ok_or_else(|| Error::shape("onnx", format!("input '{name}' has no value")))
             })
             .collect::<Result<Vec<_>>>()?;
+        let lowbits = node
+            .input
+            .iter()
+            .map(|name| self.lowbits.get(name).copied())
+            .collect();
         let ctx = Node {
             proto: node,
             inputs,
             opset: self.opset,
+            lowbits,
         };
         let outs = if super::control::runs_subgraphs(&node.domain, &node.op_type) {
             super::control::eval(self, node, &ctx, env)?

@@ -2,6 +2,7 @@
 //! are `None`), its attributes with typed, defaulted accessors, and the model's opset version —
 //! plus the error context that names the node in every message.
 
+use picograd_core::lowbit::LowBit;
 use picograd_core::{Error, Result, Tensor};
 
 use super::proto::{attr_type, AttributeProto, GraphProto, NodeProto, TensorProto};
@@ -15,6 +16,8 @@ pub struct Node<'a> {
     pub inputs: Vec<Option<Tensor>>,
     /// The version of the default ONNX operator set the model imports.
     pub opset: i64,
+    /// The low-bit ONNX type of each input that has one (its tensor holds the carrier dtype).
+    pub lowbits: Vec<Option<LowBit>>,
 }
 
 /// A `Shape`-kind error naming an ONNX op.
@@ -60,6 +63,11 @@ impl<'a> Node<'a> {
             check_rank(self.op(), i, t, rank)?;
         }
         Ok(t)
+    }
+
+    /// The low-bit ONNX type of input `i`, when it has one.
+    pub fn lowbit(&self, i: usize) -> Option<LowBit> {
+        self.lowbits.get(i).copied().flatten()
     }
 
     /// Input `i` if present.

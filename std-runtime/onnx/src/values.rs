@@ -2,7 +2,12 @@
 //! count and data length must agree, with a hard cap on elements so a hostile file cannot ask
 //! for a huge allocation), the ONNX ↔ picograd dtype map, and reading small tensors (shapes,
 //! axes, pads) back to host integers.
+//!
+//! ONNX's low-bit element types (float8, float4, int4/uint4, int2/uint2) are picograd
+//! [`LowBit`] storage types: a tensor of one is decoded on load into its carrier dtype (f32,
+//! i8 or u8), holding exactly the values the codes stand for.
 
+use picograd_core::lowbit::{unpack, LowBit};
 use picograd_core::{DType, Error, Result, Tensor};
 
 use super::proto::TensorProto;
@@ -28,6 +33,27 @@ pub fn dtype_of(code: i32) -> Option<DType> {
         16 => DType::BF16,
         _ => return None,
     })
+}
+
+/// The low-bit storage type of ONNX `DataType` code `code`, if it is one picograd reads.
+pub fn lowbit_of(code: i32) -> Option<LowBit> {
+    Some(match code {
+        17 => LowBit::F8E4M3FN,
+        18 => LowBit::F8E4M3FNUZ,
+        19 => LowBit::F8E5M2,
+        20 => LowBit::F8E5M2FNUZ,
+        21 => LowBit::U4,
+        22 => LowBit::I4,
+        23 => LowBit::F4E2M1,
+        25 => LowBit::U2,
+        26 => LowBit::I2,
+        _ => return None,
+    })
+}
+
+/// The dtype a value of ONNX type `code` is held in: its own, or a low-bit type's carrier.
+pub fn held_in(code: i32) -> Option<DType> {
+    dtype_of(code).or_else(|| lowbit_of(code).map(LowBit::carrier))
 }
 
 /// The ONNX name of a `DataType` code, for messages.
@@ -98,9 +124,18 @@ pub fn tensor_from_proto(t: &TensorProto, what: &str) -> Result<Tensor> {
              model loaded from its file (Model::load), which says where the data file is"
         )));
     }
-    let dtype = element_dtype(t, what)?;
     let n = checked_numel(what, &t.dims)?;
     let shape: Vec<usize> = t.dims.iter().map(|&d| d as usize).collect();
+    if let Some(kind) = lowbit_of(t.data_type) {
+        // Packed codes travel in raw_data, or one byte per int32_data entry.
+        let bytes: Vec<u8> = if t.raw_data.is_empty() {
+            t.int32_data.iter().map(|&v| v as u8).collect()
+        } else {
+            t.raw_data.clone()
+        };
+        return lowbit_tensor(&bytes, &shape, n, kind, what);
+    }
+    let dtype = element_dtype(t, what)?;
     let bytes = if t.raw_data.is_empty() && n > 0 {
         typed_bytes(t, dtype, n, what)?
     } else {
@@ -119,6 +154,31 @@ pub fn tensor_from_proto(t: &TensorProto, what: &str) -> Result<Tensor> {
         });
     }
     tensor_from_le_bytes(&bytes, &shape, dtype)
+}
+
+/// The carrier tensor of `n` packed low-bit codes of `kind` (named `what` in errors).
+pub fn lowbit_tensor(
+    bytes: &[u8],
+    shape: &[usize],
+    n: usize,
+    kind: LowBit,
+    what: &str,
+) -> Result<Tensor> {
+    let codes = unpack(kind, bytes, n).ok_or_else(|| Error::Format {
+        file: what.to_string(),
+        offset: 0,
+        detail: format!(
+            "shape {shape:?} of {kind:?} needs {} bytes of packed data, found {}",
+            kind.packed_len(n),
+            bytes.len()
+        ),
+    })?;
+    let vals = codes.iter().map(|&c| kind.decode(c));
+    match kind.carrier() {
+        DType::I8 => Tensor::try_from_slice(&vals.map(|v| v as i8).collect::<Vec<_>>(), shape),
+        DType::U8 => Tensor::try_from_slice(&vals.map(|v| v as u8).collect::<Vec<_>>(), shape),
+        _ => Tensor::try_from_slice(&vals.map(|v| v as f32).collect::<Vec<_>>(), shape),
+    }
 }
 
 /// The little-endian bytes of a tensor stored in the typed fields (`float_data`, ...).

@@ -5,7 +5,7 @@ use picograd_core::ops::AluOp;
 use picograd_core::{Result, Tensor};
 
 use super::super::node::{bad, Node};
-use super::super::values::{dtype_of, tensor_from_le_bytes, to_i64s};
+use super::super::values::{dtype_of, lowbit_of, tensor_from_le_bytes, to_i64s};
 use super::{math, one, Handler};
 
 /// The handler for `op` if it is elementwise.
@@ -78,7 +78,7 @@ fn other_lookup(op: &str) -> Option<Handler> {
         "Mean" => mean,
         "Clip" => clip,
         "Cast" => cast,
-        "CastLike" => |n| one(n.input(0)?.cast(n.input(1)?.dtype())),
+        "CastLike" => cast_like,
         _ => return None,
     })
 }
@@ -178,8 +178,14 @@ fn clip(n: &Node) -> Result<Vec<Tensor>> {
     one(y)
 }
 
+/// `Cast`: to a dtype, or rounded onto a low-bit type (held in its carrier dtype) under the
+/// `saturate` attribute (default 1), as ONNX specifies.
 fn cast(n: &Node) -> Result<Vec<Tensor>> {
     let code = n.int("to", 0) as i32;
+    let saturate = n.int("saturate", 1) != 0;
+    if let Some(kind) = lowbit_of(code) {
+        return one(n.input(0)?.try_to_lowbit(kind, saturate)?);
+    }
     let d = dtype_of(code).ok_or_else(|| {
         bad(
             "Cast",
@@ -187,4 +193,13 @@ fn cast(n: &Node) -> Result<Vec<Tensor>> {
         )
     })?;
     one(n.input(0)?.cast(d))
+}
+
+/// `CastLike`: `Cast` to the second input's element type, low-bit types included.
+fn cast_like(n: &Node) -> Result<Vec<Tensor>> {
+    let x = n.input(0)?;
+    match n.lowbit(1) {
+        Some(kind) => one(x.try_to_lowbit(kind, n.int("saturate", 1) != 0)?),
+        None => one(x.cast(n.input(1)?.dtype())),
+    }
 }

@@ -1,11 +1,14 @@
 //! Quantization ops: QuantizeLinear / DequantizeLinear (per tensor or per axis),
 //! DynamicQuantizeLinear, MatMulInteger and QLinearMatMul. Rounding is half to even and results
-//! saturate to the target integer type, as ONNX specifies.
+//! saturate to the target integer type, as ONNX specifies. (De)QuantizeLinear also take blocked
+//! scales (`block_size`) and the low-bit output types (int4/uint4, int2/uint2, float8, float4
+//! e2m1, held in their carrier dtype; the float formats round as `Cast` does).
 
+use picograd_core::lowbit::LowBit;
 use picograd_core::{DType, Result, Tensor};
 
 use super::super::node::{bad, Node};
-use super::super::values::dtype_of;
+use super::super::values::{dtype_of, lowbit_of};
 use super::{math, one, Handler};
 
 /// The handler for `op` if it is a quantization op.
@@ -22,8 +25,13 @@ pub fn lookup(op: &str) -> Option<Handler> {
     })
 }
 
-/// A scale or zero point shaped to broadcast along `axis` of `x` (per-axis when 1-D, len > 1).
-fn along(p: &Tensor, x: &Tensor, axis: i64) -> Result<Tensor> {
+/// A scale or zero point shaped to broadcast over `x`: per tensor, per `axis` (1-D, len > 1),
+/// or, with a nonzero `block`, blocked along `axis` (same rank as `x`, each element covering
+/// `block` consecutive positions of that axis).
+fn along(p: &Tensor, x: &Tensor, axis: i64, block: i64) -> Result<Tensor> {
+    if block != 0 {
+        return blocked(p, x, axis, block);
+    }
     if p.ndim() != 1 || p.numel() == 1 && x.ndim() != 1 {
         return Ok(p.clone());
     }
@@ -33,53 +41,129 @@ fn along(p: &Tensor, x: &Tensor, axis: i64) -> Result<Tensor> {
     p.try_reshape(&s)
 }
 
+/// A blocked parameter repeated `block` times along `axis` and cut to `x`'s length there.
+fn blocked(p: &Tensor, x: &Tensor, axis: i64, block: i64) -> Result<Tensor> {
+    let a = super::dim_axis("QuantizeLinear", axis, x.ndim())?;
+    let (ps, xs) = (p.shape(), x.shape());
+    let b = usize::try_from(block).unwrap_or(0);
+    let fits = ps.len() == xs.len()
+        && b > 0
+        && ps.iter().zip(&xs).enumerate().all(
+            |(i, (&q, &d))| {
+                if i == a {
+                    q == d.div_ceil(b)
+                } else {
+                    q == d
+                }
+            },
+        );
+    if !fits {
+        return Err(bad(
+            "QuantizeLinear",
+            format!(
+                "blocked parameter of shape {ps:?} does not fit input {xs:?} with block_size \
+                 {block} along axis {a}"
+            ),
+        ));
+    }
+    let mut with_block: Vec<usize> = ps.clone();
+    with_block.insert(a + 1, b);
+    let mut unsq: Vec<isize> = ps.iter().map(|&d| d as isize).collect();
+    unsq.insert(a + 1, 1);
+    let mut merged: Vec<isize> = ps.iter().map(|&d| d as isize).collect();
+    merged[a] *= b as isize;
+    let full = p
+        .try_reshape(&unsq)?
+        .try_expand(&with_block)?
+        .try_reshape(&merged)?;
+    let cut: Vec<(usize, usize)> = xs.iter().map(|&d| (0, d)).collect();
+    full.try_shrink(&cut)
+}
+
+/// The output type of a quantization: a dtype, or a low-bit type held in its carrier.
+#[derive(Clone, Copy)]
+enum Target {
+    Int(DType),
+    Low(LowBit),
+}
+
 /// `saturate(round(x / scale) + zp)` as `out`.
 fn quantize(x: &Tensor, scale: &Tensor, zp: Option<&Tensor>, out: DType) -> Result<Tensor> {
+    let (lo, hi) = (out.min_value(), out.max_value());
+    Ok(scaled(x, scale, zp)?
+        .try_maximum(lo)?
+        .try_minimum(hi)?
+        .cast(out))
+}
+
+/// `round(x / scale) + zp` in float, rounding half to even.
+fn scaled(x: &Tensor, scale: &Tensor, zp: Option<&Tensor>) -> Result<Tensor> {
     let mut q = math::round(&x.float().try_div(scale.float())?)?;
     if let Some(z) = zp {
         q = q.try_add(z.cast(q.dtype()))?;
     }
-    Ok(q.try_maximum(out.min_value())?
-        .try_minimum(out.max_value())?
-        .cast(out))
+    Ok(q)
+}
+
+/// Quantization onto a low-bit type: integers round and saturate to their range; the float
+/// formats take `x / scale + zp` rounded as `Cast` rounds, under `saturate`.
+fn quantize_low(
+    x: &Tensor,
+    scale: &Tensor,
+    zp: Option<&Tensor>,
+    kind: LowBit,
+    saturate: bool,
+) -> Result<Tensor> {
+    if kind.float_format().is_some() {
+        let mut v = x.float().try_div(scale.float())?;
+        if let Some(z) = zp {
+            v = v.try_add(z.cast(v.dtype()))?;
+        }
+        return v.try_to_lowbit(kind, saturate);
+    }
+    let (lo, hi) = kind.range();
+    Ok(scaled(x, scale, zp)?
+        .try_maximum(lo)?
+        .try_minimum(hi)?
+        .cast(kind.carrier()))
 }
 
 fn quantize_linear(n: &Node) -> Result<Vec<Tensor>> {
     let x = n.input(0)?;
-    if n.int("block_size", 0) != 0 {
-        return Err(bad(
-            "QuantizeLinear",
-            "blocked quantization is not supported",
-        ));
-    }
-    let axis = n.int("axis", 1);
-    let scale = along(n.input(1)?, x, axis)?;
-    let zp = n.opt(2).map(|z| along(z, x, axis)).transpose()?;
-    let out = match (&zp, n.int("output_dtype", 0)) {
-        (Some(z), _) => z.dtype(),
-        (None, 0) => DType::U8,
-        (None, c) => dtype_of(c as i32).ok_or_else(|| bad("QuantizeLinear", "output_dtype"))?,
+    let (axis, block) = (n.int("axis", 1), n.int("block_size", 0));
+    let scale = along(n.input(1)?, x, axis, block)?;
+    let zp = n.opt(2).map(|z| along(z, x, axis, block)).transpose()?;
+    let target = match (n.lowbit(2), &zp, n.int("output_dtype", 0)) {
+        (Some(k), _, _) => Target::Low(k),
+        (None, Some(z), _) => Target::Int(z.dtype()),
+        (None, None, 0) => Target::Int(DType::U8),
+        (None, None, c) => match (dtype_of(c as i32), lowbit_of(c as i32)) {
+            (_, Some(k)) => Target::Low(k),
+            (Some(d), None) => Target::Int(d),
+            (None, None) => return Err(bad("QuantizeLinear", format!("output_dtype {c}"))),
+        },
     };
-    if out.is_float() {
-        return Err(bad("QuantizeLinear", "float8 targets are not supported"));
+    match target {
+        Target::Low(k) => {
+            let sat = n.int("saturate", 1) != 0;
+            one(quantize_low(x, &scale, zp.as_ref(), k, sat)?)
+        }
+        Target::Int(d) if d.is_float() => Err(bad(
+            "QuantizeLinear",
+            format!("a {d} output is not a quantized type"),
+        )),
+        Target::Int(d) => one(quantize(x, &scale, zp.as_ref(), d)?),
     }
-    one(quantize(x, &scale, zp.as_ref(), out)?)
 }
 
 fn dequantize_linear(n: &Node) -> Result<Vec<Tensor>> {
     let x = n.input(0)?;
-    if n.int("block_size", 0) != 0 {
-        return Err(bad(
-            "DequantizeLinear",
-            "blocked quantization is not supported",
-        ));
-    }
-    let axis = n.int("axis", 1);
-    let scale = along(n.input(1)?, x, axis)?;
+    let (axis, block) = (n.int("axis", 1), n.int("block_size", 0));
+    let scale = along(n.input(1)?, x, axis, block)?;
     let f = scale.dtype();
     let mut v = x.cast(f);
     if let Some(z) = n.opt(2) {
-        v = v.try_sub(along(z, x, axis)?.cast(f))?;
+        v = v.try_sub(along(z, x, axis, block)?.cast(f))?;
     }
     one(v.try_mul(&scale)?)
 }
