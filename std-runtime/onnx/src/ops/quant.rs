@@ -32,8 +32,12 @@ fn along(p: &Tensor, x: &Tensor, axis: i64, block: i64) -> Result<Tensor> {
     if block != 0 {
         return blocked(p, x, axis, block);
     }
-    if p.ndim() != 1 || p.numel() == 1 && x.ndim() != 1 {
+    if p.ndim() != 1 {
         return Ok(p.clone());
+    }
+    if p.numel() == 1 {
+        // One element is per tensor, whatever the axis says.
+        return p.try_reshape(&[]);
     }
     let a = super::dim_axis("QuantizeLinear", axis, x.ndim())?;
     let mut s = vec![1isize; x.ndim()];

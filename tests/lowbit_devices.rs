@@ -1,0 +1,39 @@
+//! Rounding onto the low-bit storage types compiled to C: on the Clang device (fused
+//! multiply-add on, the case where contraction could change a result) every probe of the ONNX reference (`core/tests/data/lowbit_reference.txt`)
+//! rounds to the reference's bit pattern, as it does on the interpreter (`core/tests/lowbit.rs`).
+
+#[path = "../core/tests/common/lowbit_reference.rs"]
+mod lowbit_reference;
+
+use std::sync::Arc;
+
+use lowbit_reference::{load, same};
+use picograd::device::Device;
+use picograd::{DType, Tensor};
+
+fn clang(fused: bool) -> Arc<dyn Device> {
+    picograd::init();
+    let c = picograd::runtime::Clang::new().expect("no C compiler: the low-bit tests cannot run");
+    Arc::new(c.with_fused_mulacc(fused))
+}
+
+#[test]
+fn compiled_rounding_matches_the_onnx_reference() {
+    let dev = clang(true);
+    for r in load() {
+        for sat in [true, false] {
+            let pairs = &r.casts[sat as usize];
+            let x: Vec<f32> = pairs.iter().map(|p| p.0).collect();
+            let t = Tensor::try_from_slice_on(&x, &[x.len()], &dev).unwrap();
+            let y = t.try_to_lowbit(r.kind, sat).unwrap();
+            let got = y.cast(DType::F32).to_vec::<f32>().unwrap();
+            for ((a, want), g) in pairs.iter().zip(&got) {
+                assert!(
+                    same(*g, *want),
+                    "{:?} saturate={sat}: {a:e} gave {g:e}, ONNX {want:e}",
+                    r.kind
+                );
+            }
+        }
+    }
+}
