@@ -17,7 +17,7 @@ use picograd_core::export::{export, ExportNames};
 use picograd_core::jit::Capture;
 use picograd_core::{DType, Error, Result, Tensor};
 
-use picograd_onnx::values::{checked_numel, dtype_of, onnx_type_name, tensor_from_le_bytes};
+use picograd_onnx::values::{checked_numel, held_in, onnx_type_name, tensor_from_le_bytes};
 use picograd_onnx::{Model, ValueSpec};
 use picograd_runtime::target::{
     build_and_run, Budget, BuildOptions, Memory, Need, RunReport, Target, Values,
@@ -293,7 +293,7 @@ fn given_shapes(model: &Model, given: &[Tensor]) -> Result<Vec<Vec<usize>>> {
     specs
         .iter()
         .zip(given)
-        .map(|(spec, t)| match dtype_of(spec.elem_type) {
+        .map(|(spec, t)| match held_in(spec.elem_type) {
             Some(d) if d == t.dtype() => Ok(t.shape()),
             _ => Err(Error::dtype(
                 "compile",
@@ -404,7 +404,7 @@ fn placeholders(specs: &[ValueSpec], shapes: &[Vec<usize>]) -> Result<Vec<Tensor
         .iter()
         .zip(shapes)
         .map(|(spec, shape)| {
-            let dtype = dtype_of(spec.elem_type).ok_or_else(|| {
+            let dtype = held_in(spec.elem_type).ok_or_else(|| {
                 Error::Unsupported(format!(
                     "input '{}': element type {} has no picograd dtype",
                     spec.name,
