@@ -99,7 +99,7 @@ fn wrap_int(x: &Tensor, kind: LowBit, lo: i32, hi: i32) -> Result<Tensor> {
     let w = if x.dtype().is_float() {
         let x = working(x);
         // NaN and ±∞ give 0; x - x is 0 exactly for finite x.
-        let v = x.try_sub(&x)?.try_eq(0.0)?.try_where(&x.trunc(), 0.0)?;
+        let v = x.try_sub(&x)?.try_eq(0.0)?.try_where(x.trunc(), 0.0)?;
         let k = v.try_div(n)?;
         let kt = k.trunc();
         let floor = kt.try_sub(k.try_lt(&kt)?.cast(kt.dtype()))?;
