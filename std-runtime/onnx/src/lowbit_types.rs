@@ -1,8 +1,9 @@
 //! Which values of a graph hold an ONNX low-bit type (float8, float4, int4/uint4, int2/uint2).
 //! A low-bit value is a tensor of its carrier dtype at run time, so the type itself is known
 //! only here: statically, from the declared types (inputs, outputs, `value_info`,
-//! initializers, `Constant` tensors) and from the nodes that make such values (`Cast`,
-//! `CastLike`, `QuantizeLinear`), as ONNX element types are static.
+//! initializers, `Constant` tensors), from the nodes that make such values (`Cast`,
+//! `CastLike`, `QuantizeLinear`) and through the nodes that only move data (`Reshape`,
+//! `Transpose`, `Gather`, ...), as ONNX element types are static.
 //!
 //! Invariant: a name is in the map only if the graph gives it a low-bit type; handlers that
 //! choose an output type from an input's (`CastLike`, `QuantizeLinear`'s zero point) read it
@@ -33,9 +34,41 @@ pub fn infer(graph: &GraphProto, order: &[usize]) -> HashMap<String, LowBit> {
     for n in order.iter().filter_map(|&i| graph.node.get(i)) {
         if let (Some(kind), Some(out)) = (made_by(n, &map), n.output.first()) {
             map.insert(out.clone(), kind);
+        } else if let Some(kind) = moved_from(n, &map) {
+            for out in n.output.iter().filter(|o| !o.is_empty()) {
+                map.insert(out.clone(), kind);
+            }
         }
     }
     map
+}
+
+/// The low-bit type of the data a type-preserving node (a view, a copy, a selection) passes
+/// through, when its data input has one: its outputs keep that type.
+fn moved_from(n: &NodeProto, map: &HashMap<String, LowBit>) -> Option<LowBit> {
+    let keeps_type = matches!(
+        n.op_type.as_str(),
+        "Identity"
+            | "Reshape"
+            | "Transpose"
+            | "Squeeze"
+            | "Unsqueeze"
+            | "Flatten"
+            | "Expand"
+            | "Slice"
+            | "Gather"
+            | "GatherElements"
+            | "GatherND"
+            | "Concat"
+            | "Split"
+            | "Tile"
+            | "DepthToSpace"
+            | "SpaceToDepth"
+    );
+    if !keeps_type {
+        return None;
+    }
+    n.input.first().and_then(|i| map.get(i)).copied()
 }
 
 fn elem_type(v: &ValueInfoProto) -> Option<i32> {

@@ -1,7 +1,8 @@
 //! ONNX's low-bit element types through the importer, against worked values (the onnx
 //! package's node-test data and its reference evaluator): packed int4 initializers (odd length,
 //! low nibble first) and float8 codes in `int32_data` decode to their values; `Cast` and
-//! `CastLike` round onto float8 with and without saturation; `QuantizeLinear` /
+//! `CastLike` round onto float8 with and without saturation (the type found through an
+//! `Identity`); `QuantizeLinear` /
 //! `DequantizeLinear` reach int4 and float8 with per-axis and blocked scales; a model input
 //! declared INT4 takes its carrier (i8); short packed data is an error naming the tensor.
 
@@ -164,9 +165,11 @@ fn cast_and_castlike_round_onto_float8() {
     let m = model(
         vec![
             node("Cast", &["x"], "sat", vec![int_attr("to", F8E4M3FN as i64)]),
+            // The type reaches CastLike through a node that only moves data.
+            node("Identity", &["like"], "like2", vec![]),
             node(
                 "CastLike",
-                &["x", "like"],
+                &["x", "like2"],
                 "nosat",
                 vec![int_attr("saturate", 0)],
             ),

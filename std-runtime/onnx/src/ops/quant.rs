@@ -169,7 +169,15 @@ fn dequantize_linear(n: &Node) -> Result<Vec<Tensor>> {
     if let Some(z) = n.opt(2) {
         v = v.try_sub(along(z, x, axis, block)?.cast(f))?;
     }
-    one(v.try_mul(&scale)?)
+    let y = v.try_mul(&scale)?;
+    // Opset 23's `output_dtype` (0: the scale's type).
+    match n.int("output_dtype", 0) {
+        0 => one(y),
+        c => match dtype_of(c as i32) {
+            Some(d) if d.is_float() => one(y.cast(d)),
+            _ => Err(bad("DequantizeLinear", format!("output_dtype {c}"))),
+        },
+    }
 }
 
 fn dynamic_quantize(n: &Node) -> Result<Vec<Tensor>> {
