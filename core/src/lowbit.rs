@@ -1,5 +1,6 @@
 //! Storage-only element types for quantized models: the float8 formats (e4m3fn, e4m3fnuz, e5m2,
-//! e5m2fnuz), float4 e2m1 and the 4- and 2-bit integers, as ONNX defines them.
+//! e5m2fnuz, and e8m0, a power-of-two scale format), float4 e2m1 and the 4- and 2-bit
+//! integers, as ONNX defines them.
 //!
 //! They are not [`DType`]s: no kernel computes in them. A low-bit value lives in a tensor of its
 //! *carrier* dtype (f32 for the float formats, i8 for the signed ints, u8 for the unsigned ones)
@@ -24,6 +25,8 @@ pub enum LowBit {
     F8E5M2,
     /// float8 e5m2fnuz: bias 16, no infinities, no negative zero, NaN = 0x80.
     F8E5M2FNUZ,
+    /// float8 e8m0: an unsigned power of two, 2^(code - 127); code 255 is NaN.
+    F8E8M0,
     /// float4 e2m1: bias 1, one mantissa bit, no infinities or NaN (±6 at most).
     F4E2M1,
     /// Signed 4-bit integer, -8..=7.
@@ -37,17 +40,30 @@ pub enum LowBit {
 }
 
 /// Every low-bit type.
-pub const ALL_LOWBITS: [LowBit; 9] = [
+pub const ALL_LOWBITS: [LowBit; 10] = [
     LowBit::F8E4M3FN,
     LowBit::F8E4M3FNUZ,
     LowBit::F8E5M2,
     LowBit::F8E5M2FNUZ,
+    LowBit::F8E8M0,
     LowBit::F4E2M1,
     LowBit::I4,
     LowBit::U4,
     LowBit::I2,
     LowBit::U2,
 ];
+
+/// How a value between two powers of two rounds onto float8 e8m0 (ONNX `Cast`'s `round_mode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum E8M0Round {
+    /// Up to the next power of two unless exact (ONNX's default).
+    Up,
+    /// To the nearer power of two by the f32 guard bits, as ONNX's reference does (a
+    /// normal f32 with mantissa ≥ 0.5 rounds up).
+    Nearest,
+    /// Down to the power of two below (the f32 exponent).
+    Down,
+}
 
 /// What a float format does with a value beyond its largest finite one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -124,7 +140,11 @@ impl LowBit {
     /// Bits per element (8, 4 or 2).
     pub fn bits(self) -> u32 {
         match self {
-            LowBit::F8E4M3FN | LowBit::F8E4M3FNUZ | LowBit::F8E5M2 | LowBit::F8E5M2FNUZ => 8,
+            LowBit::F8E4M3FN
+            | LowBit::F8E4M3FNUZ
+            | LowBit::F8E5M2
+            | LowBit::F8E5M2FNUZ
+            | LowBit::F8E8M0 => 8,
             LowBit::F4E2M1 | LowBit::I4 | LowBit::U4 => 4,
             LowBit::I2 | LowBit::U2 => 2,
         }
@@ -137,13 +157,14 @@ impl LowBit {
             | LowBit::F8E4M3FNUZ
             | LowBit::F8E5M2
             | LowBit::F8E5M2FNUZ
+            | LowBit::F8E8M0
             | LowBit::F4E2M1 => DType::F32,
             LowBit::I4 | LowBit::I2 => DType::I8,
             LowBit::U4 | LowBit::U2 => DType::U8,
         }
     }
 
-    /// The float layout, for the float formats.
+    /// The float layout, for the float formats with a sign and a mantissa (not e8m0).
     pub fn float_format(self) -> Option<FloatFormat> {
         let f = |exp_bits, mant_bits, bias, fnuz, overflow| FloatFormat {
             exp_bits,
@@ -158,7 +179,7 @@ impl LowBit {
             LowBit::F8E5M2 => f(5, 2, 15, false, Overflow::Infinity),
             LowBit::F8E5M2FNUZ => f(5, 2, 16, true, Overflow::NaN),
             LowBit::F4E2M1 => f(2, 1, 1, false, Overflow::Clamp),
-            LowBit::I4 | LowBit::U4 | LowBit::I2 | LowBit::U2 => return None,
+            LowBit::F8E8M0 | LowBit::I4 | LowBit::U4 | LowBit::I2 | LowBit::U2 => return None,
         })
     }
 
@@ -173,6 +194,7 @@ impl LowBit {
             | LowBit::F8E4M3FNUZ
             | LowBit::F8E5M2
             | LowBit::F8E5M2FNUZ
+            | LowBit::F8E8M0
             | LowBit::F4E2M1 => None,
         }
     }
@@ -182,7 +204,7 @@ impl LowBit {
         match (self.float_format(), self.int_range()) {
             (Some(f), _) => (-f.max_value(), f.max_value()),
             (None, Some((lo, hi))) => (f64::from(lo), f64::from(hi)),
-            (None, None) => (0.0, 0.0),
+            (None, None) => (pow2(-127), pow2(127)),
         }
     }
 
@@ -190,6 +212,13 @@ impl LowBit {
     pub fn decode(self, code: u8) -> f64 {
         let bits = self.bits();
         let c = u32::from(code) & mask(bits);
+        if self == LowBit::F8E8M0 {
+            return if c == 255 {
+                f64::NAN
+            } else {
+                pow2(c as i32 - 127)
+            };
+        }
         let Some(f) = self.float_format() else {
             let sign_bit = 1u32 << (bits - 1);
             let signed = matches!(self, LowBit::I4 | LowBit::I2) && c & sign_bit != 0;

@@ -1,14 +1,15 @@
 //! The storage-only low-bit types against the ONNX reference (see
 //! `common/lowbit_reference.rs`): every code of every type decodes to the reference value;
 //! `try_to_lowbit` rounds every probe exactly as the reference `Cast` does, with and without
-//! saturation (bit patterns, so ±0 count); decode ∘ round is the identity on representable
-//! values; packing is low bits first and round-trips, odd lengths included.
+//! saturation (bit patterns, so ±0 count), and float8 e8m0 under every `round_mode`; decode ∘
+//! round is the identity on representable values; packing is low bits first and round-trips,
+//! odd lengths included.
 
 #[path = "common/lowbit_reference.rs"]
 mod lowbit_reference;
 
-use lowbit_reference::{load, same};
-use picograd_core::lowbit::{pack, unpack, LowBit};
+use lowbit_reference::{load, load_e8m0, same};
+use picograd_core::lowbit::{pack, unpack, E8M0Round, LowBit};
 use picograd_core::{DType, Tensor};
 
 #[test]
@@ -61,10 +62,39 @@ fn representable_values_round_to_themselves() {
             .copied()
             .filter(|v| v.is_finite())
             .collect();
+        // e8m0's 2^-127 is an f32 subnormal, which ONNX rounds up to 2^-126 (checked above).
+        let fin: Vec<f32> = match r.kind {
+            LowBit::F8E8M0 => fin[1..].to_vec(),
+            _ => fin,
+        };
         let got = round(r.kind, &fin, false);
         for (a, g) in fin.iter().zip(&got) {
             // fnuz formats have no -0: the only change allowed is -0 → +0 there.
             assert!(*a == *g, "{:?}: {a} came back as {g}", r.kind);
+        }
+    }
+}
+
+#[test]
+fn e8m0_rounds_like_onnx_in_every_round_mode() {
+    let rows = load_e8m0();
+    assert!(rows.len() > 1000);
+    for mode in [E8M0Round::Up, E8M0Round::Nearest, E8M0Round::Down] {
+        for sat in [true, false] {
+            let pairs: Vec<(f32, f32)> = rows
+                .iter()
+                .filter(|r| r.0 == mode && r.1 == sat)
+                .map(|r| (r.2, r.3))
+                .collect();
+            let x: Vec<f32> = pairs.iter().map(|p| p.0).collect();
+            let t = Tensor::from_slice(&x, &[x.len()]);
+            let got = t.try_to_e8m0(sat, mode).unwrap().to_vec::<f32>().unwrap();
+            for ((a, want), g) in pairs.iter().zip(&got) {
+                assert!(
+                    same(*g, *want),
+                    "e8m0 {mode:?} saturate={sat}: {a:e} gave {g:e}, ONNX {want:e}"
+                );
+            }
         }
     }
 }

@@ -8,7 +8,7 @@
 
 use crate::dtype::DType;
 use crate::error::Result;
-use crate::lowbit::{pow2, FloatFormat, LowBit, Overflow};
+use crate::lowbit::{pow2, E8M0Round, FloatFormat, LowBit, Overflow};
 
 use super::Tensor;
 
@@ -33,8 +33,47 @@ impl Tensor {
         match (kind.float_format(), kind.int_range()) {
             (Some(f), _) => round_float(self, kind, f, saturate),
             (None, Some((lo, hi))) => wrap_int(self, kind, lo, hi),
-            (None, None) => Ok(self.clone()),
+            (None, None) => self.try_to_e8m0(saturate, E8M0Round::Up),
         }
+    }
+
+    /// The values of `self` rounded onto float8 e8m0 (a power of two 2^-127..=2^127, f32
+    /// carrier) as ONNX's reference does: from the f32 value (f64 inputs are first rounded to
+    /// f32), sign ignored, 0 giving 2^-127, NaN and ±∞ giving NaN; `mode` rounds between
+    /// powers of two; past 2^127 `saturate` keeps 2^127, otherwise NaN.
+    pub fn try_to_e8m0(&self, saturate: bool, mode: E8M0Round) -> Result<Tensor> {
+        let a = self.cast(DType::F32).abs();
+        // Binary search for the f32 exponent field e (0 for subnormals and zero), with
+        // p = 2^(e - 127) beside it: every product is an exact power of two, and a step past
+        // e = 254 gives p = ∞, which no finite value reaches.
+        let mut p = a.const_like(pow2(-127));
+        for step in [128, 64, 32, 16, 8, 4, 2, 1] {
+            // 2^128 is past f32's range: that step multiplies by 2^64 twice.
+            let mut cand = p.try_mul(pow2(step.min(64)))?;
+            if step == 128 {
+                cand = cand.try_mul(pow2(64))?;
+            }
+            p = a.try_ge(&cand)?.try_where(&cand, &p)?;
+        }
+        let normal = a.try_ge(pow2(-126))?;
+        let up = match mode {
+            E8M0Round::Up => normal.try_where(&a.try_ne(&p)?, &a.try_gt(0.0)?)?,
+            // Guard bit set: mantissa ≥ 0.5 (normal), or above 2^-127 (subnormal).
+            E8M0Round::Nearest => {
+                normal.try_where(&a.try_ge(&p.try_mul(1.5)?)?, &a.try_gt(pow2(-127))?)?
+            }
+            E8M0Round::Down => a.try_ne(&a)?,
+        };
+        let top = p.try_eq(pow2(127))?;
+        let past = if saturate {
+            p.clone()
+        } else {
+            p.const_like(f64::NAN)
+        };
+        let bumped = top.try_where(&past, &p.try_mul(2.0)?)?;
+        let y = up.try_where(&bumped, &p)?;
+        // NaN and ±∞ (a - a is NaN exactly for them) give NaN.
+        a.try_sub(&a)?.try_eq(0.0)?.try_where(&y, f64::NAN)
     }
 }
 

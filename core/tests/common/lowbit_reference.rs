@@ -7,7 +7,7 @@
 
 #![allow(dead_code)]
 
-use picograd_core::lowbit::{LowBit, ALL_LOWBITS};
+use picograd_core::lowbit::{E8M0Round, LowBit, ALL_LOWBITS};
 
 /// One format's reference: decoded codes, and (input, output) pairs per saturate flag.
 pub struct Reference {
@@ -40,11 +40,15 @@ pub fn load() -> Vec<Reference> {
         .collect();
     for line in text.lines() {
         let p: Vec<&str> = line.split(' ').collect();
+        if p[0] == "e8m0" {
+            continue;
+        }
         let k = kind_named(p[1]);
         let r = out.iter_mut().find(|r| r.kind == k).expect("format");
         match p[0] {
             "dec" => r.decoded.push(f(p[3])),
             "cast" => r.casts[(p[2] == "1") as usize].push((f(p[3]), f(p[4]))),
+            "e8m0" => {}
             other => panic!("unknown row kind {other}"),
         }
     }
@@ -54,4 +58,22 @@ pub fn load() -> Vec<Reference> {
 /// Equal bit patterns, any NaN equal to any NaN.
 pub fn same(a: f32, b: f32) -> bool {
     (a.is_nan() && b.is_nan()) || a.to_bits() == b.to_bits()
+}
+
+/// float8 e8m0 casts under every `round_mode`: (mode, saturate, input, output).
+pub fn load_e8m0() -> Vec<(E8M0Round, bool, f32, f32)> {
+    let text = include_str!("../data/lowbit_reference.txt");
+    text.lines()
+        .filter(|l| l.starts_with("e8m0 "))
+        .map(|l| {
+            let p: Vec<&str> = l.split(' ').collect();
+            let mode = match p[1] {
+                "up" => E8M0Round::Up,
+                "nearest" => E8M0Round::Nearest,
+                "down" => E8M0Round::Down,
+                other => panic!("unknown round_mode {other}"),
+            };
+            (mode, p[2] == "1", f(p[3]), f(p[4]))
+        })
+        .collect()
 }

@@ -45,6 +45,7 @@ pub fn lowbit_of(code: i32) -> Option<LowBit> {
         21 => LowBit::U4,
         22 => LowBit::I4,
         23 => LowBit::F4E2M1,
+        24 => LowBit::F8E8M0,
         25 => LowBit::U2,
         26 => LowBit::I2,
         _ => return None,

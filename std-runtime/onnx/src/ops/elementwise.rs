@@ -1,6 +1,7 @@
 //! Elementwise ONNX ops: arithmetic (with ONNX's broadcasting), math functions, comparisons,
 //! logic and bitwise ops, `Where`, the variadic `Sum/Mean/Max/Min`, `Clip`, `Cast`/`CastLike`.
 
+use picograd_core::lowbit::{E8M0Round, LowBit};
 use picograd_core::ops::AluOp;
 use picograd_core::{Result, Tensor};
 
@@ -184,7 +185,7 @@ fn cast(n: &Node) -> Result<Vec<Tensor>> {
     let code = n.int("to", 0) as i32;
     let saturate = n.int("saturate", 1) != 0;
     if let Some(kind) = lowbit_of(code) {
-        return one(n.input(0)?.try_to_lowbit(kind, saturate)?);
+        return one(to_lowbit(n, n.input(0)?, kind, saturate)?);
     }
     let d = dtype_of(code).ok_or_else(|| {
         bad(
@@ -195,11 +196,25 @@ fn cast(n: &Node) -> Result<Vec<Tensor>> {
     one(n.input(0)?.cast(d))
 }
 
+/// `x` rounded onto `kind`; float8 e8m0 under the node's `round_mode` (default "up").
+fn to_lowbit(n: &Node, x: &Tensor, kind: LowBit, saturate: bool) -> Result<Tensor> {
+    if kind != LowBit::F8E8M0 {
+        return x.try_to_lowbit(kind, saturate);
+    }
+    let mode = match n.string("round_mode", "up").as_str() {
+        "up" => E8M0Round::Up,
+        "nearest" => E8M0Round::Nearest,
+        "down" => E8M0Round::Down,
+        other => return Err(bad(n.op(), format!("round_mode '{other}'"))),
+    };
+    x.try_to_e8m0(saturate, mode)
+}
+
 /// `CastLike`: `Cast` to the second input's element type, low-bit types included.
 fn cast_like(n: &Node) -> Result<Vec<Tensor>> {
     let x = n.input(0)?;
     match n.lowbit(1) {
-        Some(kind) => one(x.try_to_lowbit(kind, n.int("saturate", 1) != 0)?),
+        Some(kind) => one(to_lowbit(n, x, kind, n.int("saturate", 1) != 0)?),
         None => one(x.cast(n.input(1)?.dtype())),
     }
 }

@@ -118,6 +118,12 @@ fn quantize_low(
     kind: LowBit,
     saturate: bool,
 ) -> Result<Tensor> {
+    if kind == LowBit::F8E8M0 {
+        return Err(bad(
+            "QuantizeLinear",
+            "float8 e8m0 is not a quantized output type",
+        ));
+    }
     if kind.float_format().is_some() {
         let mut v = x.float().try_div(scale.float())?;
         if let Some(z) = zp {
