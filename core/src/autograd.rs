@@ -199,6 +199,11 @@ fn alu_backward(
         CmpLt | CmpEq | Mod | Xor | And | Or | FloorDiv | FloorMod => {
             Ok(alloc::vec![None; op.arity()])
         }
+        // Integer kernels are not differentiable: a gradient through them is a user error.
+        MulWide | Requant => Err(Error::dtype(
+            op.name(),
+            alloc::format!("{} is an integer-only op and has no gradient", op.name()),
+        )),
     }
 }
 

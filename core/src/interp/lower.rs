@@ -333,6 +333,14 @@ impl Lowerer<'_> {
                 self.same_dtype(src, self.dtype(src[0]))?;
                 any_type!(self.dtype(src[0]), T => compare::<T>(op, i, src[0], src[1]))
             }
+            AluOp::MulWide => {
+                if dt != DType::I32 {
+                    return Err(format!("mulwide gives {dt}, not i32"));
+                }
+                let from = self.dtype(src[0]);
+                self.same_dtype(src, from)?;
+                widening(i, from, src[0], src[1])
+            }
             _ => {
                 self.same_dtype(src, dt)?;
                 elementwise(op, dt, i, src)
@@ -435,7 +443,25 @@ fn elementwise(op: AluOp, dt: DType, d: usize, src: &[usize]) -> Option<Instr> {
             bits_type!(dt, T => bitwise::<T>(op, d, src[0], src[1]))
         }
         Exp2 | Log2 | Sin | Sqrt | Recip => float_type!(dt, T => float::<T>(op, d, src[0])),
-        Where | CmpLt | CmpEq => None,
+        Requant if dt == DType::I32 => Some(ternary::<i32>(
+            d,
+            [src[0], src[1], src[2]],
+            crate::ops::requant,
+        )),
+        Where | CmpLt | CmpEq | MulWide | Requant => None,
+    }
+}
+
+/// `MulWide`: the exact product of two narrow integers as i32.
+fn widening(d: usize, from: DType, a: usize, b: usize) -> Option<Instr> {
+    fn wide<T: Into<i32>>(x: T, y: T) -> i32 {
+        x.into() * y.into()
+    }
+    match from {
+        DType::I8 => Some(binary::<i8, i32>(d, a, b, wide::<i8>)),
+        DType::U8 => Some(binary::<u8, i32>(d, a, b, wide::<u8>)),
+        DType::I16 => Some(binary::<i16, i32>(d, a, b, wide::<i16>)),
+        _ => None,
     }
 }
 
