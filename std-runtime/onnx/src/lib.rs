@@ -14,6 +14,7 @@ pub mod node;
 pub mod npy;
 pub mod ops;
 pub mod proto;
+pub mod qdq;
 pub mod values;
 
 pub use model::{Model, UnsupportedOp, ValueSpec};
