@@ -11,9 +11,9 @@ use picograd::codegen::opt::OptConfig;
 use picograd::codegen::uops::UOpKind;
 use picograd::device::Device;
 use picograd::interp::Interp;
-use picograd::ops::{fixed_point, requant, AluOp};
+use picograd::ops::{fixed_point, pack_shift, requant, AluOp};
 use picograd::schedule::schedule;
-use picograd::tensor::quantized::requant_params;
+use picograd::tensor::quantized::{requant_params, Ties};
 use picograd::{ConvOpts, DType, Padding, Tensor};
 
 /// A deterministic pseudo-random stream (xorshift), so the test needs no RNG crate.
@@ -44,8 +44,14 @@ fn nearest(p: i128, s: u32) -> i128 {
     best
 }
 
+/// `round(a * m / 2^s + z)`, half to even, over exact integers.
+fn reference_requant_z(a: i32, m: i32, s: i32, z: i32) -> i32 {
+    let s = s.clamp(1, 62) as u32;
+    nearest(i128::from(a) * i128::from(m) + (i128::from(z) << s), s) as i32
+}
+
 fn reference_requant(a: i32, m: i32, s: i32) -> i32 {
-    nearest(i128::from(a) * i128::from(m), s.clamp(1, 62) as u32) as i32
+    reference_requant_z(a, m, s, 0)
 }
 
 #[test]
@@ -57,6 +63,21 @@ fn requant_rounds_once_half_to_even() {
         let s = r.range(1, 62) as i32;
         assert_eq!(requant(a, m, s), reference_requant(a, m, s), "{a} {m} {s}");
     }
+    // With a zero point, the tie goes to the even final value.
+    for _ in 0..20_000 {
+        let a = r.range(-(1 << 20), 1 << 20) as i32;
+        let (m, s) = (r.range(1, 1 << 12) as i32, r.range(1, 14) as i32);
+        let z = r.range(-300, 300) as i32;
+        let got = requant(a, m, pack_shift(s, z));
+        assert_eq!(got, reference_requant_z(a, m, s, z), "{a} {m} {s} {z}");
+    }
+    assert_eq!(requant(5, 1, pack_shift(1, 0)), 2, "2.5 -> 2");
+    assert_eq!(
+        requant(5, 1, pack_shift(1, 1)),
+        4,
+        "2.5 + 1 -> 4, not 2 + 1"
+    );
+    assert_eq!(requant(-5, 1, pack_shift(1, -1)), -4, "-2.5 - 1 -> -4");
     // Exact ties: odd multiples of a half round to the even neighbour, both signs.
     for k in -9i32..=9 {
         let a = 2 * k + 1; // a * 2^30 / 2^31 = k + 1/2
@@ -190,7 +211,8 @@ fn qconv_tensor(q: &QConv, dev: &Arc<dyn Device>) -> Tensor {
     let m = Tensor::try_from_slice_on(&m, &per, dev).unwrap();
     let s = Tensor::try_from_slice_on(&s, &per, dev).unwrap();
     let zp = Tensor::try_from_slice_on(&[q.yz], &[1], dev).unwrap();
-    acc.try_requantize(&m, &s, &zp, None, DType::U8).unwrap()
+    acc.try_requantize(&m, &s, &zp, None, DType::U8, Ties::BeforeZeroPoint)
+        .unwrap()
 }
 
 #[test]
@@ -257,8 +279,47 @@ fn integer_ops_reject_bad_operands() {
     assert!(f.try_mul_wide(&f).is_err(), "f32 is not a narrow integer");
     assert!(i.try_mul_wide(&i).is_err(), "i32 products would overflow");
     let small = Tensor::from_slice(&[1i8, 2], &[2]);
-    assert!(small.try_requantize(&i, &i, &i, None, DType::I8).is_err());
-    assert!(i.try_requantize(&i, &i, &i, None, DType::F32).is_err());
+    let t = Ties::BeforeZeroPoint;
+    assert!(small
+        .try_requantize(&i, &i, &i, None, DType::I8, t)
+        .is_err());
+    assert!(i.try_requantize(&i, &i, &i, None, DType::F32, t).is_err());
     let a = Tensor::from_slice(&[1i8; 6], &[2, 3]);
     assert!(a.try_matmul_int(&a).is_err(), "[2,3] @ [2,3]");
+}
+
+#[test]
+fn requantize_ties_agree_on_interp_and_clang() {
+    // Accumulators around exact ties (multiples of 2 over a scale of 1/4), per-channel odd and
+    // even zero points, both tie rules.
+    let acc: Vec<i32> = (-40..40).map(|v| v * 2 + (v % 3)).collect();
+    let zps = [3u8, 10];
+    let devs: [Arc<dyn Device>; 2] = [Arc::new(Interp::new()), clang()];
+    for ties in [Ties::BeforeZeroPoint, Ties::WithZeroPoint] {
+        let want: Vec<u8> = acc
+            .iter()
+            .enumerate()
+            .map(|(i, &a)| {
+                let z = zps[i / 40] as i32;
+                let r = match ties {
+                    Ties::BeforeZeroPoint => reference_requant(a, 1 << 30, 32) + z,
+                    Ties::WithZeroPoint => reference_requant_z(a, 1 << 30, 32, z),
+                };
+                r.clamp(0, 255) as u8
+            })
+            .collect();
+        for dev in &devs {
+            let t = Tensor::try_from_slice_on(&acc, &[2, 40], dev).unwrap();
+            let m = Tensor::try_from_slice_on(&[1i32 << 30], &[1], dev).unwrap();
+            let s = Tensor::try_from_slice_on(&[32i32], &[1], dev).unwrap();
+            let z = Tensor::try_from_slice_on(&zps, &[2, 1], dev).unwrap();
+            let got = t.try_requantize(&m, &s, &z, None, DType::U8, ties).unwrap();
+            assert_eq!(
+                got.to_vec::<u8>().unwrap(),
+                want,
+                "{ties:?} on {}",
+                dev.name()
+            );
+        }
+    }
 }

@@ -63,10 +63,13 @@ pub enum AluOp {
     /// the exact product as i32. The multiply of an integer kernel's multiply-accumulate: its
     /// sum accumulates in i32 and no value is ever a float.
     MulWide,
-    /// Requantize an i32 accumulator: `round(a * m / 2^s)` of i32 operands, the product taken
-    /// exactly in 64 bits and rounded once, half to even; `s` is clamped to `[1, 62]` and the
-    /// result wraps to i32. `m` and `s` are a fixed-point multiplier and shift (see
-    /// [`fixed_point`]); the zero point and the clamp are ordinary integer ops after it.
+    /// Requantize an i32 accumulator: `round(a * m / 2^s + z)` of i32 operands `a`, `m` and
+    /// `sz = s + 256 * z` (the shift in the low 8 bits, the zero point above them), the product
+    /// taken exactly in 64 bits and rounded once, half to even; `s` is clamped to `[1, 62]` and
+    /// the result wraps to i32. `m` and `s` are a fixed-point multiplier and shift (see
+    /// [`fixed_point`] and [`pack_shift`]). The zero point takes part only in breaking ties
+    /// (the even result wins), as onnxruntime's quantized pools round; with `z = 0` and the
+    /// zero point added after, ties go to even before it, as its convolutions round.
     Requant,
 }
 
@@ -409,17 +412,25 @@ pub fn eval_alu(op: AluOp, v: &[Scalar], dtype: DType) -> Option<Scalar> {
     Some(Scalar::from_i64(r, dtype))
 }
 
-/// [`AluOp::Requant`]: `round(a * m / 2^s)`, the 64-bit product rounded once, half to even,
-/// `s` clamped to `[1, 62]`, the result wrapped to i32. The interpreter, constant folding and
-/// (in C, `pg_requant`) every compiled kernel compute exactly this.
-pub fn requant(a: i32, m: i32, s: i32) -> i32 {
-    let s = s.clamp(1, 62) as u32;
+/// [`AluOp::Requant`]: `round(a * m / 2^s + z)` with `sz = s + 256 * z`, the 64-bit product
+/// rounded once, half to even, `s` clamped to `[1, 62]`, the result wrapped to i32. The
+/// interpreter, constant folding and (in C, `pg_requant`) every compiled kernel compute exactly
+/// this.
+pub fn requant(a: i32, m: i32, sz: i32) -> i32 {
+    let s = (sz & 0xff).clamp(1, 62) as u32;
+    let z = (sz - (sz & 0xff)) / 256;
     let p = i64::from(a) * i64::from(m); // |p| <= 2^62: exact
     let q = p >> s; // floor
     let r = p - (q << s); // in [0, 2^s)
     let half = 1i64 << (s - 1);
-    let up = r > half || (r == half && q & 1 == 1);
-    (q + i64::from(up)) as i32
+    let up = r > half || (r == half && (q + i64::from(z)) & 1 == 1);
+    (q + i64::from(up) + i64::from(z)) as i32
+}
+
+/// The third operand of [`AluOp::Requant`]: shift `s` (in `[1, 62]`) and zero point `z`
+/// (in `[-2^23, 2^23)`) packed as `s + 256 * z`.
+pub const fn pack_shift(s: i32, z: i32) -> i32 {
+    (s & 0xff) + z * 256
 }
 
 /// The fixed-point form `(m, s)` of a positive finite f32 `scale` for [`AluOp::Requant`]:

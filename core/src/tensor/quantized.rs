@@ -90,10 +90,12 @@ impl Tensor {
     }
 
     /// Requantizes an i32 accumulator to `out` (an integer dtype):
-    /// `clamp(requant(self, multiplier, shift) + zero_point, lo, hi)` where `requant` is
-    /// [`AluOp::Requant`] (one rounding, half to even) and `[lo, hi]` is `out`'s range narrowed
-    /// by `floor` (a fused ReLU passes the zero point). `multiplier`, `shift` and `zero_point`
-    /// broadcast against `self` (per tensor, or per channel shaped `[1, c, 1, ..]`).
+    /// `clamp(round(self * multiplier / 2^shift) + zero_point, lo, hi)`, rounded once, half to
+    /// even ([`AluOp::Requant`]), `[lo, hi]` being `out`'s range narrowed by `floor` (a fused
+    /// ReLU passes the zero point). `ties` says whether a tie goes to the even value before the
+    /// zero point is added ([`Ties::BeforeZeroPoint`]) or to the even final value
+    /// ([`Ties::WithZeroPoint`]). `multiplier`, `shift` and `zero_point` broadcast against
+    /// `self` (per tensor, or per channel shaped `[1, c, 1, ..]`).
     pub fn try_requantize(
         &self,
         multiplier: &Tensor,
@@ -101,6 +103,7 @@ impl Tensor {
         zero_point: &Tensor,
         floor: Option<i64>,
         out: DType,
+        ties: Ties,
     ) -> Result<Tensor> {
         if self.dtype() != DType::I32 || out.is_float() || out == DType::Bool {
             return Err(Error::dtype(
@@ -113,9 +116,24 @@ impl Tensor {
             ));
         }
         let (m, s) = (multiplier.cast(DType::I32), shift.cast(DType::I32));
-        let r = self.try_alu(AluOp::Requant, &[&m, &s])?;
-        let r = r.try_add(&zero_point.cast(DType::I32))?;
+        let zp = zero_point.cast(DType::I32);
+        let r = match ties {
+            Ties::BeforeZeroPoint => self.try_alu(AluOp::Requant, &[&m, &s])?.try_add(&zp)?,
+            // The zero point packed above the shift: `s + 256 * z`.
+            Ties::WithZeroPoint => {
+                self.try_alu(AluOp::Requant, &[&m, &s.try_add(&zp.try_mul(256i64)?)?])?
+            }
+        };
         let lo = out.min_value().max(floor.map_or(f64::MIN, |f| f as f64));
         Ok(r.try_maximum(lo)?.try_minimum(out.max_value())?.cast(out))
     }
+}
+
+/// Where [`Tensor::try_requantize`] breaks an exact tie between two integers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ties {
+    /// Round half to even, then add the zero point (onnxruntime's convolutions and matmuls).
+    BeforeZeroPoint,
+    /// The even result after the zero point wins (onnxruntime's quantized pools).
+    WithZeroPoint,
 }

@@ -296,21 +296,23 @@ const F32_TO_BF16: &str = "static inline __attribute__((unused)) uint16_t pg_f32
 }
 ";
 
-/// `round(a * m / 2^s)` as `ops::requant` computes it: the product is exact in 64 bits; biased
-/// by 2^63 it is non-negative, so the floor is an unsigned shift (no implementation-defined
-/// signed shift), and with `s <= 62` the bias 2^(63-s) is even, so the parity test for the tie
-/// sees the true quotient's parity.
+/// `round(a * m / 2^s + z)` as `ops::requant` computes it (`sz = s + 256 * z`): the product
+/// is exact in 64 bits; biased by 2^63 it is non-negative, so the floor is an unsigned shift (no
+/// implementation-defined signed shift), and with `s <= 62` the bias 2^(63-s) is even, so the
+/// tie test sees the true quotient's parity (plus the zero point's).
 const REQUANT: &str =
-    "static inline __attribute__((unused)) int32_t pg_requant(int32_t a, int32_t m, int32_t s) {
-  uint64_t u, q, r, half;
+    "static inline __attribute__((unused)) int32_t pg_requant(int32_t a, int32_t m, int32_t sz) {
+  uint64_t u, q, r, half, z;
+  int32_t s = sz & 255;
+  z = (uint64_t)(int64_t)((sz - s) / 256);
   if (s < 1) s = 1;
   if (s > 62) s = 62;
   u = (uint64_t)((int64_t)a * (int64_t)m) + ((uint64_t)1 << 63);
   q = u >> s;
   r = u & (((uint64_t)1 << s) - 1u);
   half = (uint64_t)1 << (s - 1);
-  q += (r > half || (r == half && (q & 1u))) ? 1u : 0u;
-  return (int32_t)(uint32_t)(q - ((uint64_t)1 << (63 - s)));
+  q += (r > half || (r == half && ((q + z) & 1u))) ? 1u : 0u;
+  return (int32_t)(uint32_t)(q - ((uint64_t)1 << (63 - s)) + z);
 }
 ";
 

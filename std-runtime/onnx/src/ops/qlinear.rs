@@ -9,7 +9,7 @@
 //! (`x_scale * w_scale / y_scale` in f32), rounded once, half to even (`Requant`), then the
 //! output zero point is added and the value clamped to the output type's range.
 
-use picograd_core::tensor::quantized::requant_params;
+use picograd_core::tensor::quantized::{requant_params, Ties};
 use picograd_core::{DType, Result, Tensor};
 
 use super::super::node::{bad, Node};
@@ -80,13 +80,14 @@ fn scales(t: &Tensor) -> Result<Vec<f32>> {
 }
 
 /// Requantizes i32 `acc` by per-tensor or per-channel (along `axis`) f32 `ratios` to the dtype
-/// of zero point `yz`, never below `floor` (a fused ReLU).
+/// of zero point `yz`, ties broken `ties`.
 fn requantize(
     op: &'static str,
     acc: &Tensor,
     ratios: &[f32],
     axis: usize,
     yz: &Tensor,
+    ties: Ties,
 ) -> Result<Tensor> {
     let (m, s) = requant_params(op, ratios)?;
     let dev = acc.device();
@@ -107,7 +108,7 @@ fn requantize(
             format!("output zero point is {out}, not int8/uint8"),
         ));
     }
-    acc.try_requantize(&m, &s, &yz.try_reshape(&[])?, None, out)
+    acc.try_requantize(&m, &s, &yz.try_reshape(&[])?, None, out, ties)
 }
 
 /// `a·b/c` per channel in f32, as onnxruntime computes its requantize scales.
@@ -143,7 +144,14 @@ fn qlinear_conv(n: &Node) -> Result<Vec<Tensor>> {
         &scales(n.input(4)?)?,
         &scales(n.input(6)?)?,
     )?;
-    one(requantize("QLinearConv", &acc, &r, 1, n.input(7)?)?)
+    one(requantize(
+        "QLinearConv",
+        &acc,
+        &r,
+        1,
+        n.input(7)?,
+        Ties::BeforeZeroPoint,
+    )?)
 }
 
 /// The integer product of centered `a` `[.., m, k]` (or `[k]`) and `b` `[.., k, n]`.
@@ -174,7 +182,14 @@ fn qlinear_matmul(n: &Node) -> Result<Vec<Tensor>> {
         &scales(n.input(6)?)?,
     )?;
     let last = acc.ndim().saturating_sub(1);
-    one(requantize("QLinearMatMul", &acc, &r, last, n.input(7)?)?)
+    one(requantize(
+        "QLinearMatMul",
+        &acc,
+        &r,
+        last,
+        n.input(7)?,
+        Ties::BeforeZeroPoint,
+    )?)
 }
 
 /// QGemm: `quantize(alpha·(A′ − az)(B′ − bz) + C, as·bs/ys) + yz` with `A′`, `B′` the
@@ -217,7 +232,7 @@ fn qgemm(n: &Node) -> Result<Vec<Tensor>> {
         &scales(n.input(4)?)?,
         &scales(ys)?,
     )?;
-    one(requantize("QGemm", &acc, &r, 1, yz)?)
+    one(requantize("QGemm", &acc, &r, 1, yz, Ties::BeforeZeroPoint)?)
 }
 
 /// QLinearAdd / QLinearMul. Mul: `(a − az)(b − bz)` widened exactly, rescaled by `as·bs/cs`
@@ -245,6 +260,7 @@ fn qlinear_binary(n: &Node, mul: bool) -> Result<Vec<Tensor>> {
             &[sa * sb / sc],
             0,
             &yz,
+            Ties::BeforeZeroPoint,
         )?);
     }
     let (ra, rb) = (sa / sc, sb / sc);
@@ -255,7 +271,14 @@ fn qlinear_binary(n: &Node, mul: bool) -> Result<Vec<Tensor>> {
     let ta = requantize_i32(op, &ac.cast(DType::I32), ra * pow)?;
     let tb = requantize_i32(op, &bc.cast(DType::I32), rb * pow)?;
     let sum = ta.try_add(&tb)?;
-    one(requantize(op, &sum, &[1.0 / pow], 0, &yz)?)
+    one(requantize(
+        op,
+        &sum,
+        &[1.0 / pow],
+        0,
+        &yz,
+        Ties::BeforeZeroPoint,
+    )?)
 }
 
 /// `round(acc · ratio)` in i32 (one rounding, no zero point, no clamp).
@@ -293,7 +316,10 @@ fn pooled(n: &Node, sums: &Tensor, count: usize) -> Result<Vec<Tensor>> {
         .opt(4)
         .cloned()
         .unwrap_or(Tensor::try_from_slice_on(&[0u8], &[], &sums.device())?);
-    one(requantize(op, sums, &[xs / ys / count as f32], 0, &yz)?)
+    // onnxruntime rounds the pooled value with the zero point added (its ties differ from the
+    // conv's when the zero point is odd).
+    let r = [xs / ys / count as f32];
+    one(requantize(op, sums, &r, 0, &yz, Ties::WithZeroPoint)?)
 }
 
 /// QLinearAveragePool without padding (any `pads` must be zero, `ceil_mode` 0): every window
