@@ -323,3 +323,19 @@ fn requantize_ties_agree_on_interp_and_clang() {
         }
     }
 }
+
+#[test]
+fn integer_results_carry_no_gradient() {
+    // Backward does not flow through integer values, so it never reaches MulWide or Requant
+    // (their gradient rule is an error, unit-tested in autograd.rs): the integer branch adds
+    // nothing to the float input's gradient.
+    let x = Tensor::from_slice(&[1.0f32, -2.0, 3.0], &[3]).requires_grad_(true);
+    let q = x.cast(DType::I8);
+    let wide = q.try_mul_wide(&q).unwrap();
+    let y = wide
+        .cast(DType::F32)
+        .sum(&[0], false)
+        .add(&x.sum(&[0], false));
+    let g = y.gradient(&[&x]).unwrap();
+    assert_eq!(g[0].to_vec::<f32>().unwrap(), [1.0, 1.0, 1.0]);
+}

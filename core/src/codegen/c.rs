@@ -608,8 +608,10 @@ impl<'a> Writer<'a> {
             AluOp::CmpEq => format!("({} == {})", a[0], a[1]),
             AluOp::Where => format!("{} ? {} : {}", a[0], a[1], a[2]),
             // i8/u8/i16 products fit in i32: no wrap to guard.
-            AluOp::MulWide => format!("(int32_t)({}) * (int32_t)({})", a[0], a[1]),
-            AluOp::Requant => {
+            AluOp::MulWide if op.defined_on(dt) => {
+                format!("(int32_t)({}) * (int32_t)({})", a[0], a[1])
+            }
+            AluOp::Requant if op.defined_on(dt) => {
                 let args = a.join(", ");
                 self.call(Helper::Requant, "pg_requant", &args)
             }
