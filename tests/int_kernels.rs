@@ -335,7 +335,7 @@ fn integer_results_carry_no_gradient() {
     let y = wide
         .cast(DType::F32)
         .sum(&[0], false)
-        .add(&x.sum(&[0], false));
+        .add(x.sum(&[0], false));
     let g = y.gradient(&[&x]).unwrap();
     assert_eq!(g[0].to_vec::<f32>().unwrap(), [1.0, 1.0, 1.0]);
 }

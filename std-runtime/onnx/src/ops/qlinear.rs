@@ -218,7 +218,7 @@ fn qgemm(n: &Node) -> Result<Vec<Tensor>> {
     }
     let mut acc = a.try_matmul_int(&b)?;
     if let Some(c) = n.opt(6) {
-        acc = acc.try_add(&c.cast(DType::I32))?;
+        acc = acc.try_add(c.cast(DType::I32))?;
     }
     let (Some(ys), Some(yz)) = (n.opt(7), n.opt(8)) else {
         return Err(bad(
