@@ -59,8 +59,9 @@ pub enum AluOp {
     /// ([`Device::fused_mulacc`](crate::device::Device::fused_mulacc)); it is never a
     /// compiler's contraction, so the interpreter and C compute it identically.
     Fma,
-    /// Widening multiply: `a * b` of two narrow integers (i8, u8 or i16, the same dtype), giving
-    /// the exact product as i32. The multiply of an integer kernel's multiply-accumulate: its
+    /// Widening multiply: `a * b` of two narrow integers (each i8, u8 or i16; the two may
+    /// differ, e.g. a centered i16 activation times an i8 weight), giving the exact product as
+    /// i32. The multiply of an integer kernel's multiply-accumulate: its
     /// sum accumulates in i32 and no value is ever a float.
     MulWide,
     /// Requantize an i32 accumulator: `round(a * m / 2^s + z)` of i32 operands `a`, `m` and

@@ -177,6 +177,10 @@ impl Lowerer<'_> {
     }
 
     /// Checks that every source in `src` has dtype `dt`.
+    fn dtypes(&self, src: &[usize]) -> Vec<DType> {
+        src.iter().map(|&s| self.dtype(s)).collect()
+    }
+
     fn same_dtype(&self, src: &[usize], dt: DType) -> core::result::Result<(), Msg> {
         match src.iter().find(|&&s| self.dtype(s) != dt) {
             Some(&s) => Err(format!("source {s} is {}, expected {dt}", self.dtype(s))),
@@ -334,12 +338,13 @@ impl Lowerer<'_> {
                 any_type!(self.dtype(src[0]), T => compare::<T>(op, i, src[0], src[1]))
             }
             AluOp::MulWide => {
-                if dt != DType::I32 {
-                    return Err(format!("mulwide gives {dt}, not i32"));
+                let narrow = src.iter().all(|&s| op.defined_on(self.dtype(s)));
+                if dt != DType::I32 || !narrow {
+                    return Err(format!("mulwide of {:?} giving {dt}", self.dtypes(src)));
                 }
-                let from = self.dtype(src[0]);
-                self.same_dtype(src, from)?;
-                widening(i, from, src[0], src[1])
+                // Registers hold narrow ints sign- or zero-extended: read as i64, any mix of
+                // i8/u8/i16 decodes to its value.
+                Some(binary::<i64, i32>(i, src[0], src[1], |a, b| (a * b) as i32))
             }
             _ => {
                 self.same_dtype(src, dt)?;
@@ -449,19 +454,6 @@ fn elementwise(op: AluOp, dt: DType, d: usize, src: &[usize]) -> Option<Instr> {
             crate::ops::requant,
         )),
         Where | CmpLt | CmpEq | MulWide | Requant => None,
-    }
-}
-
-/// `MulWide`: the exact product of two narrow integers as i32.
-fn widening(d: usize, from: DType, a: usize, b: usize) -> Option<Instr> {
-    fn wide<T: Into<i32>>(x: T, y: T) -> i32 {
-        x.into() * y.into()
-    }
-    match from {
-        DType::I8 => Some(binary::<i8, i32>(d, a, b, wide::<i8>)),
-        DType::U8 => Some(binary::<u8, i32>(d, a, b, wide::<u8>)),
-        DType::I16 => Some(binary::<i16, i32>(d, a, b, wide::<i16>)),
-        _ => None,
     }
 }
 

@@ -11,6 +11,7 @@ use alloc::vec::Vec;
 
 use super::conv::ConvOpts;
 use super::Tensor;
+use crate::autograd::FnKind;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ops::{fixed_point, AluOp};
@@ -39,10 +40,10 @@ fn narrow(dt: DType) -> bool {
 }
 
 impl Tensor {
-    /// The exact product of two narrow integer tensors (i8, u8 or i16; a mix promotes) as i32.
+    /// The exact product of two narrow integer tensors (each i8, u8 or i16; they may differ,
+    /// and are not promoted: an i8 weight stays i8 in memory) as i32.
     pub fn try_mul_wide(&self, rhs: &Tensor) -> Result<Tensor> {
-        let dt = self.dtype().promote(rhs.dtype());
-        if !narrow(dt) {
+        if !narrow(self.dtype()) || !narrow(rhs.dtype()) {
             return Err(Error::dtype(
                 "mul_wide",
                 format!(
@@ -54,7 +55,13 @@ impl Tensor {
                 ),
             ));
         }
-        self.try_alu(AluOp::MulWide, &[rhs])
+        let shape = Tensor::broadcast_shape("mul_wide", &self.shape(), &rhs.shape())?;
+        let (a, b) = (
+            self.try_broadcast_to(&shape)?,
+            rhs.try_broadcast_to(&shape)?,
+        );
+        let out = a.lazy().alu(AluOp::MulWide, &[&b.lazy()])?;
+        Ok(Tensor::derive(FnKind::Alu(AluOp::MulWide), &[&a, &b], out))
     }
 
     /// Integer convolution: narrow-integer `self` `[b, cin, i..]` and `weight`

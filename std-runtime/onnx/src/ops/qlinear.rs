@@ -13,7 +13,7 @@ use picograd_core::tensor::quantized::{requant_params, Ties};
 use picograd_core::{DType, Result, Tensor};
 
 use super::super::node::{bad, Node};
-use super::super::values::to_f64s;
+use super::super::values::{to_f64s, to_i64s};
 use super::{one, Handler};
 
 /// The handler for default-domain `op` if it is an integer operator.
@@ -55,12 +55,15 @@ fn q8<'a>(n: &'a Node, i: usize) -> Result<&'a Tensor> {
 }
 
 /// `x − zp` as i16 (exact for 8-bit values); `zp` is a scalar, or 1-D along `axis` of `x`.
+/// With no zero point or an all-zero one (symmetric weights), `x` itself: an int8 weight stays
+/// int8 (in flash, once exported), and the widening multiply takes it as it is.
 fn centered(x: &Tensor, zp: Option<&Tensor>, axis: usize) -> Result<Tensor> {
-    let v = x.cast(DType::I16);
-    match zp {
-        None => Ok(v),
-        Some(z) => v.try_sub(along(z, x.ndim(), axis)?.cast(DType::I16)),
+    let Some(z) = zp else { return Ok(x.clone()) };
+    if to_i64s(z)?.iter().all(|&v| v == 0) {
+        return Ok(x.clone());
     }
+    x.cast(DType::I16)
+        .try_sub(along(z, x.ndim(), axis)?.cast(DType::I16))
 }
 
 /// A per-axis parameter (1-D, more than one value) shaped to broadcast along `axis` of a
