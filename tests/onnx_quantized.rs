@@ -8,7 +8,8 @@
 //!
 //! Each model must import into integer operators only (no float Conv/Gemm/Add/pool left),
 //! give onnxruntime's outputs on ≥ 99 % of the logits (32 inputs × 10) and never be more than
-//! one quantization step away, and be bit-identical on the interpreter and the Clang device.
+//! one quantization step away, and be bit-identical on the interpreter, the Clang device and
+//! (QOperator model) its C export built for the host.
 //! (Exact ties: onnxruntime pools in f32, so a tie its float sum misses by an ulp can go the
 //! other way; one such pooled value moved two QDQ logits by 1 LSB with 16 inputs.)
 //!
@@ -20,6 +21,7 @@ use std::sync::{Arc, Mutex};
 
 use picograd::device::Device;
 use picograd::interp::Interp;
+use picograd_cli::{compile, CompileOptions};
 use picograd_onnx::{npy, Model};
 
 /// The default device is process-wide: tests that switch it run one at a time.
@@ -78,6 +80,27 @@ fn run_on(dir: &Path, dev: Arc<dyn Device>) -> (Vec<String>, Vec<f32>) {
     (ops, y[0].to_vec::<f32>().unwrap())
 }
 
+/// The model exported as C for the host target (int8 weights as `const` arrays), built and run
+/// on the first input: the same bits as the desktop run.
+fn exported_c_is_bit_exact(dir: &Path, clang: Arc<dyn Device>) {
+    let _guard = DEVICE.lock().unwrap_or_else(|e| e.into_inner());
+    picograd::context::set_default_device(clang);
+    let model = Model::load(&dir.join("model.onnx")).unwrap();
+    let x = npy::read(&dir.join("input_0.npy")).unwrap();
+    let x0 = x.try_shrink(&[(0, 1), (0, 3), (0, 12), (0, 12)]).unwrap();
+    let opts = CompileOptions {
+        inputs: vec![x0],
+        ..CompileOptions::new("host", dir.join("bundle"))
+    };
+    let report = compile(&model, &opts).unwrap();
+    let check = report.check.expect("a check with inputs");
+    assert_eq!(
+        check.max_abs_diff(),
+        0.0,
+        "exported C differs from the desktop run"
+    );
+}
+
 /// Runs `case`: only integer ops in the imported graph, outputs against onnxruntime's, and
 /// with `interp` the interpreter's outputs against Clang's (the QDQ import lowers to the same
 /// handlers as the QOperator one, so one interpreter run — the slow part — covers both).
@@ -87,10 +110,11 @@ fn check(case: &str, interp: bool) {
     picograd::init();
     let clang: Arc<dyn Device> =
         Arc::new(picograd::runtime::Clang::new().expect("no C compiler: cannot run the test"));
-    let (ops, got) = run_on(&dir, clang);
+    let (ops, got) = run_on(&dir, clang.clone());
     if interp {
         let (_, on_interp) = run_on(&dir, Arc::new(Interp::new()));
         assert_eq!(got, on_interp, "{case}: Clang and the interpreter differ");
+        exported_c_is_bit_exact(&dir, clang);
     }
     let float_ops = [
         "Conv",
