@@ -3,6 +3,7 @@
 //! reader (here: it is also a graph output) keeps the float path. Both forms compute the same
 //! quantized output, within one step (the float path rounds the product of two f32 scales
 //! twice, the integer path once), and the fused one equals a naive integer reference exactly.
+//! ReLU and MaxPool between equal quantization parameters run on the integers.
 
 use picograd_core::Tensor;
 use picograd_onnx::proto::*;
@@ -166,4 +167,50 @@ fn a_group_with_a_second_reader_keeps_the_float_path() {
             "float path {g}, integer reference {w}"
         );
     }
+}
+
+/// `DequantizeLinear → op → QuantizeLinear` with equal parameters on both sides, for a unary
+/// `op` with attributes `attrs`.
+fn passthrough(op: &str, attrs: Vec<AttributeProto>) -> ModelProto {
+    let mut m = model(false);
+    let g = m.graph.as_mut().unwrap();
+    let mut n = node(op, &["x"], "c");
+    n.attribute = attrs;
+    g.node = vec![
+        node("DequantizeLinear", &["xq", "xs", "xz"], "x"),
+        n,
+        node("QuantizeLinear", &["c", "xs", "xz"], "y"),
+    ];
+    m
+}
+
+#[test]
+fn relu_and_max_pool_run_on_the_integers() {
+    let m = Model::from_proto(passthrough("Relu", vec![]), "relu").unwrap();
+    let ops: Vec<&str> = m.nodes().map(|n| n.op_type.as_str()).collect();
+    assert_eq!(ops, ["Max"], "ReLU is max(q, zero point)");
+    let want: Vec<f64> = X.iter().map(|&v| f64::from(v.max(10))).collect();
+    assert_eq!(run(&m), want);
+    let k = AttributeProto {
+        name: "kernel_shape".into(),
+        r#type: attr_type::INTS,
+        ints: vec![2, 2],
+        ..Default::default()
+    };
+    let m = Model::from_proto(passthrough("MaxPool", vec![k]), "maxpool").unwrap();
+    let ops: Vec<&str> = m.nodes().map(|n| n.op_type.as_str()).collect();
+    assert_eq!(ops, ["MaxPool"]);
+    let want: Vec<f64> = (0..3)
+        .flat_map(|y| (0..3).map(move |x| (y, x)))
+        .map(|(y, x)| {
+            let taps = [
+                X[y * 4 + x],
+                X[y * 4 + x + 1],
+                X[y * 4 + x + 4],
+                X[y * 4 + x + 5],
+            ];
+            f64::from(*taps.iter().max().unwrap())
+        })
+        .collect();
+    assert_eq!(run(&m), want);
 }
