@@ -24,6 +24,12 @@ cases:
   linear_regressor, linear_classifier_binary, scaler_normalizer
                      ai.onnx.ml LinearRegressor; LinearClassifier with one coefficient row
                      (post_transform NONE and LOGISTIC); Scaler then Normalizer (L1, L2, MAX)
+  qdq_cnn, qop_cnn   a small conv net (Conv+Relu, MaxPool, Conv+Relu and a 1x1 Conv branch,
+                     Add, AveragePool times GlobalAveragePool, Flatten, Gemm) quantized by
+                     onnxruntime's
+                     `quantize_static` (uint8 activations, int8 weights per channel, calibrated on
+                     20 seeded inputs) in QDQ / QOperator format, run on 32 test inputs; `lsb.npy`
+                     holds the output's quantization step
 """
 
 import os
@@ -245,6 +251,67 @@ def scaler_normalizer(out):
     finish(model, out, [f32(3, 4, scale=1.0)])
 
 
+def float_cnn():
+    """x[N,3,12,12] -> the conv net of the qdq/qop cases, as an fp32 model (reduce_range below:
+    onnxruntime's AVX2 u8 x s8 kernels saturate pairs of products in 16 bits otherwise)."""
+    w = {
+        "w1": f32(8, 3, 3, 3), "b1": f32(8, scale=0.1),
+        "w2": f32(16, 8, 3, 3, scale=0.2), "b2": f32(16, scale=0.1),
+        "w3": f32(16, 8, 1, 1), "b3": f32(16, scale=0.1),
+        "wf": f32(10, 144, scale=0.1), "bf": f32(10, scale=0.1),
+    }
+    pad = {"pads": [1, 1, 1, 1]}
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], **pad),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("MaxPool", ["r1"], ["p1"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Conv", ["p1", "w2", "b2"], ["c2"], **pad),
+        helper.make_node("Relu", ["c2"], ["r2"]),
+        helper.make_node("Conv", ["p1", "w3", "b3"], ["c3"]),
+        helper.make_node("Add", ["r2", "c3"], ["s"]),
+        helper.make_node("AveragePool", ["s"], ["p2"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("GlobalAveragePool", ["s"], ["g"]),
+        helper.make_node("Mul", ["p2", "g"], ["m"]),
+        helper.make_node("Flatten", ["m"], ["f"]),
+        helper.make_node("Gemm", ["f", "wf", "bf"], ["y"], transB=1),
+    ]
+    weights = [numpy_helper.from_array(v, k) for k, v in w.items()]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 12, 12])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 10])
+    return make(nodes, [x], [y], weights, opset=13)
+
+
+def quantized_cnn(out, fmt):
+    """The conv net quantized by onnxruntime's tool, calibrated on 20 seeded inputs."""
+    from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType,
+                                          quant_pre_process, quantize_static)
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            rng = np.random.default_rng(7)
+            self.data = iter([{"x": rng.standard_normal((1, 3, 12, 12)).astype(np.float32)}
+                              for _ in range(20)])
+
+        def get_next(self):
+            return next(self.data, None)
+
+    fp32 = os.path.join(out, "fp32.onnx")
+    pre = os.path.join(out, "pre.onnx")
+    path = os.path.join(out, "model.onnx")
+    onnx.save_model(float_cnn(), fp32)
+    quant_pre_process(fp32, pre)
+    quantize_static(pre, path, Reader(),
+                    quant_format=QuantFormat.QDQ if fmt == "qdq" else QuantFormat.QOperator,
+                    per_channel=True, activation_type=QuantType.QUInt8,
+                    weight_type=QuantType.QInt8, reduce_range=True)
+    model = onnx.load(path)
+    inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    last = next(n for n in model.graph.node if n.output[0] == model.graph.output[0].name)
+    np.save(os.path.join(out, "lsb.npy"), np.asarray(inits[last.input[1]], dtype=np.float32))
+    x = np.random.default_rng(99).standard_normal((32, 3, 12, 12)).astype(np.float32)
+    save_io(out, path, [x])
+
+
 def main():
     case, out = sys.argv[1], sys.argv[2]
     os.makedirs(out, exist_ok=True)
@@ -266,6 +333,8 @@ def main():
         linear_classifier_binary(out)
     elif case == "scaler_normalizer":
         scaler_normalizer(out)
+    elif case in ("qdq_cnn", "qop_cnn"):
+        quantized_cnn(out, case[:3])
     else:
         sys.exit(f"unknown case {case!r}")
 

@@ -199,6 +199,11 @@ fn alu_backward(
         CmpLt | CmpEq | Mod | Xor | And | Or | FloorDiv | FloorMod => {
             Ok(alloc::vec![None; op.arity()])
         }
+        // Integer kernels are not differentiable: a gradient through them is a user error.
+        MulWide | Requant => Err(Error::dtype(
+            op.name(),
+            alloc::format!("{} is an integer-only op and has no gradient", op.name()),
+        )),
     }
 }
 
@@ -271,4 +276,34 @@ fn unstride(g: &LazyBuffer, steps: &[i64], full: &[Sint]) -> Result<LazyBuffer> 
         ));
     }
     Ok(g)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The integer-only ops have no gradient rule: asking for one is an error naming the op.
+    #[test]
+    fn integer_ops_refuse_a_gradient() {
+        let dev: alloc::sync::Arc<dyn crate::device::Device> =
+            alloc::sync::Arc::new(crate::interp::Interp::new());
+        let c = |v: f64, dt: DType| {
+            LazyBuffer::constant(
+                &dev,
+                Scalar::from_f64(v, dt),
+                &[crate::symbolic::Node::cst(2)],
+            )
+        };
+        let (a, acc) = (c(3.0, DType::I8), c(7.0, DType::I32));
+        for (op, x) in [
+            (AluOp::MulWide, alloc::vec![a.clone(), a]),
+            (
+                AluOp::Requant,
+                alloc::vec![acc.clone(), acc.clone(), acc.clone()],
+            ),
+        ] {
+            let e = alu_backward(op, &x, &acc, &acc).unwrap_err();
+            assert!(alloc::format!("{e}").contains("no gradient"), "{e}");
+        }
+    }
 }

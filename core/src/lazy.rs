@@ -543,14 +543,15 @@ fn take_sources(kind: &mut Kind, out: &mut Vec<LazyBuffer>) {
     }
 }
 
-/// The dtype an ALU op gives: bool for comparisons, else the (already promoted) operand dtype;
-/// `Where` takes its value operands' dtype.
+/// The dtype an ALU op gives from its (already promoted) operands
+/// ([`AluOp::result_dtype`]); `Where` takes its value operands' dtype.
 fn alu_dtype(op: AluOp, srcs: &[LazyBuffer]) -> DType {
-    match op {
-        AluOp::CmpLt | AluOp::CmpEq => DType::Bool,
-        AluOp::Where => srcs[1].dtype(),
-        _ => srcs[0].dtype(),
-    }
+    let values = if op == AluOp::Where {
+        srcs[1].dtype()
+    } else {
+        srcs[0].dtype()
+    };
+    op.result_dtype(values)
 }
 
 fn fold_consts(op: AluOp, srcs: &[LazyBuffer], dtype: DType) -> Option<Scalar> {

@@ -59,6 +59,19 @@ pub enum AluOp {
     /// ([`Device::fused_mulacc`](crate::device::Device::fused_mulacc)); it is never a
     /// compiler's contraction, so the interpreter and C compute it identically.
     Fma,
+    /// Widening multiply: `a * b` of two narrow integers (each i8, u8 or i16; the two may
+    /// differ, e.g. a centered i16 activation times an i8 weight), giving the exact product as
+    /// i32. The multiply of an integer kernel's multiply-accumulate: its
+    /// sum accumulates in i32 and no value is ever a float.
+    MulWide,
+    /// Requantize an i32 accumulator: `round(a * m / 2^s + z)` of i32 operands `a`, `m` and
+    /// `sz = s + 256 * z` (the shift in the low 8 bits, the zero point above them), the product
+    /// taken exactly in 64 bits and rounded once, half to even; `s` is clamped to `[1, 62]` and
+    /// the result wraps to i32. `m` and `s` are a fixed-point multiplier and shift (see
+    /// [`fixed_point`] and [`pack_shift`]). The zero point takes part only in breaking ties
+    /// (the even result wins), as onnxruntime's quantized pools round; with `z = 0` and the
+    /// zero point added after, ties go to even before it, as its convolutions round.
+    Requant,
 }
 
 impl AluOp {
@@ -68,8 +81,8 @@ impl AluOp {
         match self {
             Exp2 | Log2 | Sin | Sqrt | Neg | Recip => 1,
             Add | Sub | Mul | Div | Max | Mod | CmpLt | CmpEq | Xor | And | Or | FloorDiv
-            | FloorMod => 2,
-            Where | MulAcc | Fma => 3,
+            | FloorMod | MulWide => 2,
+            Where | MulAcc | Fma | Requant => 3,
         }
     }
 
@@ -84,12 +97,29 @@ impl AluOp {
             Exp2 | Log2 | Sin | Sqrt | Recip | Fma => float,
             Xor | And | Or | FloorDiv | FloorMod => !float,
             Neg | Add | Sub | Mul | Div | Max | Mod | CmpLt | CmpEq | Where | MulAcc => true,
+            MulWide => matches!(
+                dt,
+                crate::dtype::DType::I8 | crate::dtype::DType::U8 | crate::dtype::DType::I16
+            ),
+            Requant => dt == crate::dtype::DType::I32,
         }
     }
 
     /// Does the op give a bool whatever its operands' dtype?
     pub const fn is_comparison(self) -> bool {
         matches!(self, AluOp::CmpLt | AluOp::CmpEq)
+    }
+
+    /// The dtype the op gives from operands of `dt` (for `Where`, its value operands'):
+    /// bool for comparisons, i32 for the widening multiply, else `dt`.
+    pub const fn result_dtype(self, dt: DType) -> DType {
+        use AluOp::*;
+        match self {
+            CmpLt | CmpEq => DType::Bool,
+            MulWide => DType::I32,
+            Exp2 | Log2 | Sin | Sqrt | Neg | Recip | Add | Sub | Mul | Div | Max | Mod | Xor
+            | And | Or | FloorDiv | FloorMod | Where | MulAcc | Fma | Requant => dt,
+        }
     }
 
     /// The lowercase name used when printing IR.
@@ -118,6 +148,8 @@ impl AluOp {
             Where => "where",
             MulAcc => "mulacc",
             Fma => "fma",
+            MulWide => "mulwide",
+            Requant => "requant",
         }
     }
 }
@@ -371,10 +403,56 @@ pub fn eval_alu(op: AluOp, v: &[Scalar], dtype: DType) -> Option<Scalar> {
         AluOp::Xor => x[0] ^ x[1],
         AluOp::And => x[0] & x[1],
         AluOp::Or => x[0] | x[1],
+        AluOp::MulWide => x[0] * x[1],
+        AluOp::Requant => requant(x[0] as i32, x[1] as i32, x[2] as i32) as i64,
         AluOp::CmpEq => return Some(Scalar::from_bool(x[0] == x[1])),
         AluOp::CmpLt if !src.is_unsigned() => return Some(Scalar::from_bool(x[0] < x[1])),
         AluOp::CmpLt => return Some(Scalar::from_bool((x[0] as u64) < (x[1] as u64))),
         _ => return None,
     };
     Some(Scalar::from_i64(r, dtype))
+}
+
+/// [`AluOp::Requant`]: `round(a * m / 2^s + z)` with `sz = s + 256 * z`, the 64-bit product
+/// rounded once, half to even, `s` clamped to `[1, 62]`, the result wrapped to i32. The
+/// interpreter, constant folding and (in C, `pg_requant`) every compiled kernel compute exactly
+/// this.
+pub fn requant(a: i32, m: i32, sz: i32) -> i32 {
+    let s = (sz & 0xff).clamp(1, 62) as u32;
+    let z = (sz - (sz & 0xff)) / 256;
+    let p = i64::from(a) * i64::from(m); // |p| <= 2^62: exact
+    let q = p >> s; // floor
+    let r = p - (q << s); // in [0, 2^s)
+    let half = 1i64 << (s - 1);
+    let up = r > half || (r == half && (q + i64::from(z)) & 1 == 1);
+    (q + i64::from(up) + i64::from(z)) as i32
+}
+
+/// The third operand of [`AluOp::Requant`]: shift `s` (in `[1, 62]`) and zero point `z`
+/// (in `[-2^23, 2^23)`) packed as `s + 256 * z`.
+pub const fn pack_shift(s: i32, z: i32) -> i32 {
+    (s & 0xff) + z * 256
+}
+
+/// The fixed-point form `(m, s)` of a positive finite f32 `scale` for [`AluOp::Requant`]:
+/// `scale = m * 2^-s` exactly, `m` in `[2^30, 2^31)` (the f32 mantissa shifted left by 7).
+/// `None` when the scale is not positive and finite or needs a shift outside `[1, 62]` (scales
+/// outside about `[2^-32, 2^30)`).
+pub fn fixed_point(scale: f32) -> Option<(i32, i32)> {
+    if !(scale.is_finite() && scale > 0.0) {
+        return None;
+    }
+    let bits = scale.to_bits();
+    let exp = ((bits >> 23) & 0xff) as i32;
+    let (mant, e) = if exp == 0 {
+        // Subnormal: normalize the mantissa.
+        let m = bits & 0x7f_ffff;
+        let lz = m.leading_zeros() as i32 - 8;
+        (m << lz, -126 - 23 - lz)
+    } else {
+        ((bits & 0x7f_ffff) | 0x80_0000, exp - 127 - 23)
+    };
+    // scale = mant * 2^e = (mant << 7) * 2^(e - 7)
+    let s = 7 - e;
+    (1..=62).contains(&s).then_some(((mant << 7) as i32, s))
 }

@@ -1140,6 +1140,8 @@ fn undefined_ops_are_errors_not_panics() {
         (AluOp::Or, DType::F32),
         (AluOp::Sin, DType::I32),
         (AluOp::Fma, DType::I32),
+        (AluOp::MulWide, DType::F32),
+        (AluOp::Requant, DType::F32),
     ] {
         let mut b = Kb::default();
         let out = b.global(dt, 4, true);

@@ -595,7 +595,7 @@ impl<'a> Writer<'a> {
 
     fn alu(&mut self, i: usize, op: AluOp) -> String {
         let u = &self.k.uops[i];
-        let dt = if op.is_comparison() || op == AluOp::Where {
+        let dt = if op.is_comparison() || op == AluOp::Where || op == AluOp::MulWide {
             self.src_dtype(i, u.src.len() - 1)
         } else {
             u.dtype
@@ -607,6 +607,14 @@ impl<'a> Writer<'a> {
             AluOp::CmpLt => format!("({} < {})", a[0], a[1]),
             AluOp::CmpEq => format!("({} == {})", a[0], a[1]),
             AluOp::Where => format!("{} ? {} : {}", a[0], a[1], a[2]),
+            // i8/u8/i16 products fit in i32: no wrap to guard.
+            AluOp::MulWide if op.defined_on(dt) => {
+                format!("(int32_t)({}) * (int32_t)({})", a[0], a[1])
+            }
+            AluOp::Requant if op.defined_on(dt) => {
+                let args = a.join(", ");
+                self.call(Helper::Requant, "pg_requant", &args)
+            }
             AluOp::Xor | AluOp::And | AluOp::Or if !dt.is_float() => match bit_sym(op) {
                 Some(sym) => format!("{} {sym} {}", a[0], a[1]),
                 None => self.undefined(op, dt),
@@ -820,7 +828,9 @@ fn arith_sym(op: AluOp) -> Option<&'static str> {
         | AluOp::FloorMod
         | AluOp::Where
         | AluOp::MulAcc
-        | AluOp::Fma => None,
+        | AluOp::Fma
+        | AluOp::MulWide
+        | AluOp::Requant => None,
     }
 }
 
@@ -848,7 +858,9 @@ fn bit_sym(op: AluOp) -> Option<&'static str> {
         | AluOp::FloorMod
         | AluOp::Where
         | AluOp::MulAcc
-        | AluOp::Fma => None,
+        | AluOp::Fma
+        | AluOp::MulWide
+        | AluOp::Requant => None,
     }
 }
 

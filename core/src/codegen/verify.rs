@@ -280,8 +280,10 @@ fn alu_problem(op: AluOp, result: DType, src: &[DType]) -> Option<String> {
         Where => (src[0] != DType::Bool)
             .then(|| format!("where's condition is {}, not bool", src[0].name()))
             .or_else(|| same(&[src[1], src[2], result], "where")),
+        MulWide => (result != DType::I32 || !src.iter().all(|&d| op.defined_on(d)))
+            .then(|| format!("mulwide of {src:?} gives {}", result.name())),
         Exp2 | Log2 | Sin | Sqrt | Neg | Recip | Add | Sub | Mul | Div | Max | Mod | Xor | And
-        | Or | FloorDiv | FloorMod | MulAcc | Fma => {
+        | Or | FloorDiv | FloorMod | MulAcc | Fma | Requant => {
             let mut all = src.to_vec();
             all.push(result);
             same(&all, op.name())

@@ -177,6 +177,10 @@ impl Lowerer<'_> {
     }
 
     /// Checks that every source in `src` has dtype `dt`.
+    fn dtypes(&self, src: &[usize]) -> Vec<DType> {
+        src.iter().map(|&s| self.dtype(s)).collect()
+    }
+
     fn same_dtype(&self, src: &[usize], dt: DType) -> core::result::Result<(), Msg> {
         match src.iter().find(|&&s| self.dtype(s) != dt) {
             Some(&s) => Err(format!("source {s} is {}, expected {dt}", self.dtype(s))),
@@ -333,6 +337,15 @@ impl Lowerer<'_> {
                 self.same_dtype(src, self.dtype(src[0]))?;
                 any_type!(self.dtype(src[0]), T => compare::<T>(op, i, src[0], src[1]))
             }
+            AluOp::MulWide => {
+                let narrow = src.iter().all(|&s| op.defined_on(self.dtype(s)));
+                if dt != DType::I32 || !narrow {
+                    return Err(format!("mulwide of {:?} giving {dt}", self.dtypes(src)));
+                }
+                // Registers hold narrow ints sign- or zero-extended: read as i64, any mix of
+                // i8/u8/i16 decodes to its value.
+                Some(binary::<i64, i32>(i, src[0], src[1], |a, b| (a * b) as i32))
+            }
             _ => {
                 self.same_dtype(src, dt)?;
                 elementwise(op, dt, i, src)
@@ -435,7 +448,12 @@ fn elementwise(op: AluOp, dt: DType, d: usize, src: &[usize]) -> Option<Instr> {
             bits_type!(dt, T => bitwise::<T>(op, d, src[0], src[1]))
         }
         Exp2 | Log2 | Sin | Sqrt | Recip => float_type!(dt, T => float::<T>(op, d, src[0])),
-        Where | CmpLt | CmpEq => None,
+        Requant if dt == DType::I32 => Some(ternary::<i32>(
+            d,
+            [src[0], src[1], src[2]],
+            crate::ops::requant,
+        )),
+        Where | CmpLt | CmpEq | MulWide | Requant => None,
     }
 }
 

@@ -146,7 +146,7 @@ impl Tensor {
         let p: Vec<(i64, i64)> = (opts.padding.resolve("conv2d", n)?.iter())
             .map(|&(b, a)| (b as i64, a as i64))
             .collect();
-        self.conv_padded(weight, bias, opts, &p)
+        self.conv_padded(weight, bias, opts, &p, |a, b| a.try_mul(b))
     }
     /// [`Tensor::try_conv2d`], panicking on mismatched shapes.
     #[track_caller]
@@ -179,13 +179,15 @@ impl Tensor {
         must(self.try_conv1d(weight, bias, opts))
     }
 
-    /// The conv with explicit per-axis `(before, after)` padding (negative crops).
-    fn conv_padded(
+    /// The conv with explicit per-axis `(before, after)` padding (negative crops); `prod`
+    /// multiplies input windows by weights (`try_mul`, or the widening integer multiply).
+    pub(crate) fn conv_padded(
         &self,
         w: &Tensor,
         bias: Option<&Tensor>,
         o: &ConvOpts,
         p: &[(i64, i64)],
+        prod: fn(&Tensor, &Tensor) -> Result<Tensor>,
     ) -> Result<Tensor> {
         let [b, cin, cout, n] = check_conv(self, w, bias, o.groups)?;
         let ws = w.shape();
@@ -209,7 +211,7 @@ impl Tensor {
         wsh.push(ci as isize);
         wsh.extend(isz(k));
         let red: Vec<isize> = (1..=(n + 1) as isize).map(|a| -a).collect();
-        let y = x.try_mul(&w.try_reshape(&wsh)?)?.try_sum(&red, false)?;
+        let y = prod(&x, &w.try_reshape(&wsh)?)?.try_sum(&red, false)?;
         let mut ysh = vec![b as isize, cout as isize];
         ysh.extend(isz(&out));
         let y = y.try_reshape(&ysh)?;
@@ -276,7 +278,7 @@ impl Tensor {
             padding: Padding::All(0),
             output_padding: vec![0],
         };
-        x.conv_padded(&w, bias, &inner, &p)
+        x.conv_padded(&w, bias, &inner, &p, |a, b| a.try_mul(b))
     }
     /// [`Tensor::try_conv_transpose2d`], panicking on mismatched shapes.
     #[track_caller]

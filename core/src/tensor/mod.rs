@@ -29,6 +29,7 @@ mod nn_func;
 mod ops_traits;
 mod pool;
 mod props;
+pub mod quantized;
 mod random;
 mod reduce;
 mod scatter;

@@ -15,6 +15,7 @@ pub mod node;
 pub mod npy;
 pub mod ops;
 pub mod proto;
+pub mod qdq;
 pub mod values;
 
 pub use model::{Model, UnsupportedOp, ValueSpec};

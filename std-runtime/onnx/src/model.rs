@@ -176,7 +176,7 @@ impl Model {
             offset: 0,
             detail: d,
         };
-        let graph = proto
+        let mut graph = proto
             .graph
             .ok_or_else(|| fmt("the model has no graph".into()))?;
         if graph.node.len() > MAX_NODES {
@@ -205,6 +205,8 @@ impl Model {
             };
             weights.insert(t.name.clone(), w);
         }
+        // QDQ groups become integer operators before anything reads the node list.
+        super::qdq::fuse(&mut graph, &weights);
         let initializers: HashSet<&str> =
             graph.initializer.iter().map(|t| t.name.as_str()).collect();
         let order = topo_order(&graph, &initializers).map_err(fmt)?;

@@ -602,6 +602,48 @@ fn quantization_checks_axes() {
 }
 
 #[test]
+fn integer_operators_refuse_bad_operands() {
+    let x = || Some(u8s(&[1, 1, 3, 3], &[7; 9]));
+    let w = || Some(u8s(&[1, 1, 2, 2], &[1; 4]));
+    let one = || Some(f(&[], &[0.5]));
+    let z = || Some(u8s(&[], &[3]));
+    // A float input, a zero scale and a negative one: errors naming the node, never a panic.
+    let float_x = Some(f(&[1, 1, 3, 3], &[0.0; 9]));
+    let conv = |x, xs| vec![x, xs, z(), w(), one(), z(), one(), z()];
+    refused(
+        run("QLinearConv", conv(float_x, one()), vec![], 1),
+        "QLinearConv",
+    );
+    refused(
+        run("QLinearConv", conv(x(), Some(f(&[], &[0.0]))), vec![], 1),
+        "QLinearConv",
+    );
+    refused(
+        run("QLinearConv", conv(x(), Some(f(&[], &[-1.0]))), vec![], 1),
+        "QLinearConv",
+    );
+    let ms = |op: &str, ins, attrs| run_in("com.microsoft", op, ins, attrs, 1);
+    // QLinearAdd with a per-element scale (the integer form needs scalars).
+    let two = Some(f(&[2], &[0.5, 0.25]));
+    let add = vec![x(), two, z(), x(), one(), z(), one(), z()];
+    refused(ms("QLinearAdd", add, vec![]), "QLinearAdd");
+    // A padded QLinearAveragePool and a QGemm with a float output are not integer kernels.
+    let pool = vec![x(), one(), z(), one(), z()];
+    let attrs = vec![ais("kernel_shape", &[2, 2]), ais("pads", &[1, 1, 1, 1])];
+    refused(ms("QLinearAveragePool", pool, attrs), "QLinearAveragePool");
+    let a = Some(u8s(&[2, 2], &[1; 4]));
+    let gemm = vec![a.clone(), one(), z(), a, one(), z(), None];
+    refused(ms("QGemm", gemm, vec![]), "QGemm");
+    // Well-formed ones run: (7 − 3)·(1 − 0)·4 taps·(0.5·0.5/0.5) + 3 = 11, and with a weight
+    // zero point of 3: (7 − 3)·(1 − 3)·4·0.5 + 3 = −13, clamped to 0.
+    let mut ok = conv(x(), one());
+    ok[5] = Some(u8s(&[], &[0]));
+    assert_eq!(run("QLinearConv", ok, vec![], 1).unwrap()[0], vec![11.0; 4]);
+    let y = run("QLinearConv", conv(x(), one()), vec![], 1).unwrap();
+    assert_eq!(y[0], vec![0.0; 4]);
+}
+
+#[test]
 fn recurrent_layers_check_shapes() {
     for op in ["RNN", "GRU", "LSTM"] {
         let g = match op {

@@ -31,6 +31,8 @@ pub(crate) enum Helper {
     FloorDiv,
     /// `pg_floormod` on `long long`.
     FloorMod,
+    /// `pg_requant`: [`AluOp::Requant`](crate::ops::AluOp::Requant), one rounding half to even.
+    Requant,
     /// `pg_div_<int>`: truncating division, x/0 = 0, MIN/-1 wraps.
     Div(DType),
     /// `pg_mod_<int>`: C remainder, x%0 = 0, MIN%-1 = 0.
@@ -125,6 +127,7 @@ fn helper_text(h: Helper) -> String {
         Helper::F32ToBf16 => String::from(F32_TO_BF16),
         Helper::FloorDiv => String::from(FLOORDIV),
         Helper::FloorMod => String::from(FLOORMOD),
+        Helper::Requant => String::from(REQUANT),
         Helper::Div(dt) => div_text(dt),
         Helper::Mod(dt) => mod_text(dt),
         Helper::FloatToInt(f, i) => float_to_int_text(f, i),
@@ -290,6 +293,26 @@ const F32_TO_BF16: &str = "static inline __attribute__((unused)) uint16_t pg_f32
   if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);
   x += 0x7fffu + ((x >> 16) & 1u);
   return (uint16_t)(x >> 16);
+}
+";
+
+/// `round(a * m / 2^s + z)` as `ops::requant` computes it (`sz = s + 256 * z`): the product
+/// is exact in 64 bits; biased by 2^63 it is non-negative, so the floor is an unsigned shift (no
+/// implementation-defined signed shift), and with `s <= 62` the bias 2^(63-s) is even, so the
+/// tie test sees the true quotient's parity (plus the zero point's).
+const REQUANT: &str =
+    "static inline __attribute__((unused)) int32_t pg_requant(int32_t a, int32_t m, int32_t sz) {
+  uint64_t u, q, r, half, z;
+  int32_t s = sz & 255;
+  z = (uint64_t)(int64_t)((sz - s) / 256);
+  if (s < 1) s = 1;
+  if (s > 62) s = 62;
+  u = (uint64_t)((int64_t)a * (int64_t)m) + ((uint64_t)1 << 63);
+  q = u >> s;
+  r = u & (((uint64_t)1 << s) - 1u);
+  half = (uint64_t)1 << (s - 1);
+  q += (r > half || (r == half && ((q + z) & 1u))) ? 1u : 0u;
+  return (int32_t)(uint32_t)(q - ((uint64_t)1 << (63 - s)) + z);
 }
 ";
 

@@ -19,6 +19,7 @@ mod loss;
 mod math;
 mod ml;
 mod nn;
+mod qlinear;
 mod quant;
 mod reduce;
 mod resize;
@@ -39,6 +40,7 @@ pub fn handler(op: &str) -> Option<Handler> {
         .or_else(|| nn::lookup(op))
         .or_else(|| index::lookup(op))
         .or_else(|| quant::lookup(op))
+        .or_else(|| qlinear::lookup(op))
         .or_else(|| loss::lookup(op))
         .or_else(|| host::lookup(op))
         .or_else(|| attention::lookup(op))
@@ -54,6 +56,7 @@ pub fn handler_in(domain: &str, op: &str) -> Option<Handler> {
         "" | "ai.onnx" => handler(op),
         "ai.onnx.preview.training" => training::lookup(op),
         "ai.onnx.ml" => ml::lookup(op),
+        "com.microsoft" => qlinear::lookup_ms(op),
         _ => None,
     }
 }
@@ -69,7 +72,7 @@ pub fn family(op: &str) -> Option<&'static str> {
     if op == "FlexAttention" {
         return Some("attention");
     }
-    let table: [(&str, Lookup); 16] = [
+    let table: [(&str, Lookup); 18] = [
         ("loss", loss::lookup),
         ("elementwise", elementwise::lookup),
         ("activation", activation::lookup),
@@ -78,6 +81,8 @@ pub fn family(op: &str) -> Option<&'static str> {
         ("nn", nn::lookup),
         ("index", index::lookup),
         ("quant", quant::lookup),
+        ("quant", qlinear::lookup),
+        ("quant", qlinear::lookup_ms),
         ("host", host::lookup),
         ("attention", attention::lookup),
         ("rnn", rnn::lookup),

@@ -1,8 +1,9 @@
-//! Quantization ops: QuantizeLinear / DequantizeLinear (per tensor or per axis),
-//! DynamicQuantizeLinear, MatMulInteger and QLinearMatMul. Rounding is half to even and results
-//! saturate to the target integer type, as ONNX specifies. (De)QuantizeLinear also take blocked
-//! scales (`block_size`) and the low-bit output types (int4/uint4, int2/uint2, float8, float4
-//! e2m1, held in their carrier dtype; the float formats round as `Cast` does).
+//! Quantization ops: QuantizeLinear / DequantizeLinear (per tensor or per axis) and
+//! DynamicQuantizeLinear. Rounding is half to even and results saturate to the target integer
+//! type, as ONNX specifies. (De)QuantizeLinear also take blocked scales (`block_size`) and the
+//! low-bit output types (int4/uint4, int2/uint2, float8, float4 e2m1, held in their carrier dtype;
+//! the float formats round as `Cast` does). The integer operators (QLinearConv, MatMulInteger,
+//! ...) are in `qlinear.rs`.
 
 use picograd_core::lowbit::LowBit;
 use picograd_core::{DType, Result, Tensor};
@@ -17,10 +18,6 @@ pub fn lookup(op: &str) -> Option<Handler> {
         "QuantizeLinear" => quantize_linear,
         "DequantizeLinear" => dequantize_linear,
         "DynamicQuantizeLinear" => dynamic_quantize,
-        "MatMulInteger" => matmul_integer,
-        "ConvInteger" => conv_integer,
-        "QLinearConv" => qlinear_conv,
-        "QLinearMatMul" => qlinear_matmul,
         _ => return None,
     })
 }
@@ -198,91 +195,4 @@ fn dynamic_quantize(n: &Node) -> Result<Vec<Tensor>> {
         .cast(DType::U8);
     let y = quantize(&x, &scale, Some(&zp), DType::U8)?;
     Ok(vec![y, scale, zp])
-}
-
-fn centered(x: &Tensor, zp: Option<&Tensor>, d: DType) -> Result<Tensor> {
-    let v = x.cast(d);
-    match zp {
-        Some(z) => {
-            let z = if z.ndim() == 1 && z.numel() > 1 && x.ndim() >= 2 {
-                z.try_reshape(&[-1, 1])?
-            } else {
-                z.clone()
-            };
-            v.try_sub(z.cast(d))
-        }
-        None => Ok(v),
-    }
-}
-
-/// The weight minus its zero point (one per output channel when 1-D), as i32.
-fn centered_weight(w: &Tensor, zp: Option<&Tensor>) -> Result<Tensor> {
-    let v = w.cast(DType::I32);
-    let Some(z) = zp else { return Ok(v) };
-    let z = z.cast(DType::I32);
-    if z.ndim() == 1 && z.numel() > 1 && w.ndim() > 0 {
-        let mut s = vec![1isize; w.ndim()];
-        s[0] = -1;
-        return v.try_sub(z.try_reshape(&s)?);
-    }
-    v.try_sub(&z)
-}
-
-fn conv_integer(n: &Node) -> Result<Vec<Tensor>> {
-    let x = n.input(0)?;
-    let xc = match n.opt(2) {
-        Some(z) => x.cast(DType::I32).try_sub(z.cast(DType::I32))?,
-        None => x.cast(DType::I32),
-    };
-    let w = centered_weight(n.input(1)?, n.opt(3))?;
-    let opts = super::nn::conv_opts(n, x, n.input(1)?)?;
-    one(xc.try_conv2d(&w, None, &opts)?)
-}
-
-/// `quantize((x − xz) ⊛ (w − wz) (+ bias) · xs·ws, ys, yz)`.
-fn qlinear_conv(n: &Node) -> Result<Vec<Tensor>> {
-    let x = n.input(0)?;
-    let xc = x.cast(DType::I32).try_sub(n.input(2)?.cast(DType::I32))?;
-    let w = centered_weight(n.input(3)?, n.opt(5))?;
-    let opts = super::nn::conv_opts(n, x, n.input(3)?)?;
-    let mut acc = xc.try_conv2d(&w, None, &opts)?;
-    if let Some(b) = n.opt(8) {
-        let mut s = vec![1isize; acc.ndim()];
-        s[1] = -1;
-        acc = acc.try_add(b.cast(DType::I32).try_reshape(&s)?)?;
-    }
-    let ws = n.input(4)?.float();
-    let ws = if ws.numel() > 1 {
-        let mut s = vec![1isize; acc.ndim()];
-        s[1] = -1;
-        ws.try_reshape(&s)?
-    } else {
-        ws
-    };
-    let real = acc.float().try_mul(n.input(1)?.float())?.try_mul(&ws)?;
-    let zp = n.input(7)?;
-    one(quantize(&real, n.input(6)?, Some(zp), zp.dtype())?)
-}
-
-fn matmul_integer(n: &Node) -> Result<Vec<Tensor>> {
-    let a = centered(n.input(0)?, n.opt(2), DType::I32)?;
-    let b_zp = n.opt(3).map(|z| z.cast(DType::I32));
-    let b = match b_zp {
-        Some(z) => n.input(1)?.cast(DType::I32).try_sub(&z)?,
-        None => n.input(1)?.cast(DType::I32),
-    };
-    one(a.try_matmul(&b)?)
-}
-
-fn qlinear_matmul(n: &Node) -> Result<Vec<Tensor>> {
-    let deq = |i: usize| -> Result<Tensor> {
-        let v = n
-            .input(i)?
-            .cast(DType::F32)
-            .try_sub(n.input(i + 2)?.cast(DType::F32))?;
-        v.try_mul(n.input(i + 1)?.cast(DType::F32))
-    };
-    let y = deq(0)?.try_matmul(&deq(3)?)?;
-    let zp = n.input(7)?;
-    one(quantize(&y, n.input(6)?, Some(zp), zp.dtype())?)
 }

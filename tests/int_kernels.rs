@@ -1,0 +1,339 @@
+//! Integer kernels: the widening multiply (`MulWide`), i32 accumulation and the requantize step
+//! (`Requant`, one rounding half to even). Checked against naive Rust references: the rounding
+//! against a brute-force nearest-integer search, a quantized conv and matmul against plain loops
+//! over i64, on the interpreter and in compiled C (bit-exact), and the kernels' UOps hold no
+//! float value at all.
+
+use std::sync::Arc;
+
+use picograd::codegen::lower::{buf_params, lower_ast};
+use picograd::codegen::opt::OptConfig;
+use picograd::codegen::uops::UOpKind;
+use picograd::device::Device;
+use picograd::interp::Interp;
+use picograd::ops::{fixed_point, pack_shift, requant, AluOp};
+use picograd::schedule::schedule;
+use picograd::tensor::quantized::{requant_params, Ties};
+use picograd::{ConvOpts, DType, Padding, Tensor};
+
+/// A deterministic pseudo-random stream (xorshift), so the test needs no RNG crate.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn range(&mut self, lo: i64, hi: i64) -> i64 {
+        lo + (self.next() % (hi - lo + 1) as u64) as i64
+    }
+}
+
+/// The integer nearest to `p / 2^s`, ties to even, by comparing candidate distances.
+fn nearest(p: i128, s: u32) -> i128 {
+    let d = 1i128 << s;
+    let t = p / d; // truncated: the answer is t-1, t or t+1
+    let mut best = t - 1;
+    for c in [t, t + 1] {
+        let (eb, ec) = ((p - best * d).abs(), (p - c * d).abs());
+        if ec < eb || (ec == eb && c % 2 == 0) {
+            best = c;
+        }
+    }
+    best
+}
+
+/// `round(a * m / 2^s + z)`, half to even, over exact integers.
+fn reference_requant_z(a: i32, m: i32, s: i32, z: i32) -> i32 {
+    let s = s.clamp(1, 62) as u32;
+    nearest(i128::from(a) * i128::from(m) + (i128::from(z) << s), s) as i32
+}
+
+fn reference_requant(a: i32, m: i32, s: i32) -> i32 {
+    reference_requant_z(a, m, s, 0)
+}
+
+#[test]
+fn requant_rounds_once_half_to_even() {
+    let mut r = Rng(0x9e37_79b9_7f4a_7c15);
+    for _ in 0..20_000 {
+        let a = r.range(i32::MIN as i64, i32::MAX as i64) as i32;
+        let m = r.range(1 << 30, (1 << 31) - 1) as i32;
+        let s = r.range(1, 62) as i32;
+        assert_eq!(requant(a, m, s), reference_requant(a, m, s), "{a} {m} {s}");
+    }
+    // With a zero point, the tie goes to the even final value.
+    for _ in 0..20_000 {
+        let a = r.range(-(1 << 20), 1 << 20) as i32;
+        let (m, s) = (r.range(1, 1 << 12) as i32, r.range(1, 14) as i32);
+        let z = r.range(-300, 300) as i32;
+        let got = requant(a, m, pack_shift(s, z));
+        assert_eq!(got, reference_requant_z(a, m, s, z), "{a} {m} {s} {z}");
+    }
+    assert_eq!(requant(5, 1, pack_shift(1, 0)), 2, "2.5 -> 2");
+    assert_eq!(
+        requant(5, 1, pack_shift(1, 1)),
+        4,
+        "2.5 + 1 -> 4, not 2 + 1"
+    );
+    assert_eq!(requant(-5, 1, pack_shift(1, -1)), -4, "-2.5 - 1 -> -4");
+    // Exact ties: odd multiples of a half round to the even neighbour, both signs.
+    for k in -9i32..=9 {
+        let a = 2 * k + 1; // a * 2^30 / 2^31 = k + 1/2
+        let even = if k % 2 == 0 { k } else { k + 1 };
+        assert_eq!(requant(a, 1 << 30, 31), even, "tie at {k}.5");
+    }
+    // Small accumulators with small multipliers (the common case) agree too.
+    for a in -300..300 {
+        for (m, s) in [(3, 2), (5, 3), (1_234_567, 20)] {
+            assert_eq!(requant(a, m, s), reference_requant(a, m, s));
+        }
+    }
+}
+
+#[test]
+fn fixed_point_is_the_f32_scale_exactly() {
+    for scale in [
+        1e-3f32,
+        0.0123,
+        0.5,
+        1.0,
+        3.75,
+        1.17e-9,
+        2.0e8,
+        0.003_921_568_6,
+    ] {
+        let (m, s) = fixed_point(scale).unwrap();
+        assert!((1 << 30..=i32::MAX).contains(&m));
+        assert_eq!(m as f64 * (-(s as f64)).exp2(), scale as f64, "{scale}");
+    }
+    for bad in [0.0f32, -1.0, f32::NAN, f32::INFINITY, 1e-20, 1e12] {
+        assert!(fixed_point(bad).is_none(), "{bad}");
+    }
+    assert!(requant_params("test", &[0.5, -0.5]).is_err());
+}
+
+fn clang() -> Arc<dyn Device> {
+    picograd::init();
+    Arc::new(picograd::runtime::Clang::new().expect("no C compiler: the int8 tests cannot run"))
+}
+
+/// Shapes and data of one quantized conv: u8 input with zero point, i8 weights per channel.
+struct QConv {
+    x: Vec<u8>,
+    w: Vec<i8>,
+    bias: Vec<i32>,
+    scales: Vec<f32>,
+    xz: u8,
+    yz: u8,
+    shape: [usize; 4], // b, cin, h, w
+    cout: usize,
+}
+
+fn qconv_case(per_channel: bool) -> QConv {
+    let mut r = Rng(42 + per_channel as u64);
+    let shape = [2, 3, 6, 5];
+    let cout = 4;
+    let n = shape.iter().product();
+    QConv {
+        x: (0..n).map(|_| r.range(0, 255) as u8).collect(),
+        w: (0..cout * 3 * 9)
+            .map(|_| r.range(-127, 127) as i8)
+            .collect(),
+        bias: (0..cout).map(|_| r.range(-5000, 5000) as i32).collect(),
+        scales: if per_channel {
+            (0..cout)
+                .map(|c| 0.0007 + 0.0003 * c as f32 + r.range(0, 99) as f32 * 1e-6)
+                .collect()
+        } else {
+            vec![0.000_913_7]
+        },
+        xz: 117,
+        yz: 9,
+        shape,
+        cout,
+    }
+}
+
+/// Plain loops: 3×3 conv, padding 1, in i64, then the reference requantize and clamp.
+fn qconv_reference(q: &QConv) -> Vec<u8> {
+    let [b, ci, h, w] = q.shape;
+    let (mults, shifts) = requant_params("test", &q.scales).unwrap();
+    let mut out = Vec::new();
+    for n in 0..b {
+        for o in 0..q.cout {
+            let ch = if q.scales.len() > 1 { o } else { 0 };
+            for y in 0..h {
+                for x in 0..w {
+                    let mut acc = q.bias[o] as i64;
+                    for c in 0..ci {
+                        for ky in 0..3 {
+                            for kx in 0..3 {
+                                let (iy, ix) = (y as i64 + ky - 1, x as i64 + kx - 1);
+                                if iy < 0 || ix < 0 || iy >= h as i64 || ix >= w as i64 {
+                                    continue;
+                                }
+                                let xi = ((n * ci + c) * h + iy as usize) * w + ix as usize;
+                                let wi = ((o * ci + c) * 3 + ky as usize) * 3 + kx as usize;
+                                acc += (q.x[xi] as i64 - q.xz as i64) * q.w[wi] as i64;
+                            }
+                        }
+                    }
+                    let r = reference_requant(acc as i32, mults[ch], shifts[ch]) as i64;
+                    out.push((r + q.yz as i64).clamp(0, 255) as u8);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The conv in picograd's integer ops on `dev`.
+fn qconv_tensor(q: &QConv, dev: &Arc<dyn Device>) -> Tensor {
+    let x = Tensor::try_from_slice_on(&q.x, &q.shape, dev).unwrap();
+    let w = Tensor::try_from_slice_on(&q.w, &[q.cout, 3, 3, 3], dev).unwrap();
+    let bias = Tensor::try_from_slice_on(&q.bias, &[q.cout], dev).unwrap();
+    // (x - xz) spans [-255, 255]: i16, times the i8 weights as they are, widened products.
+    let xc = x
+        .cast(DType::I16)
+        .try_sub(Tensor::try_from_slice_on(&[q.xz as i16], &[1], dev).unwrap())
+        .unwrap();
+    let opts = ConvOpts {
+        padding: Padding::All(1),
+        ..ConvOpts::default()
+    };
+    let acc = xc.try_conv2d_int(&w, Some(&bias), &opts).unwrap();
+    let (m, s) = requant_params("test", &q.scales).unwrap();
+    let per = [1, m.len(), 1, 1];
+    let m = Tensor::try_from_slice_on(&m, &per, dev).unwrap();
+    let s = Tensor::try_from_slice_on(&s, &per, dev).unwrap();
+    let zp = Tensor::try_from_slice_on(&[q.yz], &[1], dev).unwrap();
+    acc.try_requantize(&m, &s, &zp, None, DType::U8, Ties::BeforeZeroPoint)
+        .unwrap()
+}
+
+#[test]
+fn quantized_conv_is_bit_exact_on_interp_and_clang() {
+    let devs: [Arc<dyn Device>; 2] = [Arc::new(Interp::new()), clang()];
+    for per_channel in [false, true] {
+        let q = qconv_case(per_channel);
+        let want = qconv_reference(&q);
+        for dev in &devs {
+            let got = qconv_tensor(&q, dev).to_vec::<u8>().unwrap();
+            assert_eq!(got, want, "per_channel {per_channel} on {}", dev.name());
+        }
+    }
+}
+
+#[test]
+fn quantized_conv_kernels_hold_no_float() {
+    let q = qconv_case(true);
+    let y = qconv_tensor(&q, &(Arc::new(Interp::new()) as Arc<dyn Device>));
+    let items = schedule(&[y.lazy().contiguous()]).unwrap();
+    let (mut wide, mut requants) = (0, 0);
+    for cfg in [None, Some(OptConfig::for_vec_width(8))] {
+        for item in items.iter().filter(|i| !i.is_copy) {
+            let lk = lower_ast(&item.ast, buf_params(item), cfg.as_ref(), false).unwrap();
+            for u in &lk.uops {
+                assert!(!u.dtype.is_float(), "float UOp {:?} in {}", u.kind, lk.name);
+                wide += usize::from(u.kind == UOpKind::Alu(AluOp::MulWide));
+                requants += usize::from(u.kind == UOpKind::Alu(AluOp::Requant));
+            }
+        }
+    }
+    assert!(wide > 0, "the conv multiplies with MulWide");
+    assert!(requants > 0, "the conv requantizes with Requant");
+}
+
+#[test]
+fn int_matmul_is_exact_on_interp_and_clang() {
+    let (m, k, n) = (3, 37, 5);
+    let mut r = Rng(7);
+    let a: Vec<i8> = (0..m * k).map(|_| r.range(-128, 127) as i8).collect();
+    let b: Vec<i8> = (0..k * n).map(|_| r.range(-128, 127) as i8).collect();
+    let mut want = vec![0i32; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            want[i * n + j] = (0..k)
+                .map(|t| a[i * k + t] as i32 * b[t * n + j] as i32)
+                .sum();
+        }
+    }
+    let devs: [Arc<dyn Device>; 2] = [Arc::new(Interp::new()), clang()];
+    for dev in &devs {
+        let ta = Tensor::try_from_slice_on(&a, &[m, k], dev).unwrap();
+        let tb = Tensor::try_from_slice_on(&b, &[k, n], dev).unwrap();
+        let got = ta.try_matmul_int(&tb).unwrap();
+        assert_eq!(got.dtype(), DType::I32);
+        assert_eq!(got.to_vec::<i32>().unwrap(), want, "on {}", dev.name());
+    }
+}
+
+#[test]
+fn integer_ops_reject_bad_operands() {
+    let f = Tensor::from_slice(&[1.0f32, 2.0], &[2]);
+    let i = Tensor::from_slice(&[1i32, 2], &[2]);
+    assert!(f.try_mul_wide(&f).is_err(), "f32 is not a narrow integer");
+    assert!(i.try_mul_wide(&i).is_err(), "i32 products would overflow");
+    let small = Tensor::from_slice(&[1i8, 2], &[2]);
+    let t = Ties::BeforeZeroPoint;
+    assert!(small
+        .try_requantize(&i, &i, &i, None, DType::I8, t)
+        .is_err());
+    assert!(i.try_requantize(&i, &i, &i, None, DType::F32, t).is_err());
+    let a = Tensor::from_slice(&[1i8; 6], &[2, 3]);
+    assert!(a.try_matmul_int(&a).is_err(), "[2,3] @ [2,3]");
+}
+
+#[test]
+fn requantize_ties_agree_on_interp_and_clang() {
+    // Accumulators around exact ties (multiples of 2 over a scale of 1/4), per-channel odd and
+    // even zero points, both tie rules.
+    let acc: Vec<i32> = (-40..40).map(|v| v * 2 + (v % 3)).collect();
+    let zps = [3u8, 10];
+    let devs: [Arc<dyn Device>; 2] = [Arc::new(Interp::new()), clang()];
+    for ties in [Ties::BeforeZeroPoint, Ties::WithZeroPoint] {
+        let want: Vec<u8> = acc
+            .iter()
+            .enumerate()
+            .map(|(i, &a)| {
+                let z = zps[i / 40] as i32;
+                let r = match ties {
+                    Ties::BeforeZeroPoint => reference_requant(a, 1 << 30, 32) + z,
+                    Ties::WithZeroPoint => reference_requant_z(a, 1 << 30, 32, z),
+                };
+                r.clamp(0, 255) as u8
+            })
+            .collect();
+        for dev in &devs {
+            let t = Tensor::try_from_slice_on(&acc, &[2, 40], dev).unwrap();
+            let m = Tensor::try_from_slice_on(&[1i32 << 30], &[1], dev).unwrap();
+            let s = Tensor::try_from_slice_on(&[32i32], &[1], dev).unwrap();
+            let z = Tensor::try_from_slice_on(&zps, &[2, 1], dev).unwrap();
+            let got = t.try_requantize(&m, &s, &z, None, DType::U8, ties).unwrap();
+            assert_eq!(
+                got.to_vec::<u8>().unwrap(),
+                want,
+                "{ties:?} on {}",
+                dev.name()
+            );
+        }
+    }
+}
+
+#[test]
+fn integer_results_carry_no_gradient() {
+    // Backward does not flow through integer values, so it never reaches MulWide or Requant
+    // (their gradient rule is an error, unit-tested in autograd.rs): the integer branch adds
+    // nothing to the float input's gradient.
+    let x = Tensor::from_slice(&[1.0f32, -2.0, 3.0], &[3]).requires_grad_(true);
+    let q = x.cast(DType::I8);
+    let wide = q.try_mul_wide(&q).unwrap();
+    let y = wide
+        .cast(DType::F32)
+        .sum(&[0], false)
+        .add(x.sum(&[0], false));
+    let g = y.gradient(&[&x]).unwrap();
+    assert_eq!(g[0].to_vec::<f32>().unwrap(), [1.0, 1.0, 1.0]);
+}
