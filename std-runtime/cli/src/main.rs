@@ -120,6 +120,10 @@ struct CompileArgs {
     /// `clang_cflags`).
     #[arg(long, value_enum, default_value_t = CompilerArg::Gcc)]
     compiler: CompilerArg,
+    /// One more flag for every compile of the measuring build (repeatable), e.g.
+    /// `--cflag=-fno-inline` to count each kernel in its own function.
+    #[arg(long = "cflag", value_name = "FLAG", allow_hyphen_values = true)]
+    cflags: Vec<String>,
 }
 
 /// `compile --opt`: what the device build optimizes for.
@@ -387,12 +391,17 @@ fn compile(args: CompileArgs) -> CliResult {
         check,
         opt,
         compiler,
+        cflags,
     } = args;
     let target = TargetArg {
         name: &name,
         dir: target_dir,
     };
-    let (budget, build) = (budget.as_deref(), build_options(opt, compiler));
+    let budget = budget.as_deref();
+    let build = BuildOptions {
+        extra_flags: cflags,
+        ..build_options(opt, compiler)
+    };
     let shapes = parse_shapes(&shapes)?;
     // Target and budget are arguments: an unknown one is a usage error, found before any work.
     let t = match &target.dir {
