@@ -10,7 +10,11 @@
 //! `opt.KEY = N` lines shape the exported kernels ([`Target::opt`]; the keys and their
 //! defaults are [`OPT_KEYS`]; without them, [`OptConfig::small_device`]). Optional
 //! `budget.NAME = FLASH RAM DESCRIPTION` lines name real parts' memory ([`Budget`]), `budget =
-//! NAME` the default one ([`Target::budget`]).
+//! NAME` the default one ([`Target::budget`]). Optional `nm` names the symbol lister used for
+//! per-function instruction counts and the library code a model pulls in (default: the `nm`
+//! beside `size`, `arm-none-eabi-size` → `arm-none-eabi-nm`). Exact instruction counts
+//! ([`BuildOptions::icount_runs`]) add picograd's QEMU plugin (`common/icount.c`, see
+//! [`icount`]) to the `run` command.
 //!
 //! The descriptions are found in `$PICOGRAD_TARGETS` when set, else in the repository's
 //! `targets/` folder next to this crate.
