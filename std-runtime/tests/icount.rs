@@ -65,7 +65,13 @@ fn own_counter_agrees_with_the_reference_exactly() {
     let reference = dir.join("libicnt-reference.so");
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reference/icnt.c");
     let built = Command::new("cc")
-        .args(["-O2", "-shared", "-fPIC", "-fvisibility=hidden", "-DAPI_VERSION=1"])
+        .args([
+            "-O2",
+            "-shared",
+            "-fPIC",
+            "-fvisibility=hidden",
+            "-DAPI_VERSION=1",
+        ])
         .arg(&src)
         .arg("-o")
         .arg(&reference)
@@ -76,13 +82,25 @@ fn own_counter_agrees_with_the_reference_exactly() {
     let mut totals = Vec::new();
     for runs in [0, K] {
         let elf = dir.join(format!("count-{runs}.elf"));
-        let theirs = total_under(&target, &elf, &reference, &dir.join(format!("ref-{runs}.log")));
+        let theirs = total_under(
+            &target,
+            &elf,
+            &reference,
+            &dir.join(format!("ref-{runs}.log")),
+        );
         let ours = total_under(&target, &elf, &own, &dir.join(format!("own-{runs}.log")));
-        assert_eq!(ours, theirs, "{runs} call(s): own {ours}, reference {theirs}");
+        assert_eq!(
+            ours, theirs,
+            "{runs} call(s): own {ours}, reference {theirs}"
+        );
         totals.push(theirs);
     }
     let want = per_inference(totals[1], totals[0], K);
-    assert_eq!(r.instructions, Some(want), "per inference, totals {totals:?}");
+    assert_eq!(
+        r.instructions,
+        Some(want),
+        "per inference, totals {totals:?}"
+    );
     // model_run is one of the bundle's functions, counted inside its own address range; the
     // functions' counts cannot exceed the whole (which adds the harness's call loop).
     let in_functions: u64 = r.function_instructions.iter().map(|(_, n)| n).sum();
@@ -93,6 +111,9 @@ fn own_counter_agrees_with_the_reference_exactly() {
         "{:?}",
         r.function_instructions
     );
-    assert!(in_functions > 0 && in_functions <= want, "{in_functions} > {want}");
+    assert!(
+        in_functions > 0 && in_functions <= want,
+        "{in_functions} > {want}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -273,19 +273,34 @@ fn compile_uses_the_targets_fma_and_size_mode_runs_correct() {
     for (opt, sub) in [("speed", "fast"), ("size", "small")] {
         let out = dir.join(sub).display().to_string();
         let args = [
-            "compile", &m, "--target", "cortex-m4", "--out", &out, "--opt", opt, "--input", &xs,
+            "compile",
+            &m,
+            "--target",
+            "cortex-m4",
+            "--out",
+            &out,
+            "--opt",
+            opt,
+            "--input",
+            &xs,
             "--check",
         ];
         let o = picograd(&args, &[]);
         let report = text(&o.stdout);
         assert!(o.status.success(), "{opt}: {}\n{report}", text(&o.stderr));
-        assert!(report.contains("device and desktop agree"), "{opt}: {report}");
+        assert!(
+            report.contains("device and desktop agree"),
+            "{opt}: {report}"
+        );
         assert!(
             report.contains("(per inference, exact: QEMU plugin)"),
             "{opt}: {report}"
         );
         let c = std::fs::read_to_string(dir.join(sub).join("model.c")).unwrap();
-        assert!(c.contains("__builtin_fmaf("), "{opt}: no fused multiply-add in\n{c}");
+        assert!(
+            c.contains("__builtin_fmaf("),
+            "{opt}: no fused multiply-add in\n{c}"
+        );
         let bytes: u64 = report
             .split("): code ")
             .nth(1)

@@ -321,7 +321,8 @@ impl Build<'_> {
         report.weights_flash = self.weights_flash(&sources, &objects)?;
         report.library_functions = self.library_functions(&objects[1..], &elf)?;
         if let Some(k) = self.opts.icount_runs {
-            let (n, per_function) = self.count_exactly(&sources[0], &objects[1..], k, bundle_dir)?;
+            let (n, per_function) =
+                self.count_exactly(&sources[0], &objects[1..], k, bundle_dir)?;
             report.instructions = Some(n);
             report.function_instructions = per_function;
         }
@@ -351,7 +352,11 @@ impl Build<'_> {
     }
 
     /// The library functions `model_objects` call, with their sizes in the linked `elf`.
-    fn library_functions(&self, model_objects: &[PathBuf], elf: &PathBuf) -> Result<Vec<(String, u64)>> {
+    fn library_functions(
+        &self,
+        model_objects: &[PathBuf],
+        elf: &PathBuf,
+    ) -> Result<Vec<(String, u64)>> {
         let nm = self.nm();
         let wanted = symbols::undefined(&nm, model_objects)?;
         let own = symbols::defined(&nm, model_objects, false)?;
@@ -392,7 +397,10 @@ impl Build<'_> {
             .filter(|s| own.contains(&s.name) && s.size > 0)
             .collect();
         functions.sort_by_key(|s| s.addr);
-        let ranges: Vec<(u64, u64)> = functions.iter().map(|s| (s.addr, s.addr + s.size)).collect();
+        let ranges: Vec<(u64, u64)> = functions
+            .iter()
+            .map(|s| (s.addr, s.addr + s.size))
+            .collect();
         let without = self.counted_run(&elves[0], &plugin, &[], "0")?;
         let with = self.counted_run(&elves[1], &plugin, &ranges, "k")?;
         let per_function = functions
@@ -400,7 +408,10 @@ impl Build<'_> {
             .zip(&with.ranges)
             .map(|(s, &n)| (s.name, icount::per_inference(n, 0, k)))
             .collect();
-        Ok((icount::per_inference(with.total, without.total, k), per_function))
+        Ok((
+            icount::per_inference(with.total, without.total, k),
+            per_function,
+        ))
     }
 
     /// Runs `elf` under the counting plugin (counting `ranges` too) and reads its log.

@@ -119,10 +119,13 @@ mod tests {
     fn parses_the_plugins_lines() {
         let log = "insns=1234\nrange 0x10 0x20 7\nrange 0x20 0x40 0\n";
         let c = parse_log(log, 2, Path::new("l")).unwrap();
-        assert_eq!(c, Counts {
-            total: 1234,
-            ranges: vec![7, 0]
-        });
+        assert_eq!(
+            c,
+            Counts {
+                total: 1234,
+                ranges: vec![7, 0]
+            }
+        );
         assert!(parse_log("range 0x1 0x2 3\n", 1, Path::new("l")).is_err());
         assert!(parse_log("insns=5\n", 1, Path::new("l")).is_err());
     }
