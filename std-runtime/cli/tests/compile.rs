@@ -45,7 +45,7 @@ fn compile_needs_shapes_for_dynamic_inputs_and_runs_on_host() {
     assert!(out.join("model.c").is_file() && report.kernels > 0);
     // The measuring run feeds seeded non-zero values: the desktop on the same values agrees.
     let zeros = picograd_core::Tensor::from_slice(&[0f32; 16], &[1, 1, 4, 4]);
-    let fed = seeded_values(&["x".to_string()], &[zeros.clone()]);
+    let fed = seeded_values(&["x".to_string()], std::slice::from_ref(&zeros));
     // The desktop reference itself, on zeros, against the worked example.
     let at_zero = model.run(&[zeros]).unwrap()[0].to_vec::<f32>().unwrap();
     for (g, w) in at_zero.iter().zip(reference_at_zero()) {
