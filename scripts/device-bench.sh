@@ -16,6 +16,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PICOGRAD_CACHE="${PICOGRAD_CACHE:-$PWD/target/picograd-cache}"
 bash scripts/install-deps.sh
+# The counting plugin must build (picograd compile builds it again for each measurement).
+echo "counting plugin: $(bash scripts/icount.sh)"
 PY=$(bash scripts/python-env.sh)
 cargo build --release -q -p picograd-cli
 BIN="${CARGO_TARGET_DIR:-target}/release/picograd"
