@@ -81,9 +81,14 @@ fn check_target(name: &str) {
     for compiler in [CompilerKind::Gcc, CompilerKind::Clang] {
         for opt in [OptLevel::O2, OptLevel::Os] {
             let r = run(&t, compiler, opt);
+            // The figure is model_run's own stack, from the stack pointer at the call. On
+            // RV32IMAFC the stand-in's model_run is a leaf that keeps everything in temporary
+            // registers (no `addi sp` in its code, gcc and clang, -O2 and -Os): 0 bytes is right.
+            let leaf = name == "riscv32imafc";
             assert!(
-                r.stack_bytes.is_some_and(|s| s > 0 && s < 4096),
-                "{:?}",
+                r.stack_bytes
+                    .is_some_and(|s| (s > 0 || leaf) && s < 4096 && s % 4 == 0),
+                "{name} {compiler:?} {opt:?}: {:?}",
                 r.stack_bytes
             );
             assert!(r.text > 0 && r.model_text > 0);

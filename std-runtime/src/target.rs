@@ -10,7 +10,11 @@
 //! `opt.KEY = N` lines shape the exported kernels ([`Target::opt`]; the keys and their
 //! defaults are [`OPT_KEYS`]; without them, [`OptConfig::small_device`]). Optional
 //! `budget.NAME = FLASH RAM DESCRIPTION` lines name real parts' memory ([`Budget`]), `budget =
-//! NAME` the default one ([`Target::budget`]).
+//! NAME` the default one ([`Target::budget`]). Optional `nm` names the symbol lister used for
+//! per-function instruction counts and the library code a model pulls in (default: the `nm`
+//! beside `size`, `arm-none-eabi-size` → `arm-none-eabi-nm`). Exact instruction counts
+//! ([`BuildOptions::icount_runs`]) add picograd's QEMU plugin (`common/icount.c`, see
+//! [`icount`]) to the `run` command.
 //!
 //! The descriptions are found in `$PICOGRAD_TARGETS` when set, else in the repository's
 //! `targets/` folder next to this crate.
@@ -18,7 +22,9 @@
 mod budget;
 mod build;
 mod bundle;
+pub mod icount;
 mod opt;
+pub mod symbols;
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -57,6 +63,14 @@ pub const REQUIRED_KEYS: &[&str] = &[
     "stack_probe",
     "run",
 ];
+
+/// Unrolled copies of a kernel body at most in size mode (`-Os`; speed mode: the target's
+/// `opt.max_unrolled`, default 32).
+pub const SIZE_MAX_UNROLLED: usize = 8;
+
+/// Accumulators a kernel keeps in registers at most in size mode (speed mode: the target's
+/// `opt.max_accs`, default 8).
+pub const SIZE_MAX_ACCS: usize = 4;
 
 /// A memory region of a target: where it starts and how many bytes it has (0 on the host).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -258,6 +272,29 @@ impl Target {
             opt: Some(self.opt),
             fused_mulacc: self.fused_mulacc,
             ..Default::default()
+        }
+    }
+
+    /// The export options for this target built at `level`: [`Target::export_options`] for
+    /// speed (`-O2`); for size (`-Os`) the same with a smaller unroll budget
+    /// ([`Target::size_opt`]), so the kernels' code shrinks with the compiler's.
+    pub fn export_options_for(&self, level: OptLevel) -> picograd_core::export::ExportOptions {
+        let mut opts = self.export_options();
+        match level {
+            OptLevel::O2 => {}
+            OptLevel::Os => opts.opt = Some(self.size_opt()),
+        }
+        opts
+    }
+
+    /// The target's [`OptConfig`] for size mode: at most [`SIZE_MAX_UNROLLED`] unrolled copies
+    /// of a kernel body and [`SIZE_MAX_ACCS`] accumulators (never more than the description's own
+    /// `opt.` values); the rest as described.
+    pub fn size_opt(&self) -> OptConfig {
+        OptConfig {
+            max_unrolled: self.opt.max_unrolled.min(SIZE_MAX_UNROLLED),
+            max_accs: self.opt.max_accs.min(SIZE_MAX_ACCS),
+            ..self.opt
         }
     }
 

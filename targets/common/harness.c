@@ -12,14 +12,21 @@
  *   stack: <N> bytes                           high-water mark of the stack during model_run
  *
  * PICOGRAD_STACK_NONE (sanitizer builds) skips the probe and prints no stack line.
+ * PICOGRAD_COUNT_RUNS=K (the exact counter's builds, see targets/common/icount.c) calls
+ * `model_run` K times (K may be 0) and prints nothing: two programs differing only in K, whose
+ * executed instructions the QEMU plugin counts, give (count(K) - count(0)) / K per inference. K
+ * is a volatile variable, so both programs have the same code.
  * Then it returns 0 (QEMU's exit status on devices). Counters, chosen by the target description:
  *   PICOGRAD_COUNTER_MINSTRET  RISC-V: exact retired instructions (qemu -icount shift=0)
  *   PICOGRAD_COUNTER_SYSTICK   Cortex-M: SysTick at 25 MHz under -icount shift=0 = 1 ns per
  *                              instruction, so ticks x 40 ~ instructions; the 24-bit wrap is
  *                              counted by the SysTick interrupt
  * Stack probe: PICOGRAD_STACK_LINKER paints from the linker's end of .bss (picolibc's `__end`)
- * up to just below the current stack pointer; otherwise a fixed window below it is pre-touched
- * (so the pages exist) and painted.
+ * up to the stack pointer at the call of `model_run`; otherwise a fixed window below it is
+ * pre-touched (so the pages exist) and painted. The figure is the distance from that stack
+ * pointer down to the lowest word no longer painted: `model_run`'s own stack, not main's frame.
+ * The paint is written by main itself, whose stack pointer does not move between the paint and
+ * the call (nothing is called in between: the counter reads are inlined).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -36,7 +43,7 @@
 
 #if defined(PICOGRAD_COUNTER_MINSTRET)
 #define HAVE_COUNTER 1
-static uint64_t counter_read(void)
+static inline __attribute__((always_inline)) uint64_t counter_read(void)
 {
     uint32_t hi, lo, hi2;
     do {
@@ -69,7 +76,7 @@ static void counter_start(void)
     SYST_CSR = 7u; /* enable, interrupt on wrap, processor clock */
 }
 /* Elapsed ticks as a monotonic 64-bit number: wraps x 2^24 + (reload - current). */
-static uint64_t counter_read(void)
+static inline __attribute__((always_inline)) uint64_t counter_read(void)
 {
     uint32_t w, v;
     do {
@@ -85,14 +92,31 @@ static uint64_t counter_scale(uint64_t n) { return n * 40u; }
 
 /* ---- stack high-water mark ---- */
 
+#if !defined(PICOGRAD_STACK_NONE) && !defined(PICOGRAD_COUNT_RUNS)
+#define HAVE_STACK_PROBE 1
+
+/* The stack pointer of the function it is inlined into. */
+static inline __attribute__((always_inline)) uintptr_t stack_pointer(void)
+{
+    uintptr_t sp;
+#if defined(__arm__) || defined(__aarch64__)
+    __asm__ volatile("mov %0, sp" : "=r"(sp));
+#elif defined(__riscv)
+    __asm__ volatile("mv %0, sp" : "=r"(sp));
+#elif defined(__x86_64__)
+    __asm__ volatile("mov %%rsp, %0" : "=r"(sp));
+#else
+    /* Another host: a local's address, within main's frame (the figure then includes part of
+     * that frame). */
+    volatile uintptr_t here = 0;
+    sp = (uintptr_t)&here;
+#endif
+    return sp;
+}
+
 #if defined(PICOGRAD_STACK_LINKER)
 extern char __end[]; /* picolibc.ld: end of .bss, start of the free RAM below the stack */
-#endif
-
-#if !defined(PICOGRAD_STACK_NONE)
-static uintptr_t paint_lo, paint_hi;
-
-#if !defined(PICOGRAD_STACK_LINKER)
+#else
 /* Makes sure the pages of the window exist before they are painted through a pointer. */
 static __attribute__((noinline)) void touch_window(void)
 {
@@ -104,35 +128,30 @@ static __attribute__((noinline)) void touch_window(void)
 }
 #endif
 
-static __attribute__((noinline)) void paint_stack(void)
+/* The lowest address to paint below `sp`: the end of .bss, or a fixed window. */
+static uintptr_t paint_floor(uintptr_t sp)
 {
-    volatile uint32_t marker = 0;
-    uintptr_t hi = ((uintptr_t)&marker - PAINT_MARGIN) & ~(uintptr_t)3u;
-    uintptr_t lo = hi - PAINT_MAX_BYTES;
-    uintptr_t p;
+    uintptr_t lo = (sp - PAINT_MAX_BYTES) & ~(uintptr_t)3u;
 #if defined(PICOGRAD_STACK_LINKER)
     uintptr_t end = ((uintptr_t)__end + 3u) & ~(uintptr_t)3u;
-    if (hi - end < PAINT_MAX_BYTES) {
+    if (sp - end < PAINT_MAX_BYTES) {
         lo = end;
     }
 #endif
-    for (p = lo; p < hi; p += 4u) {
-        *(volatile uint32_t *)p = PAINT_WORD;
-    }
-    paint_lo = lo;
-    paint_hi = hi;
-    (void)marker;
+    return lo;
 }
 
-/* Bytes between `top` and the lowest word that no longer holds the paint. */
-static uint32_t stack_used(uintptr_t top)
+/* Bytes between `sp` and the lowest word from `lo` up that no longer holds the paint. */
+static uint32_t stack_used(uintptr_t lo, uintptr_t sp)
 {
-    uintptr_t p = paint_lo;
-    while (p < paint_hi && *(volatile uint32_t *)p == PAINT_WORD) {
+    uintptr_t p = lo;
+    while (p < sp && *(volatile uint32_t *)p == PAINT_WORD) {
         p += 4u;
     }
-    return (uint32_t)(top - p);
+    return (uint32_t)(sp - p);
 }
+#else
+#define HAVE_STACK_PROBE 0
 #endif
 
 /* ---- printing ---- */
@@ -178,10 +197,26 @@ void harness_print(const char *name, const void *data, size_t n, size_t itemsize
     printf("\n");
 }
 
+#if defined(PICOGRAD_COUNT_RUNS)
+/* Volatile, so the programs with K runs and with none have the same code; K + 1, never 0, so
+ * both keep it in .data (a zero would move it to .bss and change the start-up code's work). */
+static volatile uint32_t harness_runs_plus_one = PICOGRAD_COUNT_RUNS + 1u;
+
 int main(void)
 {
-    volatile uint32_t top_marker = 0;
-    uintptr_t top = (uintptr_t)&top_marker;
+    uint32_t i;
+    for (i = 0; i + 1u < harness_runs_plus_one; i++) {
+        HARNESS_RUN();
+    }
+    return 0;
+}
+#else
+int main(void)
+{
+#if HAVE_STACK_PROBE
+    uintptr_t sp, lo, p;
+    uint32_t used;
+#endif
 #if HAVE_COUNTER
     uint64_t t0, t1, overhead;
     counter_start();
@@ -189,11 +224,15 @@ int main(void)
     t1 = counter_read();
     overhead = t1 - t0;
 #endif
-#if !defined(PICOGRAD_STACK_NONE)
+#if HAVE_STACK_PROBE
 #if !defined(PICOGRAD_STACK_LINKER)
     touch_window();
 #endif
-    paint_stack();
+    sp = stack_pointer();
+    lo = paint_floor(sp);
+    for (p = lo; p < sp; p += 4u) {
+        *(volatile uint32_t *)p = PAINT_WORD;
+    }
 #endif
 #if HAVE_COUNTER
     t0 = counter_read();
@@ -202,21 +241,18 @@ int main(void)
 #if HAVE_COUNTER
     t1 = counter_read();
 #endif
-    {
-#if !defined(PICOGRAD_STACK_NONE)
-        uint32_t used = stack_used(top);
+#if HAVE_STACK_PROBE
+    used = stack_used(lo, sp);
 #endif
-        HARNESS_PRINT_OUTPUTS();
+    HARNESS_PRINT_OUTPUTS();
 #if HAVE_COUNTER
-        fputs("instructions: ", stdout);
-        print_u64(counter_scale(t1 - t0 > overhead ? t1 - t0 - overhead : 0u));
-        fputs("\n", stdout);
+    fputs("instructions: ", stdout);
+    print_u64(counter_scale(t1 - t0 > overhead ? t1 - t0 - overhead : 0u));
+    fputs("\n", stdout);
 #endif
-#if !defined(PICOGRAD_STACK_NONE)
-        printf("stack: %lu bytes\n", (unsigned long)used);
+#if HAVE_STACK_PROBE
+    printf("stack: %lu bytes\n", (unsigned long)used);
 #endif
-    }
-    (void)top_marker;
-    (void)top;
     return 0;
 }
+#endif

@@ -1,8 +1,11 @@
 //! Compiling an ONNX model for a device: the library side of `picograd compile`. The model's
 //! forward pass is captured on zero-valued placeholder inputs (shapes from the model, or given
-//! where an axis is symbolic), exported to freestanding C with `const` weights, written as a
-//! bundle, and built once for the target (run on zeros, or on given inputs) to measure flash,
-//! RAM and instructions. Before anything is built, the weights (flash) and the arena (RAM) are
+//! where an axis is symbolic), exported to freestanding C with `const` weights and the target's
+//! own export options (fused multiply-add where its FPU has one; size mode's smaller unroll
+//! budget with `-Os`), written as a bundle, and built for the target (run on seeded non-zero
+//! values, or on given inputs) to measure flash (code, weights, library code it pulls in), RAM
+//! and instructions — exact counts by picograd's QEMU plugin on emulated targets,
+//! [`ICOUNT_RUNS`] calls against none. Before anything is built, the weights (flash) and the arena (RAM) are
 //! checked against the selected [`Budget`] and the emulated board; with given inputs, the
 //! device's outputs are compared with the desktop's ([`crate::check`]).
 //!
@@ -25,6 +28,9 @@ use picograd_runtime::target::{
 
 use crate::check::{compare, CheckReport};
 
+/// Calls of `model_run` the exact instruction count runs (against a run with none).
+pub const ICOUNT_RUNS: u32 = 2;
+
 /// What to compile for and where to put it.
 #[derive(Clone, Debug)]
 pub struct CompileOptions {
@@ -38,12 +44,14 @@ pub struct CompileOptions {
     pub out: PathBuf,
     /// Shapes for inputs, by ONNX name; required for inputs with a symbolic axis.
     pub shapes: Vec<(String, Vec<usize>)>,
-    /// How the measuring build is made.
+    /// How the measuring build is made (`opt` also picks the export's unroll budget). On an
+    /// emulated target, instructions are counted exactly ([`BuildOptions::icount_runs`]; unset:
+    /// [`ICOUNT_RUNS`]).
     pub build: BuildOptions,
     /// The part (one of the target's budgets) the model must fit; `None`: the target's default.
     pub budget: Option<String>,
     /// Values to run the built bundle on, one per model input in model order (their shapes win
-    /// over `shapes`); empty: zeros. With values, [`CompileReport::check`] compares the device's
+    /// over `shapes`); empty: seeded non-zero values ([`seeded_values`]). With values, [`CompileReport::check`] compares the device's
     /// outputs with the desktop's on the same values.
     pub inputs: Vec<Tensor>,
 }
@@ -81,7 +89,7 @@ pub struct CompileReport {
     pub arena_bytes: usize,
     /// Bytes of constant weights.
     pub weight_bytes: usize,
-    /// The build and run (on zeros, or on the given inputs).
+    /// The build and run (on seeded values, or on the given inputs).
     pub run: RunReport,
     /// The part the model was checked against (`None` on the host).
     pub budget: Option<Budget>,
@@ -104,11 +112,16 @@ impl fmt::Display for CompileReport {
         writeln!(f, "kernels:      {}", self.kernels)?;
         writeln!(
             f,
-            "flash:        {} bytes (model text {} + data {}; weights {})",
+            "flash:        {} bytes (model text {} + data {}): code {} + weights {} (arrays {}); \
+             library code it calls {} bytes{}",
             self.flash(),
             r.model_text,
             r.model_data,
-            self.weight_bytes
+            r.code_flash(),
+            r.weights_flash,
+            self.weight_bytes,
+            r.library_flash(),
+            library_list(&r.library_functions)
         )?;
         let stack = r.stack_bytes.map_or("?".into(), |s| s.to_string());
         writeln!(
@@ -119,7 +132,15 @@ impl fmt::Display for CompileReport {
         let ins = r
             .instructions
             .map_or("not counted".into(), |n| n.to_string());
-        write!(f, "instructions: {ins} (one run of model_run)")?;
+        let how = if r.function_instructions.is_empty() {
+            "one run of model_run"
+        } else {
+            "per inference, exact: QEMU plugin"
+        };
+        write!(f, "instructions: {ins} ({how})")?;
+        for (name, n) in &r.function_instructions {
+            write!(f, "\n  {name:<28} {n:>12}")?;
+        }
         if let Some(b) = &self.budget {
             let pct = |n: u64, of: u64| 100.0 * n as f64 / of.max(1) as f64;
             let ram = self.arena_bytes as u64 + r.stack_bytes.unwrap_or(0);
@@ -138,6 +159,15 @@ impl fmt::Display for CompileReport {
         }
         Ok(())
     }
+}
+
+/// ` (name size, ...)` for the report, or nothing.
+fn library_list(functions: &[(String, u64)]) -> String {
+    if functions.is_empty() {
+        return String::new();
+    }
+    let list: Vec<String> = functions.iter().map(|(n, s)| format!("{n} {s}")).collect();
+    format!(" ({})", list.join(", "))
 }
 
 /// Imports nothing: `model` is already loaded. Captures, exports, checks the budget, writes and
@@ -159,8 +189,9 @@ pub fn compile(model: &Model, opts: &CompileOptions) -> Result<CompileReport> {
     let (ins, outs): (Vec<&Tensor>, Vec<&Tensor>) =
         (inputs.iter().collect(), outputs.iter().collect());
     let (capture, _) = stage("compiling kernels", || Capture::record(&ins, &outs))?;
-    // The target's own export options: fused multiply-add where its FPU has one.
-    let mut export_opts = target.export_options();
+    // The target's own export options (fused multiply-add where its FPU has one), with the
+    // smaller unroll budget of size mode when the build is `-Os`.
+    let mut export_opts = target.export_options_for(opts.build.opt);
     let names = bundle_names(model, &export_opts.prefix);
     export_opts.header_notes = zipmap_notes(model, &names.outputs);
     let bundle = stage("exporting C", || export(&capture, &names, &export_opts))?;
@@ -172,7 +203,7 @@ pub fn compile(model: &Model, opts: &CompileOptions) -> Result<CompileReport> {
     check_memory(&target, budget.as_ref(), need, before)?;
     picograd_runtime::export::write_bundle(&bundle, &opts.out)?;
     let feed = if opts.inputs.is_empty() {
-        zero_values(&names.inputs, &inputs)
+        seeded_values(&names.inputs, &inputs)
     } else {
         given_values(&names.inputs, &inputs, &opts.inputs)?
     };
@@ -182,6 +213,10 @@ pub fn compile(model: &Model, opts: &CompileOptions) -> Result<CompileReport> {
     if build.on_stage.is_none() {
         build.on_stage = Some(progress.hook());
     }
+    build.icount_runs = match target.is_host() {
+        true => None,
+        false => build.icount_runs.or(Some(ICOUNT_RUNS)),
+    };
     let run = build_and_run(&target, &opts.out, &feed, &build);
     progress.finish(run.is_ok());
     let run = run?;
@@ -431,13 +466,31 @@ fn placeholders(specs: &[ValueSpec], shapes: &[Vec<usize>]) -> Result<Vec<Tensor
         .collect()
 }
 
-fn zero_values(names: &[String], inputs: &[Tensor]) -> Vec<(String, Values)> {
+/// The measuring run's inputs when none are given: float inputs hold seeded values in
+/// [-1, 1) (non-zero, so data-dependent paths such as ReLU's run as on real data, and the same
+/// on every run), integer and boolean inputs zeros (always a valid index).
+pub fn seeded_values(names: &[String], inputs: &[Tensor]) -> Vec<(String, Values)> {
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = move || {
+        // xorshift64*: a fixed sequence, no dependency.
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        let u = (state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 40) as f64 / (1u64 << 24) as f64;
+        2.0 * u - 1.0
+    };
     names
         .iter()
         .zip(inputs)
         .map(|(n, t)| {
             let dtype: DType = t.dtype();
-            let bits = vec![0u64; t.numel()];
+            let bits = (0..t.numel())
+                .map(|_| match dtype {
+                    DType::F32 => u64::from((next() as f32).to_bits()),
+                    DType::F64 => next().to_bits(),
+                    _ => 0,
+                })
+                .collect();
             (n.clone(), Values { dtype, bits })
         })
         .collect()

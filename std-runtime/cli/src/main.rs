@@ -17,7 +17,7 @@ use clap::{Parser, Subcommand};
 use picograd_core::{Error, Result};
 use picograd_onnx::{npy, ops, values::onnx_type_name, Model};
 use picograd_runtime::install::DeviceKind;
-use picograd_runtime::target::Target;
+use picograd_runtime::target::{BuildOptions, CompilerKind, OptLevel, Target};
 
 /// The command line (`about` is this crate's description).
 #[derive(Parser)]
@@ -61,50 +61,87 @@ enum Command {
     /// Compile a model to standalone C for a device target and measure it there.
     ///
     /// Captures the forward pass on zero-valued inputs, exports it as freestanding C99
-    /// (`model.h`, `model.c`, `model_weights.c` with `const` weights, `model.json`) into OUT, then
-    /// builds it once for the target with its cross compiler, runs it (natively or under QEMU)
-    /// on zeros and reports flash (text + data of the model's objects), RAM (static arena +
-    /// measured stack) and the instructions one `model_run` executes.
+    /// (`model.h`, `model.c`, `model_weights.c` with `const` weights, `model.json`) into OUT with
+    /// the target's own export options (fused multiply-add where its FPU has one), then builds it
+    /// for the target with its cross compiler, runs it (natively or under QEMU) on seeded
+    /// non-zero values (or the `--input` files) and reports flash (the model's code, its weights,
+    /// and library code it calls), RAM (static arena + stack high-water mark from the stack
+    /// pointer at the call) and the instructions one `model_run` executes — on emulated targets
+    /// exactly, counted by picograd's QEMU plugin (2 calls minus none), in all and per function.
     #[command(verbatim_doc_comment)]
-    Compile {
-        /// The ONNX model file.
-        model: PathBuf,
-        /// The device target, by name: one of the known targets (`cortex-m4`, `cortex-m3`,
-        /// `riscv32imac`, `riscv32imafc`, `host`; `$PICOGRAD_TARGETS` lists others). A name is
-        /// never read as a path.
-        #[arg(long, default_value = "host")]
-        target: String,
-        /// A target description elsewhere: the folder holding its `target.txt` (instead of
-        /// `--target`). Its commands are run as written, so name only folders you trust.
-        #[arg(long, value_name = "DIR", conflicts_with = "target")]
-        target_dir: Option<PathBuf>,
-        /// The directory to write the bundle to.
-        #[arg(long)]
-        out: PathBuf,
-        /// The shape of an input with a symbolic axis, `NAME=D0,D1,...` (repeatable); required
-        /// for every such input.
-        #[arg(long = "shape", value_name = "NAME=DIMS")]
-        shapes: Vec<String>,
-        /// The part whose flash and RAM the model must fit, checked before anything is built
-        /// (one of the target's `budget.NAME` lines; default: the target's default part —
-        /// cortex-m4: nrf52840 (1 MiB flash, 256 KiB RAM), cortex-m3: lpc1768, riscv32imac:
-        /// gd32vf103cb, riscv32imafc: ch32v307; the host has none).
-        #[arg(long, value_name = "NAME")]
-        budget: Option<String>,
-        /// One `.npy` file per model input, in the model's input order: the measuring run uses
-        /// them (instead of zeros) and the report compares its outputs with the desktop's.
-        #[arg(long = "input", short = 'i')]
-        inputs: Vec<PathBuf>,
-        /// With `--input`: fail (exit 1) unless every output of the device run is within
-        /// 1e-4 + 1e-4·|desktop| of the desktop run; the largest difference is reported.
-        #[arg(long, requires = "inputs")]
-        check: bool,
-    },
+    Compile(CompileArgs),
     /// Show a model's inputs, outputs, operators, parameter count and picograd's support.
     Inspect {
         /// The ONNX model file.
         model: PathBuf,
     },
+}
+
+/// The arguments of `picograd compile`.
+#[derive(clap::Args)]
+struct CompileArgs {
+    /// The ONNX model file.
+    model: PathBuf,
+    /// The device target, by name: one of the known targets (`cortex-m4`, `cortex-m3`,
+    /// `riscv32imac`, `riscv32imafc`, `host`; `$PICOGRAD_TARGETS` lists others). A name is
+    /// never read as a path.
+    #[arg(long, default_value = "host")]
+    target: String,
+    /// A target description elsewhere: the folder holding its `target.txt` (instead of
+    /// `--target`). Its commands are run as written, so name only folders you trust.
+    #[arg(long, value_name = "DIR", conflicts_with = "target")]
+    target_dir: Option<PathBuf>,
+    /// The directory to write the bundle to.
+    #[arg(long)]
+    out: PathBuf,
+    /// The shape of an input with a symbolic axis, `NAME=D0,D1,...` (repeatable); required
+    /// for every such input.
+    #[arg(long = "shape", value_name = "NAME=DIMS")]
+    shapes: Vec<String>,
+    /// The part whose flash and RAM the model must fit, checked before anything is built
+    /// (one of the target's `budget.NAME` lines; default: the target's default part —
+    /// cortex-m4: nrf52840 (1 MiB flash, 256 KiB RAM), cortex-m3: lpc1768, riscv32imac:
+    /// gd32vf103cb, riscv32imafc: ch32v307; the host has none).
+    #[arg(long, value_name = "NAME")]
+    budget: Option<String>,
+    /// One `.npy` file per model input, in the model's input order: the measuring run uses
+    /// them (instead of zeros) and the report compares its outputs with the desktop's.
+    #[arg(long = "input", short = 'i')]
+    inputs: Vec<PathBuf>,
+    /// With `--input`: fail (exit 1) unless every output of the device run is within
+    /// 1e-4 + 1e-4·|desktop| of the desktop run; the largest difference is reported.
+    #[arg(long, requires = "inputs")]
+    check: bool,
+    /// What the build optimizes for: `speed` (`-O2`, the target's own unroll budget) or
+    /// `size` (`-Os`, and kernels unrolled at most 8 times with at most 4 accumulators).
+    #[arg(long, value_enum, default_value_t = OptArg::Speed)]
+    opt: OptArg,
+    /// The C compiler of the measuring build: `gcc` (the target's `cc`) or `clang` (its
+    /// `clang_cflags`).
+    #[arg(long, value_enum, default_value_t = CompilerArg::Gcc)]
+    compiler: CompilerArg,
+    /// One more flag for every compile of the measuring build (repeatable), e.g.
+    /// `--cflag=-fno-inline` to count each kernel in its own function.
+    #[arg(long = "cflag", value_name = "FLAG", allow_hyphen_values = true)]
+    cflags: Vec<String>,
+}
+
+/// `compile --opt`: what the device build optimizes for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum OptArg {
+    /// `-O2` and the target's own unroll budget.
+    Speed,
+    /// `-Os` and a smaller unroll budget.
+    Size,
+}
+
+/// `compile --compiler`: which C compiler builds the bundle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum CompilerArg {
+    /// The target's `cc`.
+    Gcc,
+    /// clang with the target's `clang_cflags`.
+    Clang,
 }
 
 /// Why a command failed: a usage error (exit 2) or the library's error (exit by kind).
@@ -134,27 +171,7 @@ fn main() -> ExitCode {
             shapes,
             bench,
         } => run(&model, &inputs, &out, interp, &shapes, bench),
-        Command::Compile {
-            model,
-            target,
-            target_dir,
-            out,
-            shapes,
-            budget,
-            inputs,
-            check,
-        } => compile(
-            &model,
-            TargetArg {
-                name: &target,
-                dir: target_dir,
-            },
-            &out,
-            &shapes,
-            budget.as_deref(),
-            &inputs,
-            check,
-        ),
+        Command::Compile(args) => compile(args),
         Command::Inspect { model } => inspect(&model).map_err(Failure::from),
     };
     match result {
@@ -346,17 +363,46 @@ struct TargetArg<'a> {
     dir: Option<PathBuf>,
 }
 
+/// The measuring build `--opt` and `--compiler` ask for.
+fn build_options(opt: OptArg, compiler: CompilerArg) -> BuildOptions {
+    BuildOptions {
+        opt: match opt {
+            OptArg::Speed => OptLevel::O2,
+            OptArg::Size => OptLevel::Os,
+        },
+        compiler: match compiler {
+            CompilerArg::Gcc => CompilerKind::Gcc,
+            CompilerArg::Clang => CompilerKind::Clang,
+        },
+        ..BuildOptions::default()
+    }
+}
+
 /// Exports a model for a device, builds it once and prints what it costs there.
-fn compile(
-    path: &Path,
-    target: TargetArg<'_>,
-    out: &Path,
-    shapes: &[String],
-    budget: Option<&str>,
-    inputs: &[PathBuf],
-    check: bool,
-) -> CliResult {
-    let shapes = parse_shapes(shapes)?;
+fn compile(args: CompileArgs) -> CliResult {
+    let CompileArgs {
+        model: path,
+        target: name,
+        target_dir,
+        out,
+        shapes,
+        budget,
+        inputs,
+        check,
+        opt,
+        compiler,
+        cflags,
+    } = args;
+    let target = TargetArg {
+        name: &name,
+        dir: target_dir,
+    };
+    let budget = budget.as_deref();
+    let build = BuildOptions {
+        extra_flags: cflags,
+        ..build_options(opt, compiler)
+    };
+    let shapes = parse_shapes(&shapes)?;
     // Target and budget are arguments: an unknown one is a usage error, found before any work.
     let t = match &target.dir {
         Some(dir) => Target::from_dir(dir),
@@ -366,7 +412,7 @@ fn compile(
     t.budget(budget)
         .map_err(|e| Failure::Usage(e.to_string()))?;
     picograd_runtime::install();
-    let model = load(path)?;
+    let model = load(&path)?;
     let inputs = inputs
         .iter()
         .map(|p| npy::read(p))
@@ -376,7 +422,8 @@ fn compile(
         shapes,
         budget: budget.map(str::to_string),
         inputs,
-        ..picograd_cli::CompileOptions::new(target.name, out)
+        build,
+        ..picograd_cli::CompileOptions::new(target.name, &out)
     };
     let t = Instant::now();
     let report = picograd_cli::compile(&model, &opts)?;

@@ -257,6 +257,63 @@ fn a_model_that_fits_proceeds_and_check_compares_with_the_desktop() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The CLI exports with the target's own options: on the Cortex-M4F (an FPU with fused
+/// multiply-add) the kernels' multiply-accumulates are written fused; `--opt size` builds at
+/// `-Os` and still agrees with the desktop under QEMU; both count instructions exactly.
+#[test]
+fn compile_uses_the_targets_fma_and_size_mode_runs_correct() {
+    let dir = scratch("opt");
+    let m = write_model(&dir, "tiny.onnx", &common::tiny_cnn());
+    let vals: Vec<f32> = (0..16).map(|i| ((i * 5) % 13) as f32 / 6.0 - 1.0).collect();
+    let x = picograd_core::Tensor::from_slice(&vals, &[1, 1, 4, 4]);
+    let xf = dir.join("x.npy");
+    picograd_onnx::npy::write(&xf, &x).unwrap();
+    let xs = xf.display().to_string();
+    let mut code = Vec::new();
+    for (opt, sub) in [("speed", "fast"), ("size", "small")] {
+        let out = dir.join(sub).display().to_string();
+        let args = [
+            "compile",
+            &m,
+            "--target",
+            "cortex-m4",
+            "--out",
+            &out,
+            "--opt",
+            opt,
+            "--input",
+            &xs,
+            "--check",
+        ];
+        let o = picograd(&args, &[]);
+        let report = text(&o.stdout);
+        assert!(o.status.success(), "{opt}: {}\n{report}", text(&o.stderr));
+        assert!(
+            report.contains("device and desktop agree"),
+            "{opt}: {report}"
+        );
+        assert!(
+            report.contains("(per inference, exact: QEMU plugin)"),
+            "{opt}: {report}"
+        );
+        let c = std::fs::read_to_string(dir.join(sub).join("model.c")).unwrap();
+        assert!(
+            c.contains("__builtin_fmaf("),
+            "{opt}: no fused multiply-add in\n{c}"
+        );
+        let bytes: u64 = report
+            .split("): code ")
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{opt}: no code size in {report}"));
+        code.push(bytes);
+    }
+    // Size mode (-Os, a smaller unroll budget) makes the model's code no bigger.
+    assert!(code[1] <= code[0], "code bytes speed/size: {code:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn run_takes_shapes_and_benches_warm() {
     let dir = scratch("run");

@@ -29,7 +29,7 @@ fn tiny_cnn_dynamic() -> ModelProto {
 
 #[test]
 fn compile_needs_shapes_for_dynamic_inputs_and_runs_on_host() {
-    use picograd_cli::compile::{bundle_names, parse_shape_arg};
+    use picograd_cli::compile::{bundle_names, parse_shape_arg, seeded_values};
     use picograd_cli::{compile, CompileOptions};
     let model = Model::from_bytes(&tiny_cnn_dynamic().encode_to_vec(), "tiny").unwrap();
     let out = std::env::temp_dir().join(format!("picograd-onnx-compile-{}", std::process::id()));
@@ -43,10 +43,21 @@ fn compile_needs_shapes_for_dynamic_inputs_and_runs_on_host() {
     let report = compile(&model, &opts).unwrap();
     assert_eq!(report.inputs, vec![("x".to_string(), vec![1, 1, 4, 4])]);
     assert!(out.join("model.c").is_file() && report.kernels > 0);
+    // The measuring run feeds seeded non-zero values: the desktop on the same values agrees.
+    let zeros = picograd_core::Tensor::from_slice(&[0f32; 16], &[1, 1, 4, 4]);
+    let fed = seeded_values(&["x".to_string()], std::slice::from_ref(&zeros));
+    // The desktop reference itself, on zeros, against the worked example.
+    let at_zero = model.run(&[zeros]).unwrap()[0].to_vec::<f32>().unwrap();
+    for (g, w) in at_zero.iter().zip(reference_at_zero()) {
+        assert!((f64::from(*g) - w).abs() < 1e-5, "{at_zero:?}");
+    }
+    let xs = fed[0].1.to_f32().unwrap();
+    assert!(xs.iter().all(|v| *v != 0.0 && v.abs() <= 1.0), "{xs:?}");
+    let x = picograd_core::Tensor::from_slice(&xs, &[1, 1, 4, 4]);
+    let want = model.run(&[x]).unwrap()[0].to_vec::<f32>().unwrap();
     let y = report.run.output("y").unwrap().to_f32().unwrap();
-    let want = reference_at_zero();
     for (g, w) in y.iter().zip(&want) {
-        assert!((f64::from(*g) - w).abs() < 1e-5, "{y:?} vs {want:?}");
+        assert!((g - w).abs() < 1e-5, "{y:?} vs {want:?}");
     }
     let names = bundle_names(&model, "model");
     assert_eq!(names.inputs, ["x"]);

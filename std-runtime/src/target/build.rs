@@ -1,6 +1,11 @@
 //! Building a bundle for a target and running it: compile the harness and every `.c` of the
 //! bundle with the target's compiler, link, run (natively, or under the target's QEMU command
-//! with a timeout), and parse what the harness printed into a [`RunReport`].
+//! with a timeout), and parse what the harness printed into a [`RunReport`]. With
+//! [`BuildOptions::icount_runs`], instructions are counted exactly by picograd's QEMU plugin
+//! ([`super::icount`]): two more programs call `model_run` K times and not at all, and the
+//! difference over K is one inference; the model's functions are counted one by one the same way.
+//! Flash is split into the weights' object and the code, and the library functions the model's
+//! objects call are listed with their sizes ([`super::symbols`]).
 //!
 //! Invariant: every failure names the target and the command, and carries the tool's output; a
 //! program that outlives the timeout is killed. C is always compiled with `-std=c99 -Wall -Wextra
@@ -14,7 +19,7 @@ use std::time::{Duration, Instant};
 use picograd_core::{Error, Result};
 
 use super::bundle::{Bundle, Values};
-use super::{Counter, StackProbe, Target};
+use super::{icount, symbols, Counter, StackProbe, Target};
 
 /// Flags every build uses, whatever the target and compiler.
 const ALWAYS: &[&str] = &[
@@ -64,6 +69,10 @@ pub struct BuildOptions {
     pub keep_build_dir: bool,
     /// Told when each stage of the build starts (progress display); `None`: nobody is told.
     pub on_stage: Option<StageHook>,
+    /// Count instructions exactly with picograd's QEMU plugin (`targets/common/icount.c`), over
+    /// this many calls of `model_run` (at least 1) against none; `None`: the target's in-program
+    /// counter (SysTick steps of 40 on Cortex-M, `minstret` on RISC-V). Emulated targets only.
+    pub icount_runs: Option<u32>,
 }
 
 /// A stage of [`build_and_run`], in the order they happen.
@@ -120,6 +129,7 @@ impl Default for BuildOptions {
             timeout: Duration::from_secs(30),
             keep_build_dir: false,
             on_stage: None,
+            icount_runs: None,
         }
     }
 }
@@ -129,9 +139,19 @@ impl Default for BuildOptions {
 pub struct RunReport {
     /// Each output of `model_run`, by name, in order.
     pub outputs: Vec<(String, Values)>,
-    /// Instructions executed by `model_run` (exact on RISC-V, ≈ SysTick ticks × 40 on
-    /// Cortex-M), `None` where the target has no counter.
+    /// Instructions executed by one `model_run`: exact with [`BuildOptions::icount_runs`] (and
+    /// from `minstret` on RISC-V), ≈ SysTick ticks × 40 on Cortex-M otherwise; `None` where the
+    /// target has no counter.
     pub instructions: Option<u64>,
+    /// With [`BuildOptions::icount_runs`]: instructions per inference inside each function the
+    /// model's objects define that the linked program holds (kernels gcc inlined count in their
+    /// caller), in address order; empty otherwise.
+    pub function_instructions: Vec<(String, u64)>,
+    /// Text + data of the weights' object (`model_weights.c`; 0 when the bundle has none).
+    pub weights_flash: u64,
+    /// Library functions the model's objects call directly (libgcc, libc: `memset`,
+    /// `__aeabi_*`, ...) with their sizes in bytes: flash the model pulls in.
+    pub library_functions: Vec<(String, u64)>,
     /// Whole program: code and constants (`size`'s text).
     pub text: u64,
     /// Whole program: initialised data (in flash and RAM).
@@ -167,6 +187,16 @@ impl RunReport {
     pub fn ram(&self) -> u64 {
         self.data + self.bss
     }
+
+    /// Flash of the model's code: its objects' text + data without the weights' object.
+    pub fn code_flash(&self) -> u64 {
+        (self.model_text + self.model_data).saturating_sub(self.weights_flash)
+    }
+
+    /// Flash of the library functions the model calls ([`RunReport::library_functions`]).
+    pub fn library_flash(&self) -> u64 {
+        self.library_functions.iter().map(|(_, n)| n).sum()
+    }
 }
 
 /// Builds the bundle in `bundle_dir` for `target`, runs it once on `inputs` (by name, as in
@@ -177,6 +207,12 @@ pub fn build_and_run(
     inputs: &[(&str, Values)],
     opts: &BuildOptions,
 ) -> Result<RunReport> {
+    if opts.icount_runs.is_some() && target.is_host() {
+        return Err(Error::Unsupported(format!(
+            "target {}: exact instruction counts run under QEMU; this target runs natively",
+            target.name
+        )));
+    }
     if opts.sanitize && !target.is_host() {
         return Err(Error::Unsupported(format!(
             "target {}: sanitizers run on the host target only",
@@ -256,7 +292,7 @@ impl Build<'_> {
         let mut objects = Vec::new();
         for (i, src) in sources.iter().enumerate() {
             let obj = self.dir.join(format!("{i}.o"));
-            self.compile(src, &obj, bundle_dir)?;
+            self.compile(src, &obj, bundle_dir, &self.defines())?;
             objects.push(obj);
         }
         let elf = self.dir.join("prog.elf");
@@ -266,7 +302,7 @@ impl Build<'_> {
         let (text, data, bss) = self.sizes(std::slice::from_ref(&elf), true)?;
         let (model_text, model_data, model_bss) = self.sizes(&objects[1..], false)?;
         self.stage(BuildStage::Run);
-        let stdout = self.execute(&elf)?;
+        let stdout = self.execute(&elf, &[])?;
         let mut report = parse_stdout(&stdout, bundle).map_err(|d| {
             Error::Device(format!(
                 "target {}: {d}\nprogram output:\n{stdout}",
@@ -282,7 +318,114 @@ impl Build<'_> {
         report.model_text = model_text;
         report.model_data = model_data;
         report.model_bss = model_bss;
+        report.weights_flash = self.weights_flash(&sources, &objects)?;
+        report.library_functions = self.library_functions(&objects[1..], &elf)?;
+        if let Some(k) = self.opts.icount_runs {
+            let (n, per_function) =
+                self.count_exactly(&sources[0], &objects[1..], k, bundle_dir)?;
+            report.instructions = Some(n);
+            report.function_instructions = per_function;
+        }
         Ok(report)
+    }
+
+    /// The target's `nm` (its `nm` key, else the one beside its `size`).
+    fn nm(&self) -> String {
+        match self.target.get("nm") {
+            Some(nm) => nm.to_owned(),
+            None => symbols::nm_beside(self.target.get("size").unwrap_or("size")),
+        }
+    }
+
+    /// Text + data of the object built from the bundle's `model_weights.c`, if any.
+    fn weights_flash(&self, sources: &[PathBuf], objects: &[PathBuf]) -> Result<u64> {
+        let at = sources
+            .iter()
+            .position(|s| s.file_name().is_some_and(|n| n == "model_weights.c"));
+        match at {
+            Some(i) => {
+                let (t, d, _) = self.sizes(std::slice::from_ref(&objects[i]), false)?;
+                Ok(t + d)
+            }
+            None => Ok(0),
+        }
+    }
+
+    /// The library functions `model_objects` call, with their sizes in the linked `elf`.
+    fn library_functions(
+        &self,
+        model_objects: &[PathBuf],
+        elf: &PathBuf,
+    ) -> Result<Vec<(String, u64)>> {
+        let nm = self.nm();
+        let wanted = symbols::undefined(&nm, model_objects)?;
+        let own = symbols::defined(&nm, model_objects, false)?;
+        Ok(symbols::sized_functions(&nm, elf)?
+            .into_iter()
+            .filter(|s| wanted.contains(&s.name) && !own.contains(&s.name))
+            .map(|s| (s.name, s.size))
+            .collect())
+    }
+
+    /// Exact instructions per inference, in all and per model function: the harness built
+    /// again to call `model_run` `k` times and not at all, both run under the counting plugin.
+    fn count_exactly(
+        &self,
+        harness: &Path,
+        model_objects: &[PathBuf],
+        k: u32,
+        bundle_dir: &Path,
+    ) -> Result<(u64, Vec<(String, u64)>)> {
+        let k = k.max(1);
+        let plugin = icount::build_plugin("cc", &self.target.root, self.dir)?;
+        let mut elves = Vec::new();
+        for runs in [0, k] {
+            let obj = self.dir.join(format!("harness-count-{runs}.o"));
+            let defines = [format!("-DPICOGRAD_COUNT_RUNS={runs}")];
+            self.compile(harness, &obj, bundle_dir, &defines)?;
+            let elf = self.dir.join(format!("count-{runs}.elf"));
+            let objects: Vec<PathBuf> = std::iter::once(obj)
+                .chain(model_objects.iter().cloned())
+                .collect();
+            self.link(&objects, &elf)?;
+            elves.push(elf);
+        }
+        let nm = self.nm();
+        let own = symbols::defined(&nm, model_objects, true)?;
+        let mut functions: Vec<symbols::Symbol> = symbols::sized_functions(&nm, &elves[1])?
+            .into_iter()
+            .filter(|s| own.contains(&s.name) && s.size > 0)
+            .collect();
+        functions.sort_by_key(|s| s.addr);
+        let ranges: Vec<(u64, u64)> = functions
+            .iter()
+            .map(|s| (s.addr, s.addr + s.size))
+            .collect();
+        let without = self.counted_run(&elves[0], &plugin, &[], "0")?;
+        let with = self.counted_run(&elves[1], &plugin, &ranges, "k")?;
+        let per_function = functions
+            .into_iter()
+            .zip(&with.ranges)
+            .map(|(s, &n)| (s.name, icount::per_inference(n, 0, k)))
+            .collect();
+        Ok((
+            icount::per_inference(with.total, without.total, k),
+            per_function,
+        ))
+    }
+
+    /// Runs `elf` under the counting plugin (counting `ranges` too) and reads its log.
+    fn counted_run(
+        &self,
+        elf: &Path,
+        plugin: &Path,
+        ranges: &[(u64, u64)],
+        tag: &str,
+    ) -> Result<icount::Counts> {
+        let log = self.dir.join(format!("icount-{tag}.log"));
+        self.execute(elf, &icount::qemu_args(plugin, ranges, &log))?;
+        let text = std::fs::read_to_string(&log).map_err(|e| io_err(&log, e))?;
+        icount::parse_log(&text, ranges.len(), &log)
     }
 
     fn stage(&self, stage: BuildStage) {
@@ -291,7 +434,7 @@ impl Build<'_> {
         }
     }
 
-    fn compile(&self, src: &Path, obj: &Path, bundle_dir: &Path) -> Result<()> {
+    fn compile(&self, src: &Path, obj: &Path, bundle_dir: &Path, defines: &[String]) -> Result<()> {
         let t = self.target;
         let mut cmd: Vec<String> = match self.opts.compiler {
             CompilerKind::Gcc => [
@@ -306,7 +449,7 @@ impl Build<'_> {
             OptLevel::O2 => "-O2".into(),
             OptLevel::Os => "-Os".into(),
         });
-        cmd.extend(self.defines());
+        cmd.extend(defines.iter().cloned());
         cmd.extend(self.sanitize_flags());
         cmd.extend(self.opts.extra_flags.iter().cloned());
         cmd.push(format!("-I{}", self.dir.display()));
@@ -429,14 +572,16 @@ impl Build<'_> {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
-    /// Runs the program (directly, or by the target's `run` command) under the timeout.
-    fn execute(&self, elf: &Path) -> Result<String> {
+    /// Runs the program (directly, or by the target's `run` command, with `extra` arguments
+    /// after it) under the timeout.
+    fn execute(&self, elf: &Path, extra: &[String]) -> Result<String> {
         let elf_s = elf.display().to_string();
         let cmd: Vec<String> = self
             .target
             .words("run")
             .into_iter()
             .map(|w| w.replace("{elf}", &elf_s))
+            .chain(extra.iter().cloned())
             .collect();
         let shown = cmd.join(" ");
         let fail = |detail: String| {
@@ -519,6 +664,9 @@ fn parse_stdout(stdout: &str, bundle: &Bundle) -> std::result::Result<RunReport,
     let mut report = RunReport {
         outputs: Vec::new(),
         instructions: None,
+        function_instructions: Vec::new(),
+        weights_flash: 0,
+        library_functions: Vec::new(),
         text: 0,
         data: 0,
         bss: 0,
