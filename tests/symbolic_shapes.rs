@@ -91,11 +91,67 @@ fn batches_on(dev: Arc<dyn Device>, check: &[usize], count_work: bool) {
     assert!(batch.bind(0).is_err());
 }
 
+/// Naive reference of the JIT'd function: `(relu(x @ w).sum(0), x * 2 + 1)` for `x` of
+/// `len` rows of 4 and `w` of 4 x 3.
+fn jit_reference(x: &[f32], w: &[f32], len: usize) -> (Vec<f32>, Vec<f32>) {
+    let mut s = vec![0.0f32; 3];
+    for r in 0..len {
+        for (c, sc) in s.iter_mut().enumerate() {
+            let dot: f32 = (0..4).map(|k| x[r * 4 + k] * w[k * 3 + c]).sum();
+            *sc += dot.max(0.0);
+        }
+    }
+    (s, x.iter().map(|v| v * 2.0 + 1.0).collect())
+}
+
+/// A JIT captured at one sequence length replays at any length in the variable's bounds with
+/// no scheduling, lowering or compiling; a `SignatureCache` keys on the symbolic signature.
+fn jit_on(dev: Arc<dyn Device>) {
+    let seq = Variable::new("seq_len", 1, 128).unwrap();
+    let ws = vals(12, 5.0);
+    let w = Tensor::try_from_slice_on(&ws, &[4, 3], &dev).unwrap();
+    let f = |x: &[Tensor]| -> picograd::Result<Vec<Tensor>> {
+        let s = x[0].try_matmul(&w)?.relu().try_sum(&[0], false)?;
+        Ok(vec![s, x[0].mul(2.0).add(1.0)])
+    };
+    let jit = Jit::new(f);
+    let cache = picograd::jit::SignatureCache::new();
+    let input = |len: usize| {
+        let xs = vals(len * 4, len as f32 * 0.1);
+        let dims = [seq.bind(len as i64).unwrap(), Node::cst(4)];
+        (Tensor::try_from_slice_sym_on(&xs, &dims, &dev).unwrap(), xs)
+    };
+    let mut before = None;
+    for (i, len) in [5usize, 1, 128, 37, 5, 64].into_iter().enumerate() {
+        let (x, xs) = input(len);
+        if i == 1 {
+            before = Some(counters());
+        }
+        let (want_s, want_y) = jit_reference(&xs, &ws, len);
+        let outs = jit.call(std::slice::from_ref(&x)).unwrap();
+        assert_eq!(outs[1].shape(), vec![len, 4], "len {len}");
+        assert_eq!(outs[0].to_vec::<f32>().unwrap(), want_s, "sum, len {len}");
+        assert_eq!(outs[1].to_vec::<f32>().unwrap(), want_y, "x*2+1, len {len}");
+        let cached = cache.call(std::slice::from_ref(&x), f).unwrap();
+        assert_eq!(cached[0].to_vec::<f32>().unwrap(), want_s, "cache, len {len}");
+        assert_eq!(cached[1].shape(), vec![len, 4], "cache, len {len}");
+    }
+    let (b, a) = (before.unwrap(), counters());
+    assert_eq!(jit.replays(), 5);
+    let st = cache.stats();
+    assert_eq!((st.captures, st.replays, st.reruns), (1, 5, 0));
+    assert_eq!(a.compiled, b.compiled, "replays compiled on {}", dev.name());
+    assert_eq!(a.lowered, b.lowered, "replays lowered on {}", dev.name());
+    assert_eq!(a.scheduled, b.scheduled, "replays scheduled on {}", dev.name());
+}
+
 #[test]
 fn symbolic_batch_and_jit() {
     let all: Vec<usize> = (1..=16).collect();
     batches_on(picograd::context::interp(), &all, true);
     let clang =
         picograd::runtime::clang().expect("no C compiler: the Clang symbolic test cannot run");
-    batches_on(clang, &[1, 6, 16], false);
+    batches_on(clang.clone(), &[1, 6, 16], false);
+    jit_on(picograd::context::interp());
+    jit_on(clang);
 }

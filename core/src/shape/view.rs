@@ -491,10 +491,53 @@ impl View {
         if self.contiguous || self.shape.iter().any(is_zero) {
             return Ok(Some(View::from_shape(new_shape)));
         }
-        if let Some(v) = self.reshape_unit_dims(new_shape) {
+        if let Some(v) = self
+            .reshape_unit_dims(new_shape)
+            .or_else(|| self.reshape_merged(new_shape))
+        {
             return Ok(Some(v));
         }
         Ok(self.reshape_strided(new_shape))
+    }
+
+    /// A reshape of an unmasked view that only merges runs of adjacent dimensions which walk
+    /// memory as one (`stride[i-1] == stride[i] * shape[i]`, as an expanded run of stride 0
+    /// does), symbolic dimensions included; `None` when the reshape does more.
+    fn reshape_merged(&self, new_shape: &[Sint]) -> Option<View> {
+        if self.mask.is_some() {
+            return None;
+        }
+        let old: Vec<(&Sint, &Sint)> = (self.shape.iter().zip(&self.strides))
+            .filter(|(d, _)| !is_one(d))
+            .collect();
+        let mut next = old.iter();
+        let mut strides = Vec::with_capacity(new_shape.len());
+        for nd in new_shape {
+            if is_one(nd) {
+                strides.push(Node::cst(0));
+                continue;
+            }
+            let &(d, st) = next.next()?;
+            let (mut size, mut stride) = (d.clone(), st.clone());
+            while size != *nd {
+                let &(d, st) = next.next()?;
+                if stride != st * d {
+                    return None;
+                }
+                size = &size * d;
+                stride = st.clone();
+            }
+            strides.push(stride);
+        }
+        if next.next().is_some() {
+            return None;
+        }
+        Some(View::new(
+            new_shape.to_vec(),
+            strides,
+            self.offset.clone(),
+            None,
+        ))
     }
 
     /// A reshape that only adds or drops dimensions of size 1 (any other dimension, symbolic

@@ -129,6 +129,31 @@ impl Node {
     }
 }
 
+impl Node {
+    /// The node with each bound variable named in `vals` bound to that value instead (others
+    /// kept): a captured output shape at a replay's values. A value outside a variable's
+    /// bounds is an error.
+    pub fn rebind(&self, vals: &VarVals) -> Result<Node> {
+        let vars = self.vars();
+        if vars.iter().all(|v| v.bound_value().is_none()) {
+            return Ok(self.clone());
+        }
+        let mut bound = Vec::new();
+        for v in &vars {
+            let name = v.var_name().unwrap_or("");
+            if let Some((_, val)) = vals.iter().find(|(k, _)| &**k == name) {
+                bound.push(Variable(Node::var(name, v.vmin(), v.vmax())).bind(*val)?);
+            }
+        }
+        Ok(self.substitute(&|name| {
+            bound
+                .iter()
+                .find(|b| b.var_name() == Some(name))
+                .cloned()
+        }))
+    }
+}
+
 /// Adds `name = val` to `vals` (kept sorted by name); an error when `name` already holds
 /// another value.
 pub fn merge_val(vals: &mut VarVals, name: &str, val: i64) -> Result<()> {
