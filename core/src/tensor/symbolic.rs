@@ -73,7 +73,7 @@ impl Tensor {
                 alloc::format!(
                     "{} values do not fill shape {} ({n} elements)",
                     data.len(),
-                    fmt_shape(shape)
+                    fmt_list(shape)
                 ),
             ));
         }
@@ -97,7 +97,7 @@ impl Tensor {
         if a.resolved() != b.resolved() || (symbolic_both && a.unbind() != b.unbind()) {
             return Err(Error::shape(
                 "reshape",
-                alloc::format!("cannot reshape {} to {}", fmt_shape(&own), fmt_shape(shape)),
+                alloc::format!("cannot reshape {} to {}", fmt_list(&own), fmt_list(shape)),
             ));
         }
         let out = self.lazy().reshape(shape)?;
@@ -120,11 +120,36 @@ impl Tensor {
                 .collect();
             return Err(Error::shape(
                 "shrink",
-                alloc::format!("cannot shrink {} to [{}]", fmt_shape(&own), fmt.join(", ")),
+                alloc::format!("cannot shrink {} to [{}]", fmt_list(&own), fmt.join(", ")),
             ));
         }
         let out = self.lazy().shrink_nodes(arg)?;
         Ok(Tensor::derive(FnKind::ShrinkSym(arg.to_vec()), &[self], out))
+    }
+
+    /// Pads each axis with `(before, after)` zeros, where the amounts may be bound variables
+    /// (never negative for any value in their bounds): how a row lands at a position that is a
+    /// variable, e.g. a KV cache write.
+    pub fn try_pad_sym(&self, arg: &[(Sint, Sint)]) -> Result<Tensor> {
+        let own = self.sym_shape();
+        if arg.len() != own.len() || arg.iter().any(|(b, e)| b.vmin() < 0 || e.vmin() < 0) {
+            let fmt: Vec<alloc::string::String> = arg
+                .iter()
+                .map(|(b, e)| alloc::format!("({b}, {e})"))
+                .collect();
+            return Err(Error::shape(
+                "pad",
+                alloc::format!("cannot pad {} by [{}]", fmt_list(&own), fmt.join(", ")),
+            ));
+        }
+        let padded: Vec<Sint> = own
+            .iter()
+            .zip(arg)
+            .map(|(d, (b, e))| &(d + b) + e)
+            .collect();
+        size::checked_numel("pad", &max_dims(&padded), self.dtype())?;
+        let out = self.lazy().pad_nodes(arg)?;
+        Ok(Tensor::derive(FnKind::PadSym(arg.to_vec()), &[self], out))
     }
 
     /// The shape symbolic shapes broadcast to, numpy style: equal dimensions stay, a 1
@@ -147,8 +172,8 @@ impl Tensor {
                     op,
                     alloc::format!(
                         "shapes {} and {} do not broadcast",
-                        fmt_shape(a),
-                        fmt_shape(b)
+                        fmt_list(a),
+                        fmt_list(b)
                     ),
                 )),
             })
@@ -169,7 +194,7 @@ impl Tensor {
         if !fits {
             return Err(Error::shape(
                 "broadcast_to",
-                alloc::format!("cannot broadcast {} to {}", fmt_shape(&own), fmt_shape(shape)),
+                alloc::format!("cannot broadcast {} to {}", fmt_list(&own), fmt_list(shape)),
             ));
         }
         let mut padded = alloc::vec![Node::cst(1); shape.len() - own.len()];
@@ -178,6 +203,14 @@ impl Tensor {
         let e = r.lazy().expand(shape)?;
         Ok(Tensor::derive(FnKind::Expand, &[&r], e))
     }
+}
+
+/// `[2, 3]`-style text of a shape, the way [`Tensor::shape`]'s errors print (a symbolic
+/// dimension by its expression).
+fn fmt_list(shape: &[Sint]) -> alloc::string::String {
+    let parts: Vec<alloc::string::String> =
+        shape.iter().map(|d| alloc::format!("{d}")).collect();
+    alloc::format!("[{}]", parts.join(", "))
 }
 
 /// Every dimension must be a constant or a lone variable bound to a value (an unbound one has
@@ -191,7 +224,7 @@ fn check_dims(op: &'static str, shape: &[Sint]) -> Result<()> {
                     alloc::format!(
                         "dimension {d} of {} uses variable {v} without a value: bind it \
                          (Variable::bind)",
-                        fmt_shape(shape)
+                        fmt_list(shape)
                     ),
                 ));
             }
