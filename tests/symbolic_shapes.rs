@@ -7,6 +7,9 @@
 
 use std::sync::Arc;
 
+#[path = "../examples/common/tiny_gpt.rs"]
+mod tiny_gpt;
+
 use picograd::device::Device;
 use picograd::interp::executed_ops;
 use picograd::jit::Jit;
@@ -145,6 +148,23 @@ fn jit_on(dev: Arc<dyn Device>) {
     assert_eq!(a.scheduled, b.scheduled, "replays scheduled on {}", dev.name());
 }
 
+/// The KV-cache decoder of `examples/kv_decode.rs`: every position runs the kernels of the
+/// first step (no compile after it), and each step's logits match the uncached model's.
+fn kv_decode_on(dev: Arc<dyn Device>) {
+    let m = tiny_gpt::TinyGpt::new(&dev).unwrap();
+    let d = tiny_gpt::decode(&m, &dev, &[3, 1, 4], 5).unwrap();
+    eprintln!(
+        "kv decode on {}: tokens {:?}, max |cached - uncached| {:e}",
+        dev.name(),
+        d.tokens,
+        d.max_diff
+    );
+    assert_eq!(d.tokens.len(), 8);
+    assert_eq!(d.compiled_after_first, 0, "compiled after the first token");
+    assert_eq!(d.lowered_after_first, 0, "lowered after the first token");
+    assert!(d.max_diff <= 1e-5, "cached logits differ by {}", d.max_diff);
+}
+
 #[test]
 fn symbolic_batch_and_jit() {
     let all: Vec<usize> = (1..=16).collect();
@@ -153,5 +173,7 @@ fn symbolic_batch_and_jit() {
         picograd::runtime::clang().expect("no C compiler: the Clang symbolic test cannot run");
     batches_on(clang.clone(), &[1, 6, 16], false);
     jit_on(picograd::context::interp());
-    jit_on(clang);
+    jit_on(clang.clone());
+    kv_decode_on(picograd::context::interp());
+    kv_decode_on(clang);
 }

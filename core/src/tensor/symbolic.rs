@@ -16,7 +16,7 @@ use super::{size, Tensor};
 use crate::autograd::FnKind;
 use crate::device::{Buffer, Device};
 use crate::error::{Error, Result};
-use crate::lazy::{fmt_shape, LazyBuffer};
+use crate::lazy::LazyBuffer;
 use crate::shape::{prod, Sint};
 use crate::symbolic::Node;
 use alloc::sync::Arc;
