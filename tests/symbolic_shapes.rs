@@ -136,7 +136,11 @@ fn jit_on(dev: Arc<dyn Device>) {
         assert_eq!(outs[0].to_vec::<f32>().unwrap(), want_s, "sum, len {len}");
         assert_eq!(outs[1].to_vec::<f32>().unwrap(), want_y, "x*2+1, len {len}");
         let cached = cache.call(std::slice::from_ref(&x), f).unwrap();
-        assert_eq!(cached[0].to_vec::<f32>().unwrap(), want_s, "cache, len {len}");
+        assert_eq!(
+            cached[0].to_vec::<f32>().unwrap(),
+            want_s,
+            "cache, len {len}"
+        );
         assert_eq!(cached[1].shape(), vec![len, 4], "cache, len {len}");
     }
     let (b, a) = (before.unwrap(), counters());
@@ -145,7 +149,12 @@ fn jit_on(dev: Arc<dyn Device>) {
     assert_eq!((st.captures, st.replays, st.reruns), (1, 5, 0));
     assert_eq!(a.compiled, b.compiled, "replays compiled on {}", dev.name());
     assert_eq!(a.lowered, b.lowered, "replays lowered on {}", dev.name());
-    assert_eq!(a.scheduled, b.scheduled, "replays scheduled on {}", dev.name());
+    assert_eq!(
+        a.scheduled,
+        b.scheduled,
+        "replays scheduled on {}",
+        dev.name()
+    );
 }
 
 /// The KV-cache decoder of `examples/kv_decode.rs`: every position runs the kernels of the

@@ -613,8 +613,14 @@ fn bound_variables_bind_unbind_and_rebind() {
     use picograd_core::shape::ShapeTracker;
     use picograd_core::symbolic::Variable;
     let n = Variable::new("n", 1, 16).unwrap();
-    assert!(Variable::new("idx0", 1, 4).is_err(), "idx names belong to kernels");
-    assert!(Variable::new("n", 4, 4).is_err(), "an empty or one-value range");
+    assert!(
+        Variable::new("idx0", 1, 4).is_err(),
+        "idx names belong to kernels"
+    );
+    assert!(
+        Variable::new("n", 4, 4).is_err(),
+        "an empty or one-value range"
+    );
     assert!(Variable::new("2n", 1, 4).is_err(), "not a C identifier");
     let (n3, n5) = (n.bind(3).unwrap(), n.bind(5).unwrap());
     assert!(n.bind(17).is_err() && n.bind(0).is_err());

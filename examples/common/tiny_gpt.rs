@@ -88,8 +88,11 @@ impl TinyGpt {
         let len = onehots.sym_shape()[0].clone();
         let d = Node::cst(D as i64);
         let last = [(&len - 1, len.clone())];
-        let tok = onehots.try_shrink_sym(&[last[0].clone(), (Node::cst(0), Node::cst(VOCAB as i64))])?;
-        let pos = self.pos_emb.try_shrink_sym(&[last[0].clone(), (Node::cst(0), d.clone())])?;
+        let tok =
+            onehots.try_shrink_sym(&[last[0].clone(), (Node::cst(0), Node::cst(VOCAB as i64))])?;
+        let pos = self
+            .pos_emb
+            .try_shrink_sym(&[last[0].clone(), (Node::cst(0), d.clone())])?;
         let x = tok.try_matmul(&self.tok_emb)?.try_add(&pos)?;
         let (q, k, v) = (
             x.try_matmul(&self.wq)?,
@@ -97,7 +100,10 @@ impl TinyGpt {
             x.try_matmul(&self.wv)?,
         );
         // Row len-1 of a [MAX_CTX, D] grid: the new row padded into place, and where it is.
-        let rows = [(&len - 1, Node::cst(MAX_CTX as i64) - &len), (Node::cst(0), Node::cst(0))];
+        let rows = [
+            (&len - 1, Node::cst(MAX_CTX as i64) - &len),
+            (Node::cst(0), Node::cst(0)),
+        ];
         let at = x.const_like(1.0).cast(DType::Bool).try_pad_sym(&rows)?;
         let kc = at.try_where(&k.try_pad_sym(&rows)?, &self.kc)?;
         let vc = at.try_where(&v.try_pad_sym(&rows)?, &self.vc)?;

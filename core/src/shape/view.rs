@@ -544,7 +544,8 @@ impl View {
     /// ones included, keeps its stride and mask): `None` when the reshape does more, or drops a
     /// size-1 dimension that is masked out.
     fn reshape_unit_dims(&self, new_shape: &[Sint]) -> Option<View> {
-        let kept = |s: &[Sint]| -> Vec<usize> { (0..s.len()).filter(|&i| !is_one(&s[i])).collect() };
+        let kept =
+            |s: &[Sint]| -> Vec<usize> { (0..s.len()).filter(|&i| !is_one(&s[i])).collect() };
         let (old_kept, new_kept) = (kept(&self.shape), kept(new_shape));
         let same = old_kept.len() == new_kept.len()
             && old_kept

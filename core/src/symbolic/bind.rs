@@ -95,7 +95,12 @@ impl Node {
             vals.iter()
                 .find(|(k, _)| &**k == n)
                 .map(|(_, v)| *v)
-                .or_else(|| self.vars().iter().find(|v| v.var_name() == Some(n)).map(Node::vmax))
+                .or_else(|| {
+                    self.vars()
+                        .iter()
+                        .find(|v| v.var_name() == Some(n))
+                        .map(Node::vmax)
+                })
         })
         .unwrap_or(self.vmax())
     }
@@ -145,12 +150,7 @@ impl Node {
                 bound.push(Variable(Node::var(name, v.vmin(), v.vmax())).bind(*val)?);
             }
         }
-        Ok(self.substitute(&|name| {
-            bound
-                .iter()
-                .find(|b| b.var_name() == Some(name))
-                .cloned()
-        }))
+        Ok(self.substitute(&|name| bound.iter().find(|b| b.var_name() == Some(name)).cloned()))
     }
 }
 

@@ -16,7 +16,6 @@ fn mismatch(a: &[usize], b: &[usize], why: &str) -> Error {
     Error::shape("matmul", format!("shapes {a:?} and {b:?} {why}"))
 }
 
-
 impl Tensor {
     /// Matrix product of `self` (`[.., n, k]` or `[k]`) and `rhs` (`[.., k, m]` or `[k]`).
     ///

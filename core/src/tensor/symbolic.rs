@@ -110,9 +110,10 @@ impl Tensor {
     pub fn try_shrink_sym(&self, arg: &[(Sint, Sint)]) -> Result<Tensor> {
         let own = self.sym_shape();
         let bad = arg.len() != own.len()
-            || arg.iter().zip(&own).any(|((b, e), d)| {
-                b.vmin() < 0 || (e - b).vmin() < 0 || (d - e).vmin() < 0
-            });
+            || arg
+                .iter()
+                .zip(&own)
+                .any(|((b, e), d)| b.vmin() < 0 || (e - b).vmin() < 0 || (d - e).vmin() < 0);
         if bad {
             let fmt: Vec<alloc::string::String> = arg
                 .iter()
@@ -124,7 +125,11 @@ impl Tensor {
             ));
         }
         let out = self.lazy().shrink_nodes(arg)?;
-        Ok(Tensor::derive(FnKind::ShrinkSym(arg.to_vec()), &[self], out))
+        Ok(Tensor::derive(
+            FnKind::ShrinkSym(arg.to_vec()),
+            &[self],
+            out,
+        ))
     }
 
     /// Pads each axis with `(before, after)` zeros, where the amounts may be bound variables
@@ -189,8 +194,8 @@ impl Tensor {
         if !own.iter().chain(shape).any(|d| !d.is_const()) {
             return self.try_broadcast_to(&resolved(shape));
         }
-        let fits = Tensor::broadcast_shape_sym("broadcast_to", &own, shape)
-            .is_ok_and(|s| s == shape);
+        let fits =
+            Tensor::broadcast_shape_sym("broadcast_to", &own, shape).is_ok_and(|s| s == shape);
         if !fits {
             return Err(Error::shape(
                 "broadcast_to",
@@ -208,8 +213,7 @@ impl Tensor {
 /// `[2, 3]`-style text of a shape, the way [`Tensor::shape`]'s errors print (a symbolic
 /// dimension by its expression).
 fn fmt_list(shape: &[Sint]) -> alloc::string::String {
-    let parts: Vec<alloc::string::String> =
-        shape.iter().map(|d| alloc::format!("{d}")).collect();
+    let parts: Vec<alloc::string::String> = shape.iter().map(|d| alloc::format!("{d}")).collect();
     alloc::format!("[{}]", parts.join(", "))
 }
 
