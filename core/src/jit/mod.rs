@@ -240,16 +240,7 @@ impl Capture {
                 (Some(p), k) => {
                     let ids: Vec<BufId> = step.slots.iter().map(|&s| bufs[s].id()).collect();
                     let vars = match k {
-                        Some(k) if !k.vars.is_empty() => {
-                            let mut merged = step.var_vals.clone();
-                            for (name, v) in vals {
-                                match merged.iter_mut().find(|(n, _)| n == name) {
-                                    Some(slot) => slot.1 = *v,
-                                    None => crate::symbolic::merge_val(&mut merged, name, *v)?,
-                                }
-                            }
-                            crate::realize::kernel_var_values(k, &merged)?
-                        }
+                        Some(k) if !k.vars.is_empty() => step_vars(k, &step.var_vals, vals)?,
                         _ => Vec::new(),
                     };
                     p.run(&ids, &vars)?;
@@ -380,6 +371,28 @@ impl Capture {
             .filter(|s| !written.contains(s) && !inputs.contains(s))
             .collect()
     }
+}
+
+/// The values of `k`'s variables for a replay: from the replay's inputs (`vals`) where they
+/// bind the name, else the value the step was recorded with; outside the bounds is an error.
+fn step_vars(k: &LinearKernel, recorded: &VarVals, vals: &VarVals) -> Result<Vec<i64>> {
+    k.vars
+        .iter()
+        .map(|(name, lo, hi)| {
+            let find = |vs: &VarVals| vs.iter().find(|(n, _)| n == name).map(|(_, v)| *v);
+            match find(vals).or_else(|| find(recorded)) {
+                Some(v) if (*lo..=*hi).contains(&v) => Ok(v),
+                Some(v) => Err(Error::Symbolic(alloc::format!(
+                    "jit: kernel {}: variable {name} = {v} is outside its bounds [{lo}, {hi}]",
+                    k.name
+                ))),
+                None => Err(Error::Symbolic(alloc::format!(
+                    "jit: kernel {}: variable {name} has no value",
+                    k.name
+                ))),
+            }
+        })
+        .collect()
 }
 
 /// A shape with its bound variables unbound: what a capture's inputs must match.

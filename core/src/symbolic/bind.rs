@@ -90,6 +90,11 @@ impl Node {
     /// The value with every bound variable at its bound value (unbound variables at their
     /// largest value): the concrete size of a bound symbolic dimension.
     pub fn resolved(&self) -> i64 {
+        // Fast paths: shapes are mostly constants and lone variables (replays ask per call).
+        match (self.as_const(), self.bound_value()) {
+            (Some(c), _) | (None, Some(c)) => return c,
+            (None, None) => {}
+        }
         let vals = self.var_vals().unwrap_or_default();
         self.eval(&|n| {
             vals.iter()
@@ -109,6 +114,9 @@ impl Node {
     /// name is bound to two values.
     pub fn var_vals(&self) -> Result<VarVals> {
         let mut out = VarVals::new();
+        if self.is_const() {
+            return Ok(out);
+        }
         for v in self.vars() {
             if let (Some(name), Some(val)) = (v.var_name(), v.bound_value()) {
                 merge_val(&mut out, name, val)?;
@@ -119,6 +127,9 @@ impl Node {
 
     /// The node with every bound variable replaced by its unbound variable.
     pub fn unbind(&self) -> Node {
+        if self.is_const() {
+            return self.clone();
+        }
         if self.vars().iter().all(|v| v.bound_value().is_none()) {
             return self.clone();
         }
@@ -139,6 +150,9 @@ impl Node {
     /// kept): a captured output shape at a replay's values. A value outside a variable's
     /// bounds is an error.
     pub fn rebind(&self, vals: &VarVals) -> Result<Node> {
+        if self.is_const() {
+            return Ok(self.clone());
+        }
         let vars = self.vars();
         if vars.iter().all(|v| v.bound_value().is_none()) {
             return Ok(self.clone());
