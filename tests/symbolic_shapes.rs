@@ -144,7 +144,15 @@ fn jit_on(dev: Arc<dyn Device>) {
         assert_eq!(cached[1].shape(), vec![len, 4], "cache, len {len}");
     }
     let (b, a) = (before.unwrap(), counters());
-    assert_eq!(jit.replays(), 5);
+    // A variable of other bounds, or a fixed length, is another signature: the JIT refuses it.
+    let other = Variable::new("seq_len", 1, 64).unwrap();
+    let dims = [other.bind(5).unwrap(), Node::cst(4)];
+    let x = Tensor::try_from_slice_sym_on(&vals(20, 0.0), &dims, &dev).unwrap();
+    let e = jit.call(std::slice::from_ref(&x)).err().expect("other bounds replayed");
+    assert!(e.to_string().contains("captured as"), "{e}");
+    let x = Tensor::try_from_slice_on(&vals(20, 0.0), &[5, 4], &dev).unwrap();
+    assert!(jit.call(std::slice::from_ref(&x)).is_err(), "a fixed length replayed");
+    assert_eq!(jit.replays(), 7);
     let st = cache.stats();
     assert_eq!((st.captures, st.replays, st.reruns), (1, 5, 0));
     assert_eq!(a.compiled, b.compiled, "replays compiled on {}", dev.name());
