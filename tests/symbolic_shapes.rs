@@ -148,10 +148,16 @@ fn jit_on(dev: Arc<dyn Device>) {
     let other = Variable::new("seq_len", 1, 64).unwrap();
     let dims = [other.bind(5).unwrap(), Node::cst(4)];
     let x = Tensor::try_from_slice_sym_on(&vals(20, 0.0), &dims, &dev).unwrap();
-    let e = jit.call(std::slice::from_ref(&x)).err().expect("other bounds replayed");
+    let e = jit
+        .call(std::slice::from_ref(&x))
+        .err()
+        .expect("other bounds replayed");
     assert!(e.to_string().contains("captured as"), "{e}");
     let x = Tensor::try_from_slice_on(&vals(20, 0.0), &[5, 4], &dev).unwrap();
-    assert!(jit.call(std::slice::from_ref(&x)).is_err(), "a fixed length replayed");
+    assert!(
+        jit.call(std::slice::from_ref(&x)).is_err(),
+        "a fixed length replayed"
+    );
     assert_eq!(jit.replays(), 7);
     let st = cache.stats();
     assert_eq!((st.captures, st.replays, st.reruns), (1, 5, 0));
