@@ -150,8 +150,7 @@ fn jit_on(dev: Arc<dyn Device>) {
     let x = Tensor::try_from_slice_sym_on(&vals(20, 0.0), &dims, &dev).unwrap();
     let e = jit
         .call(std::slice::from_ref(&x))
-        .err()
-        .expect("other bounds replayed");
+        .expect_err("other bounds replayed");
     assert!(e.to_string().contains("captured as"), "{e}");
     let x = Tensor::try_from_slice_on(&vals(20, 0.0), &[5, 4], &dev).unwrap();
     assert!(
