@@ -35,6 +35,10 @@ pub enum FnKind {
     Pad(Vec<(i64, i64)>),
     /// Keeping `[start, end)` per axis.
     Shrink(Vec<(i64, i64)>),
+    /// A pad whose amounts may be symbolic (`Tensor::try_pad_sym`).
+    PadSym(Vec<(crate::shape::Sint, crate::shape::Sint)>),
+    /// A shrink whose bounds may be symbolic (`Tensor::try_shrink_sym`).
+    ShrinkSym(Vec<(crate::shape::Sint, crate::shape::Sint)>),
     /// Every `k`-th element per axis; negative flips.
     Stride(Vec<i64>),
     /// A dtype conversion.
@@ -127,6 +131,22 @@ impl Function {
                     .map(|(&(b, e), d)| (b, d.vmax() - e))
                     .collect();
                 Ok(alloc::vec![Some(g.pad(&pd)?)])
+            }
+            FnKind::PadSym(arg) => {
+                let sh: Vec<_> = arg
+                    .iter()
+                    .zip(x[0].shape())
+                    .map(|((b, _), d)| (b.clone(), b + d))
+                    .collect();
+                Ok(alloc::vec![Some(g.shrink_nodes(&sh)?)])
+            }
+            FnKind::ShrinkSym(arg) => {
+                let pd: Vec<_> = arg
+                    .iter()
+                    .zip(x[0].shape())
+                    .map(|((b, e), d)| (b.clone(), d - e))
+                    .collect();
+                Ok(alloc::vec![Some(g.pad_nodes(&pd)?)])
             }
             FnKind::Stride(steps) => Ok(alloc::vec![Some(unstride(g, steps, x[0].shape())?)]),
             FnKind::Cast => {

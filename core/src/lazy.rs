@@ -305,6 +305,16 @@ impl LazyBuffer {
         Ok(self.view_with(self.0.st.shrink(arg)?))
     }
 
+    /// Keeps `[start, end)` of each axis, the bounds symbolic (zero-copy).
+    pub fn shrink_nodes(&self, arg: &[(Sint, Sint)]) -> Result<LazyBuffer> {
+        Ok(self.view_with(self.0.st.shrink_nodes(arg)?))
+    }
+
+    /// Pads with zeros, the amounts symbolic (zero-copy: a mask).
+    pub fn pad_nodes(&self, arg: &[(Sint, Sint)]) -> Result<LazyBuffer> {
+        Ok(self.view_with(self.0.st.pad_nodes(arg)?))
+    }
+
     /// Takes every `k`-th element per axis; negative `k` flips (zero-copy).
     pub fn stride(&self, arg: &[i64]) -> Result<LazyBuffer> {
         Ok(self.view_with(self.0.st.stride(arg)?))

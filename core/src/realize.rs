@@ -217,7 +217,35 @@ fn run_copy(item: &ScheduleItem) -> Result<Arc<Buffer>> {
     Ok(Arc::new(out))
 }
 
-type Ran = (Arc<Buffer>, Option<LinearKernel>, Option<Arc<dyn Program>>);
+type Ran = (
+    Arc<Buffer>,
+    Option<LinearKernel>,
+    Option<Arc<dyn Program>>,
+    Vec<i64>,
+);
+
+/// The values of `k`'s variables (in its order) from the item's bound values. The program
+/// checks them against the bounds too; a variable left unbound is an error here.
+pub fn kernel_var_values(k: &LinearKernel, vals: &crate::symbolic::VarVals) -> Result<Vec<i64>> {
+    k.vars
+        .iter()
+        .map(|(name, lo, hi)| {
+            let v = vals.iter().find(|(n, _)| n == name).map(|(_, v)| *v);
+            match v {
+                Some(v) if (*lo..=*hi).contains(&v) => Ok(v),
+                Some(v) => Err(Error::Symbolic(format!(
+                    "kernel {}: variable {name} = {v} is outside its bounds [{lo}, {hi}]",
+                    k.name
+                ))),
+                None => Err(Error::Symbolic(format!(
+                    "kernel {}: variable {name} is not bound to a value (bind it with \
+                     Variable::bind)",
+                    k.name
+                ))),
+            }
+        })
+        .collect()
+}
 
 fn run_kernel(item: &ScheduleItem) -> Result<Ran> {
     let k = lower(item)?;
@@ -255,10 +283,11 @@ fn run_kernel(item: &ScheduleItem) -> Result<Ran> {
         }
         ids.push(buf.id());
     }
+    let vars = kernel_var_values(&k, &item.var_vals)?;
     let prog = program(&device, &k)?;
     let clock = crate::context::context().clock_ns;
     let t0 = clock.map(|c| c());
-    prog.run(&ids, &[])?;
+    prog.run(&ids, &vars)?;
     {
         let mut c = COUNTERS.lock();
         c.kernels += 1;
@@ -282,7 +311,7 @@ fn run_kernel(item: &ScheduleItem) -> Result<Ran> {
             ),
         );
     }
-    Ok((out, Some(k), Some(prog)))
+    Ok((out, Some(k), Some(prog), vars))
 }
 
 fn schedule_counted(outs: &[LazyBuffer]) -> Result<Vec<ScheduleItem>> {
@@ -336,6 +365,10 @@ pub struct ExecItem {
     pub plain: Option<(Ast, usize)>,
     /// [`ScheduleItem::layout_copy`].
     pub layout_copy: bool,
+    /// The variable values the kernel ran with, in its variable order.
+    pub vars: Vec<i64>,
+    /// The bound values of the whole item ([`ScheduleItem::var_vals`]).
+    pub var_vals: crate::symbolic::VarVals,
 }
 
 /// Schedules and runs everything `outs` need, returning the steps that ran (for captures).
@@ -355,10 +388,10 @@ fn run_recorded(items: &[ScheduleItem], mut rec: Option<&mut Vec<ExecItem>>) -> 
         if it.out.realized().is_some() {
             continue;
         }
-        let (buf, kernel, program) = if it.is_copy {
-            (run_copy(it)?, None, None)
+        let (buf, kernel, program, vars) = if it.is_copy {
+            (run_copy(it)?, None, None, Vec::new())
         } else if !recording && is_zero_fill(it) {
-            (run_zero_fill(it)?, None, None)
+            (run_zero_fill(it)?, None, None, Vec::new())
         } else {
             run_kernel(it)?
         };
@@ -380,6 +413,8 @@ fn run_recorded(items: &[ScheduleItem], mut rec: Option<&mut Vec<ExecItem>>) -> 
                 fresh,
                 plain: it.plain.clone(),
                 layout_copy: it.layout_copy,
+                vars,
+                var_vals: it.var_vals.clone(),
             });
         }
         it.out.set_realized(buf)?;

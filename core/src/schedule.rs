@@ -32,6 +32,7 @@ use crate::lazy::{LazyBuffer, LazyOp};
 use crate::shape::ShapeTracker;
 
 mod layout;
+mod vars;
 
 pub use layout::{MIN_REUSE_VECTORS, UNPAD_MIN_READS};
 
@@ -52,6 +53,9 @@ pub struct ScheduleItem {
     pub plain: Option<(Ast, usize)>,
     /// Is it a copy the layout pass made (its output is read only by the kernels it was made for)?
     pub layout_copy: bool,
+    /// The values of the variables the (unbound) AST mentions, sorted by name: the kernel's
+    /// variable arguments (see `schedule/vars.rs`).
+    pub var_vals: crate::symbolic::VarVals,
 }
 
 /// The graph facts the fusion rules need.
@@ -594,6 +598,7 @@ fn kernel_for(
         is_copy,
         plain: None,
         layout_copy: false,
+        var_vals: crate::symbolic::VarVals::new(),
     };
     Ok((item, builder.grew))
 }
@@ -609,14 +614,17 @@ pub fn schedule(outs: &[LazyBuffer]) -> Result<Vec<ScheduleItem>> {
 pub fn schedule_for(outs: &[LazyBuffer], cfg: Option<&OptConfig>) -> Result<Vec<ScheduleItem>> {
     let (items, _) = schedule_kernels(outs)?;
     let cfg = cfg.copied();
-    layout::apply(items, &|_| cfg)
+    let mut items = layout::apply(items, &|_| cfg)?;
+    vars::unbind_items(&mut items)?;
+    Ok(items)
 }
 
 /// [`schedule`], also returning how many graph nodes it visited: the work it did, which is
 /// linear in the graph (each kernel reads each of its nodes once, see the module doc).
 pub fn schedule_with_visits(outs: &[LazyBuffer]) -> Result<(Vec<ScheduleItem>, u64)> {
     let (items, visits) = schedule_kernels(outs)?;
-    let items = layout::apply(items, &|it| it.out.device().opt_config())?;
+    let mut items = layout::apply(items, &|it| it.out.device().opt_config())?;
+    vars::unbind_items(&mut items)?;
     Ok((items, visits))
 }
 

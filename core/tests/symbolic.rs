@@ -603,3 +603,46 @@ fn render_c_compiles_and_agrees_with_eval() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Bound variables (symbolic shapes).
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn bound_variables_bind_unbind_and_rebind() {
+    use picograd_core::shape::ShapeTracker;
+    use picograd_core::symbolic::Variable;
+    let n = Variable::new("n", 1, 16).unwrap();
+    assert!(
+        Variable::new("idx0", 1, 4).is_err(),
+        "idx names belong to kernels"
+    );
+    assert!(
+        Variable::new("n", 4, 4).is_err(),
+        "an empty or one-value range"
+    );
+    assert!(Variable::new("2n", 1, 4).is_err(), "not a C identifier");
+    let (n3, n5) = (n.bind(3).unwrap(), n.bind(5).unwrap());
+    assert!(n.bind(17).is_err() && n.bind(0).is_err());
+    // Distinct while bound (graphs over different values stay apart), one when unbound.
+    assert_ne!(n3, n5);
+    assert_eq!(n3.unbind(), n5.unbind());
+    assert_eq!(n3.unbind(), *n.node());
+    let e = (&n3 * 4 + 2).floordiv(2);
+    assert_eq!(e.resolved(), 7);
+    assert_eq!(e.unbind(), (n.node() * 4 + 2).floordiv(2));
+    let vals = vec![(std::sync::Arc::from("n"), 5i64)];
+    assert_eq!(e.rebind(&vals).unwrap().resolved(), 11);
+    let out = vec![(std::sync::Arc::from("n"), 40i64)];
+    assert!(e.rebind(&out).is_err(), "40 is outside [1, 16]");
+    // A tracker over n*4 elements: unbinding keeps its views, and the values come out.
+    let st = ShapeTracker::from_shape(&[n3.clone(), Node::cst(4)])
+        .permute(&[1, 0])
+        .unwrap();
+    let un = st.unbind();
+    assert_eq!(un.shape(), &[Node::cst(4), n.node().clone()]);
+    assert_eq!(st.var_vals().unwrap(), vec![(std::sync::Arc::from("n"), 3)]);
+    assert!(un.var_vals().unwrap().is_empty());
+    let both = (&n3 + &n5).var_vals();
+    assert!(both.is_err(), "one name bound to 3 and 5");
+}

@@ -110,13 +110,22 @@ impl Mem<'_> {
 }
 
 /// Runs `code` to its end.
-pub(crate) fn exec(code: &[Instr], r: &mut [u64], m: &mut Mem<'_>) -> Result<(), Fault> {
+/// Runs `code`; returns how many operations it executed — ALU ops, loads and stores, not
+/// register moves or loop control (the work counter tests read).
+pub(crate) fn exec(code: &[Instr], r: &mut [u64], m: &mut Mem<'_>) -> Result<u64, Fault> {
     let mut pc = 0;
+    let mut executed = 0u64;
     while let Some(ins) = code.get(pc) {
         pc += 1;
         match ins {
-            Instr::Alu(f) => f(r),
-            Instr::Mem(f) => f(r, m)?,
+            Instr::Alu(f) => {
+                executed += 1;
+                f(r)
+            }
+            Instr::Mem(f) => {
+                executed += 1;
+                f(r, m)?
+            }
             Instr::Set { dst, bits } => r[*dst] = *bits,
             Instr::Assign { acc, dst, src } => {
                 let v = r[*src];
@@ -144,7 +153,7 @@ pub(crate) fn exec(code: &[Instr], r: &mut [u64], m: &mut Mem<'_>) -> Result<(),
             }
         }
     }
-    Ok(())
+    Ok(executed)
 }
 
 /// `r[d] = f(r[a])`, decoding as `A` and encoding the result's type.

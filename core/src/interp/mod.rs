@@ -30,7 +30,7 @@ mod program;
 use alloc::sync::Arc;
 
 pub use memory::InterpAllocator;
-pub use program::InterpProgram;
+pub use program::{executed_ops, InterpProgram};
 
 use crate::codegen::uops::LinearKernel;
 use crate::device::{Allocator, Device, Program};

@@ -93,6 +93,17 @@ impl Program for InterpProgram {
         let mut regs = self.registers(vars)?;
         let held = Held::new(&self.mem, bufs, &self.lowered.written).map_err(|e| self.err(e))?;
         let mut mem = held.lock();
-        exec(&self.lowered.code, &mut regs, &mut mem).map_err(|f| self.fault(f))
+        let n = exec(&self.lowered.code, &mut regs, &mut mem).map_err(|f| self.fault(f))?;
+        *EXECUTED.lock() += n;
+        Ok(())
     }
+}
+
+// One lock, not an atomic: 64-bit atomics do not exist on every target the core builds for.
+static EXECUTED: spin::Mutex<u64> = spin::Mutex::new(0);
+
+/// Interpreter operations (ALU ops, loads, stores) executed so far in this process, over every
+/// program run: the work a kernel did at its variable values (loops run to the bound value).
+pub fn executed_ops() -> u64 {
+    *EXECUTED.lock()
 }

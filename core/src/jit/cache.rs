@@ -46,7 +46,8 @@ pub struct CacheStats {
     pub reruns: u64,
 }
 
-/// Each input's shape, dtype and device address.
+/// Each input's shape (symbolic dimensions unbound: one capture serves every value), dtype and
+/// device address.
 type Signature = Vec<(Vec<Sint>, DType, usize)>;
 
 #[derive(Clone)]
@@ -148,7 +149,7 @@ impl SignatureCache {
         let sig: Signature = nodes
             .iter()
             .zip(&bufs)
-            .map(|(n, b)| (n.shape().to_vec(), n.dtype(), device_addr(b)))
+            .map(|(n, b)| (super::unbound(n.shape()), n.dtype(), device_addr(b)))
             .collect();
         let entry = self.entries.lock().get(&sig);
         match entry {

@@ -29,6 +29,7 @@ use crate::error::{Error, Result};
 use crate::lazy::{fmt_shape, LazyBuffer};
 use crate::realize::realize_recorded;
 use crate::shape::Sint;
+use crate::symbolic::VarVals;
 use crate::tensor::Tensor;
 
 mod cache;
@@ -52,6 +53,9 @@ pub struct CapturedStep {
     pub plain: Option<(crate::ast::Ast, usize)>,
     /// Is the step a layout copy (made by the scheduler for the target that recorded)?
     pub layout_copy: bool,
+    /// The variable values the step ran with when recorded; a replay overrides those its
+    /// inputs' shapes bind anew.
+    pub var_vals: crate::symbolic::VarVals,
 }
 
 /// A recorded computation: steps over slots, with inputs and outputs by position.
@@ -123,6 +127,7 @@ impl Capture {
                 program: e.program,
                 plain: e.plain,
                 layout_copy: e.layout_copy,
+                var_vals: e.var_vals,
             })
             .collect();
         let mut outs = Vec::new();
@@ -149,15 +154,15 @@ impl Capture {
     /// Runs the recorded steps on new inputs (same shapes and dtypes, same device). The
     /// outputs alias the capture's output slots: the next replay overwrites them.
     pub fn replay(&self, inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
-        let bufs = self.bind_inputs(inputs)?;
-        self.run_steps(bufs)
+        let (bufs, vals) = self.bind_inputs(inputs)?;
+        self.run_steps(bufs, &vals)
     }
 
     /// Like [`Capture::replay`], but every output a step computes lands in a newly allocated
     /// buffer, so the results stay valid whatever runs later (the intermediates are still the
     /// capture's own: two detached replays of one capture must not run at the same time).
     pub fn replay_detached(&self, inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
-        let mut bufs = self.bind_inputs(inputs)?;
+        let (mut bufs, vals) = self.bind_inputs(inputs)?;
         for (slot, shape) in &self.outputs {
             let slot = *slot;
             if self.fresh.contains(&slot) && Arc::ptr_eq(&bufs[slot], &self.slots[slot]) {
@@ -172,12 +177,13 @@ impl Capture {
                 bufs[slot] = Arc::new(new);
             }
         }
-        self.run_steps(bufs)
+        self.run_steps(bufs, &vals)
     }
 
     /// The slot table with `inputs` in the input slots, after checking them against the
-    /// capture's shapes, dtypes and devices.
-    fn bind_inputs(&self, inputs: &[&Tensor]) -> Result<Vec<Arc<Buffer>>> {
+    /// capture's shapes (symbolic dimensions match whatever value they are bound to), dtypes
+    /// and devices; and the values the inputs' shapes bind.
+    fn bind_inputs(&self, inputs: &[&Tensor]) -> Result<(Vec<Arc<Buffer>>, VarVals)> {
         if inputs.len() != self.inputs.len() {
             return Err(Error::shape(
                 "jit",
@@ -189,9 +195,10 @@ impl Capture {
             ));
         }
         let mut bufs: Vec<Arc<Buffer>> = self.slots.clone();
+        let mut vals = VarVals::new();
         for (i, (t, (slot, shape, dtype))) in inputs.iter().zip(&self.inputs).enumerate() {
             let node = realized_node(t)?;
-            if node.shape() != shape.as_slice() || node.dtype() != *dtype {
+            if unbound(node.shape()) != unbound(shape) || node.dtype() != *dtype {
                 return Err(Error::shape(
                     "jit",
                     alloc::format!(
@@ -213,30 +220,48 @@ impl Capture {
                 )));
             }
             bufs[*slot] = buf;
+            for d in node.shape() {
+                for (k, v) in d.var_vals()? {
+                    crate::symbolic::merge_val(&mut vals, &k, v)?;
+                }
+            }
         }
         // A replay inside another capture's function reads that function's inputs outside it.
         trace::note_reads(self.inputs.iter().map(|(slot, _, _)| &*bufs[*slot]));
-        Ok(bufs)
+        Ok((bufs, vals))
     }
 
-    /// Runs every step over the slot table `bufs`; the outputs are nodes over their slots.
-    fn run_steps(&self, bufs: Vec<Arc<Buffer>>) -> Result<Vec<Tensor>> {
+    /// Runs every step over the slot table `bufs` with the variable values `vals` (a step's
+    /// recorded values for the variables `vals` does not name); the outputs are nodes over
+    /// their slots, their shapes bound to `vals`.
+    fn run_steps(&self, bufs: Vec<Arc<Buffer>>, vals: &VarVals) -> Result<Vec<Tensor>> {
         for step in &self.steps {
-            match &step.program {
-                Some(p) => {
+            match (&step.program, &step.kernel) {
+                (Some(p), k) => {
                     let ids: Vec<BufId> = step.slots.iter().map(|&s| bufs[s].id()).collect();
-                    p.run(&ids, &[])?;
+                    let vars = match k {
+                        Some(k) if !k.vars.is_empty() => step_vars(k, &step.var_vals, vals)?,
+                        _ => Vec::new(),
+                    };
+                    p.run(&ids, &vars)?;
                 }
-                None => {
+                (None, _) => {
                     let bytes = bufs[step.slots[1]].to_bytes()?;
                     bufs[step.slots[0]].copy_in(&bytes)?;
                 }
             }
         }
         let outs = self.outputs.iter().map(|(slot, shape)| {
-            Tensor::from_lazy(LazyBuffer::from_shared_buffer(bufs[*slot].clone(), shape))
+            let shape = shape
+                .iter()
+                .map(|d| d.rebind(vals))
+                .collect::<Result<Vec<_>>>()?;
+            Ok(Tensor::from_lazy(LazyBuffer::from_shared_buffer(
+                bufs[*slot].clone(),
+                &shape,
+            )))
         });
-        Ok(outs.collect())
+        outs.collect()
     }
 
     /// The same capture with every kernel lowered again from its AST by `cfg` (`None`:
@@ -282,6 +307,7 @@ impl Capture {
                     slots,
                     plain,
                     layout_copy: st.layout_copy && !undo,
+                    var_vals: st.var_vals.clone(),
                 })
             })
             .collect::<Result<Vec<_>>>()?;
@@ -345,6 +371,33 @@ impl Capture {
             .filter(|s| !written.contains(s) && !inputs.contains(s))
             .collect()
     }
+}
+
+/// The values of `k`'s variables for a replay: from the replay's inputs (`vals`) where they
+/// bind the name, else the value the step was recorded with; outside the bounds is an error.
+fn step_vars(k: &LinearKernel, recorded: &VarVals, vals: &VarVals) -> Result<Vec<i64>> {
+    k.vars
+        .iter()
+        .map(|(name, lo, hi)| {
+            let find = |vs: &VarVals| vs.iter().find(|(n, _)| n == name).map(|(_, v)| *v);
+            match find(vals).or_else(|| find(recorded)) {
+                Some(v) if (*lo..=*hi).contains(&v) => Ok(v),
+                Some(v) => Err(Error::Symbolic(alloc::format!(
+                    "jit: kernel {}: variable {name} = {v} is outside its bounds [{lo}, {hi}]",
+                    k.name
+                ))),
+                None => Err(Error::Symbolic(alloc::format!(
+                    "jit: kernel {}: variable {name} has no value",
+                    k.name
+                ))),
+            }
+        })
+        .collect()
+}
+
+/// A shape with its bound variables unbound: what a capture's inputs must match.
+pub(crate) fn unbound(shape: &[Sint]) -> Vec<Sint> {
+    shape.iter().map(Sint::unbind).collect()
 }
 
 /// A function whose kernels are captured on the first call and replayed afterwards.

@@ -481,6 +481,7 @@ fn copy_item(copy: &LazyBuffer) -> Result<Option<ScheduleItem>> {
         is_copy: false,
         plain: None,
         layout_copy: true,
+        var_vals: crate::symbolic::VarVals::new(),
     }))
 }
 

@@ -78,6 +78,29 @@ impl ShapeTracker {
         out
     }
 
+    /// The values of the bound variables in every view (see
+    /// [`Variable::bind`](crate::symbolic::Variable::bind)), sorted by name; an error when a
+    /// name is bound to two values.
+    pub fn var_vals(&self) -> crate::error::Result<crate::symbolic::VarVals> {
+        let mut out = crate::symbolic::VarVals::new();
+        for v in self.vars() {
+            if let (Some(name), Some(val)) = (v.var_name(), v.bound_value()) {
+                crate::symbolic::merge_val(&mut out, name, val)?;
+            }
+        }
+        Ok(out)
+    }
+
+    /// The tracker with every bound variable replaced by its unbound variable: the same views
+    /// for every value in the variables' bounds (what a kernel is compiled for).
+    pub fn unbind(&self) -> ShapeTracker {
+        if self.vars().iter().all(|v| v.bound_value().is_none()) {
+            return self.clone();
+        }
+        let views = self.views.iter().map(unbind_view).collect();
+        ShapeTracker { views }
+    }
+
     /// The shape with the dimensions in `axes` reduced to 1.
     pub fn reduce_shape(&self, axes: &[usize]) -> Vec<Sint> {
         let one = Node::cst(1);
@@ -480,4 +503,12 @@ impl ShapeTracker {
         let ok = n > 0 && views[..n - 1].iter().all(|v| consts(v.shape()).is_some());
         ok.then_some(ShapeTracker { views })
     }
+}
+
+fn unbind_view(v: &View) -> View {
+    let un = |ns: &[Sint]| ns.iter().map(Node::unbind).collect::<Vec<_>>();
+    let mask = v
+        .mask()
+        .map(|m| m.iter().map(|(b, e)| (b.unbind(), e.unbind())).collect());
+    View::new(un(v.shape()), un(v.strides()), v.offset().unbind(), mask)
 }

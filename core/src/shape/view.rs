@@ -491,7 +491,90 @@ impl View {
         if self.contiguous || self.shape.iter().any(is_zero) {
             return Ok(Some(View::from_shape(new_shape)));
         }
+        if let Some(v) = self
+            .reshape_unit_dims(new_shape)
+            .or_else(|| self.reshape_merged(new_shape))
+        {
+            return Ok(Some(v));
+        }
         Ok(self.reshape_strided(new_shape))
+    }
+
+    /// A reshape of an unmasked view that only merges runs of adjacent dimensions which walk
+    /// memory as one (`stride[i-1] == stride[i] * shape[i]`, as an expanded run of stride 0
+    /// does), symbolic dimensions included; `None` when the reshape does more.
+    fn reshape_merged(&self, new_shape: &[Sint]) -> Option<View> {
+        if self.mask.is_some() {
+            return None;
+        }
+        let old: Vec<(&Sint, &Sint)> = (self.shape.iter().zip(&self.strides))
+            .filter(|(d, _)| !is_one(d))
+            .collect();
+        let mut next = old.iter();
+        let mut strides = Vec::with_capacity(new_shape.len());
+        for nd in new_shape {
+            if is_one(nd) {
+                strides.push(Node::cst(0));
+                continue;
+            }
+            let &(d, st) = next.next()?;
+            let (mut size, mut stride) = (d.clone(), st.clone());
+            while size != *nd {
+                let &(d, st) = next.next()?;
+                if stride != st * d {
+                    return None;
+                }
+                size = &size * d;
+                stride = st.clone();
+            }
+            strides.push(stride);
+        }
+        if next.next().is_some() {
+            return None;
+        }
+        Some(View::new(
+            new_shape.to_vec(),
+            strides,
+            self.offset.clone(),
+            None,
+        ))
+    }
+
+    /// A reshape that only adds or drops dimensions of size 1 (any other dimension, symbolic
+    /// ones included, keeps its stride and mask): `None` when the reshape does more, or drops a
+    /// size-1 dimension that is masked out.
+    fn reshape_unit_dims(&self, new_shape: &[Sint]) -> Option<View> {
+        let kept =
+            |s: &[Sint]| -> Vec<usize> { (0..s.len()).filter(|&i| !is_one(&s[i])).collect() };
+        let (old_kept, new_kept) = (kept(&self.shape), kept(new_shape));
+        let same = old_kept.len() == new_kept.len()
+            && old_kept
+                .iter()
+                .zip(&new_kept)
+                .all(|(&o, &n)| self.shape[o] == new_shape[n]);
+        let valid_unit = |i: usize| {
+            self.mask.as_ref().is_none_or(|m| {
+                !is_one(&self.shape[i]) || (m[i].0.as_const() == Some(0) && is_one(&m[i].1))
+            })
+        };
+        if !same || !(0..self.shape.len()).all(valid_unit) {
+            return None;
+        }
+        let mut strides = vec![Node::cst(0); new_shape.len()];
+        let unit = (Node::cst(0), Node::cst(1));
+        let mut mask = self.mask.as_ref().map(|_| vec![unit; new_shape.len()]);
+        for (&o, &n) in old_kept.iter().zip(&new_kept) {
+            strides[n] = self.strides[o].clone();
+            if let (Some(m), Some(old)) = (mask.as_mut(), self.mask.as_ref()) {
+                m[n] = old[o].clone();
+            }
+        }
+        Some(View::new(
+            new_shape.to_vec(),
+            strides,
+            self.offset.clone(),
+            mask,
+        ))
     }
 
     /// Reshape of a non-contiguous view with constant dimensions and mask.

@@ -11,8 +11,11 @@
 //! arithmetic saturates at the ends of i64, which keeps it sound (a saturated bound is still a
 //! bound); values are computed with wrapping i64 arithmetic.
 
+mod bind;
 mod render;
 mod simplify;
+
+pub use bind::{fmt_vals, merge_val, VarVals, Variable};
 
 use alloc::sync::Arc;
 use alloc::vec::Vec;
@@ -30,6 +33,9 @@ struct Inner {
     kind: Kind,
     min: i64,
     max: i64,
+    /// For a variable bound to a value (see [`Variable::bind`]): the value. Part of the node's
+    /// identity, so graphs over different values stay distinct until the scheduler unbinds them.
+    bound: Option<i64>,
 }
 
 /// The shape of a node. Constructed only through [`Node`]'s simplifying constructors, which keep
@@ -81,7 +87,12 @@ impl Ord for Node {
 impl Node {
     fn make(kind: Kind, min: i64, max: i64) -> Node {
         debug_assert!(min <= max, "bounds [{min}, {max}] are empty");
-        Node(Arc::new(Inner { kind, min, max }))
+        Node(Arc::new(Inner {
+            kind,
+            min,
+            max,
+            bound: None,
+        }))
     }
 
     /// The constant `v`.

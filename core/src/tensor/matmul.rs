@@ -6,18 +6,14 @@
 //! scheduler's choice (`schedule/layout.rs`), made for every matmul-shaped kernel alike.
 
 use alloc::format;
-use alloc::vec::Vec;
 
 use crate::error::{Error, Result};
+use crate::shape::Sint;
 
 use super::{must, Tensor};
 
 fn mismatch(a: &[usize], b: &[usize], why: &str) -> Error {
     Error::shape("matmul", format!("shapes {a:?} and {b:?} {why}"))
-}
-
-fn isz(s: &[usize]) -> Vec<isize> {
-    s.iter().map(|&d| d as isize).collect()
 }
 
 impl Tensor {
@@ -77,19 +73,21 @@ impl Tensor {
 /// The product of two tensors of rank >= 2 with broadcast batch axes; errors name the user's
 /// original shapes `orig`.
 fn matmul_2d_up(a: &Tensor, b: &Tensor, orig: (&[usize], &[usize])) -> Result<Tensor> {
-    let (sa, sb) = (a.shape(), b.shape());
-    let (n, k) = (sa[sa.len() - 2], sa[sa.len() - 1]);
-    let (k2, m) = (sb[sb.len() - 2], sb[sb.len() - 1]);
+    // Symbolic shapes (bound variables) pass through: the row count of a batch is often one.
+    let (sa, sb) = (a.sym_shape(), b.sym_shape());
+    let (n, k) = (&sa[sa.len() - 2], &sa[sa.len() - 1]);
+    let (k2, m) = (&sb[sb.len() - 2], &sb[sb.len() - 1]);
     if k != k2 {
         return Err(mismatch(orig.0, orig.1, "differ in the shared axis"));
     }
-    Tensor::broadcast_shape("matmul", &sa[..sa.len() - 2], &sb[..sb.len() - 2])
+    Tensor::broadcast_shape_sym("matmul", &sa[..sa.len() - 2], &sb[..sb.len() - 2])
         .map_err(|_| mismatch(orig.0, orig.1, "have batch axes that do not broadcast"))?;
-    let mut ra = isz(&sa[..sa.len() - 2]);
-    ra.extend([n as isize, 1, k as isize]);
-    let mut rb = isz(&sb[..sb.len() - 2]);
-    rb.extend([1, m as isize, k as isize]);
-    let a3 = a.try_reshape(&ra)?;
-    let b3 = b.try_transpose(-1, -2)?.try_reshape(&rb)?;
+    let one = Sint::from(1);
+    let mut ra = sa[..sa.len() - 2].to_vec();
+    ra.extend([n.clone(), one.clone(), k.clone()]);
+    let mut rb = sb[..sb.len() - 2].to_vec();
+    rb.extend([one, m.clone(), k.clone()]);
+    let a3 = a.try_reshape_sym(&ra)?;
+    let b3 = b.try_transpose(-1, -2)?.try_reshape_sym(&rb)?;
     a3.try_mul(&b3)?.try_sum(&[-1], false)
 }

@@ -39,6 +39,7 @@ mod slice;
 mod softmax;
 mod sort;
 mod stats;
+mod symbolic;
 mod triangle;
 mod unary;
 
@@ -266,12 +267,13 @@ impl Tensor {
         ))
     }
 
-    /// The shape (symbolic dimensions report their largest value).
+    /// The shape (a symbolic dimension reports its bound value, or its largest value when
+    /// unbound; see [`Tensor::sym_shape`]).
     pub fn shape(&self) -> Vec<usize> {
         self.lazy()
             .shape()
             .iter()
-            .map(|d| d.vmax().max(0) as usize)
+            .map(|d| d.resolved().max(0) as usize)
             .collect()
     }
 
@@ -473,9 +475,9 @@ impl Tensor {
         if let Some(t) = self.sharded_alu(op, others)? {
             return Ok(t);
         }
-        let mut shape = self.shape();
+        let mut shape = self.sym_shape();
         for o in others {
-            shape = Tensor::broadcast_shape(op.name(), &shape, &o.shape())?;
+            shape = Tensor::broadcast_shape_sym(op.name(), &shape, &o.sym_shape())?;
         }
         // `where`'s condition keeps its own dtype; the operands it selects between promote.
         let values: Vec<&Tensor> = if op == AluOp::Where {
@@ -490,7 +492,7 @@ impl Tensor {
             .skip(1)
             .fold(values[0].dtype(), |d, t| d.promote(t.dtype()));
         let prep = |t: &Tensor, is_value: bool| -> Result<Tensor> {
-            let t = t.try_broadcast_to(&shape)?;
+            let t = t.try_broadcast_to_sym(&shape)?;
             Ok(if is_value { t.cast(dtype) } else { t })
         };
         let mut operands = alloc::vec![prep(self, op != AluOp::Where)?];
@@ -567,14 +569,14 @@ impl Tensor {
         if keepdim {
             return Ok(r);
         }
-        let shape: Vec<usize> = self
-            .shape()
-            .iter()
+        let shape: Vec<Sint> = self
+            .sym_shape()
+            .into_iter()
             .enumerate()
             .filter(|(i, _)| !axes.contains(i))
-            .map(|(_, d)| *d)
+            .map(|(_, d)| d)
             .collect();
-        let out = r.lazy().reshape(&dims(&shape))?;
+        let out = r.lazy().reshape(&shape)?;
         Ok(Tensor::derive(FnKind::Reshape, &[&r], out))
     }
 

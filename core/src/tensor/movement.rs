@@ -88,18 +88,18 @@ impl Tensor {
     /// Removes `axis` if it has size 1 (otherwise returns `self`), or every size-1 axis when
     /// `axis` is `None`.
     pub fn try_squeeze(&self, axis: Option<isize>) -> Result<Tensor> {
-        let shape = self.shape();
+        let shape = self.sym_shape();
         let drop: Vec<usize> = match axis {
             Some(a) => self.resolve_axes("squeeze", &[a])?,
             None => (0..shape.len()).collect(),
         };
-        let keep: Vec<isize> = shape
-            .iter()
+        let keep: Vec<crate::shape::Sint> = shape
+            .into_iter()
             .enumerate()
-            .filter(|&(i, &d)| !(d == 1 && drop.contains(&i)))
-            .map(|(_, &d)| d as isize)
+            .filter(|(i, d)| !(d.as_const() == Some(1) && drop.contains(i)))
+            .map(|(_, d)| d)
             .collect();
-        self.try_reshape(&keep)
+        self.try_reshape_sym(&keep)
     }
     /// [`Tensor::try_squeeze`], panicking on a bad axis.
     #[track_caller]
@@ -117,9 +117,9 @@ impl Tensor {
                 format!("axis {axis} is out of range for shape {:?}", self.shape()),
             ));
         }
-        let mut shape: Vec<isize> = self.shape().iter().map(|&d| d as isize).collect();
-        shape.insert(a as usize, 1);
-        self.try_reshape(&shape)
+        let mut shape = self.sym_shape();
+        shape.insert(a as usize, crate::shape::Sint::from(1));
+        self.try_reshape_sym(&shape)
     }
     /// [`Tensor::try_unsqueeze`], panicking on a bad axis.
     #[track_caller]

@@ -1,0 +1,194 @@
+//! Bound variables: a [`Variable`] (a name with bounds) bound to a value for one computation,
+//! and unbinding, which turns an expression over bound variables back into the symbolic
+//! expression plus the values ([`VarVals`]) a kernel is run with.
+//!
+//! Invariant: a bound variable has the bounds of its variable and a value inside them; apart
+//! from the value (kept in the node's identity) it simplifies exactly like the unbound variable,
+//! so unbinding an expression gives the expression built over the unbound variable.
+
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+
+use super::{Inner, Kind, Node};
+use crate::error::{Error, Result};
+
+/// Values of bound variables, by name, sorted by name (each name once).
+pub type VarVals = Vec<(Arc<str>, i64)>;
+
+/// A named integer variable with bounds `[min, max]`, for symbolic shapes: a dimension that may
+/// take any value in range while one compiled kernel serves them all.
+///
+/// ```
+/// use picograd_core::symbolic::Variable;
+/// let batch = Variable::new("batch", 1, 16).unwrap();
+/// let b3 = batch.bind(3).unwrap();
+/// assert_eq!((b3.bound_value(), b3.vmin(), b3.vmax()), (Some(3), 1, 16));
+/// assert!(batch.bind(17).is_err());
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Variable(Node);
+
+impl Variable {
+    /// A variable named `name` (a C identifier) taking values in `[min, max]`, `0 <= min < max`.
+    pub fn new(name: &str, min: i64, max: i64) -> Result<Variable> {
+        let ident = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !ident || name.starts_with("idx") || name.starts_with("ridx") {
+            return Err(Error::Symbolic(alloc::format!(
+                "variable name {name:?} must be a C identifier not starting with idx/ridx"
+            )));
+        }
+        if min < 0 || min >= max {
+            return Err(Error::Symbolic(alloc::format!(
+                "variable {name} needs bounds 0 <= min < max, got [{min}, {max}]"
+            )));
+        }
+        Node::try_var(name, min, max).map(Variable)
+    }
+
+    /// The name.
+    pub fn name(&self) -> &str {
+        self.0.var_name().unwrap_or("")
+    }
+
+    /// The bounds `(min, max)`.
+    pub fn bounds(&self) -> (i64, i64) {
+        (self.0.vmin(), self.0.vmax())
+    }
+
+    /// The unbound variable as a symbolic node.
+    pub fn node(&self) -> &Node {
+        &self.0
+    }
+
+    /// The variable bound to `value`: a dimension usable in a tensor's shape. A value outside
+    /// the bounds is an error naming both.
+    pub fn bind(&self, value: i64) -> Result<Node> {
+        let (lo, hi) = self.bounds();
+        if value < lo || value > hi {
+            return Err(Error::Symbolic(alloc::format!(
+                "variable {} = {value} is outside its bounds [{lo}, {hi}]",
+                self.name()
+            )));
+        }
+        Ok(Node(Arc::new(Inner {
+            kind: self.0.kind().clone(),
+            min: lo,
+            max: hi,
+            bound: Some(value),
+        })))
+    }
+}
+
+impl Node {
+    /// The value a bound variable holds (`None` for anything else).
+    pub fn bound_value(&self) -> Option<i64> {
+        self.0.bound
+    }
+
+    /// The value with every bound variable at its bound value (unbound variables at their
+    /// largest value): the concrete size of a bound symbolic dimension.
+    pub fn resolved(&self) -> i64 {
+        // Fast paths: shapes are mostly constants and lone variables (replays ask per call).
+        match (self.as_const(), self.bound_value()) {
+            (Some(c), _) | (None, Some(c)) => return c,
+            (None, None) => {}
+        }
+        let vals = self.var_vals().unwrap_or_default();
+        self.eval(&|n| {
+            vals.iter()
+                .find(|(k, _)| &**k == n)
+                .map(|(_, v)| *v)
+                .or_else(|| {
+                    self.vars()
+                        .iter()
+                        .find(|v| v.var_name() == Some(n))
+                        .map(Node::vmax)
+                })
+        })
+        .unwrap_or(self.vmax())
+    }
+
+    /// The values of the bound variables the node mentions, sorted by name; an error when one
+    /// name is bound to two values.
+    pub fn var_vals(&self) -> Result<VarVals> {
+        let mut out = VarVals::new();
+        if self.is_const() {
+            return Ok(out);
+        }
+        for v in self.vars() {
+            if let (Some(name), Some(val)) = (v.var_name(), v.bound_value()) {
+                merge_val(&mut out, name, val)?;
+            }
+        }
+        Ok(out)
+    }
+
+    /// The node with every bound variable replaced by its unbound variable.
+    pub fn unbind(&self) -> Node {
+        if self.is_const() {
+            return self.clone();
+        }
+        if self.vars().iter().all(|v| v.bound_value().is_none()) {
+            return self.clone();
+        }
+        self.substitute(&|name| {
+            self.vars()
+                .into_iter()
+                .find(|v| v.var_name() == Some(name))
+                .map(|v| match v.kind() {
+                    Kind::Var(_) => Node::var(name, v.vmin(), v.vmax()),
+                    _ => v,
+                })
+        })
+    }
+}
+
+impl Node {
+    /// The node with each bound variable named in `vals` bound to that value instead (others
+    /// kept): a captured output shape at a replay's values. A value outside a variable's
+    /// bounds is an error.
+    pub fn rebind(&self, vals: &VarVals) -> Result<Node> {
+        if self.is_const() {
+            return Ok(self.clone());
+        }
+        let vars = self.vars();
+        if vars.iter().all(|v| v.bound_value().is_none()) {
+            return Ok(self.clone());
+        }
+        let mut bound = Vec::new();
+        for v in &vars {
+            let name = v.var_name().unwrap_or("");
+            if let Some((_, val)) = vals.iter().find(|(k, _)| &**k == name) {
+                bound.push(Variable(Node::var(name, v.vmin(), v.vmax())).bind(*val)?);
+            }
+        }
+        Ok(self.substitute(&|name| bound.iter().find(|b| b.var_name() == Some(name)).cloned()))
+    }
+}
+
+/// Adds `name = val` to `vals` (kept sorted by name); an error when `name` already holds
+/// another value.
+pub fn merge_val(vals: &mut VarVals, name: &str, val: i64) -> Result<()> {
+    match vals.binary_search_by(|(k, _)| (**k).cmp(name)) {
+        Ok(i) if vals[i].1 == val => Ok(()),
+        Ok(i) => Err(Error::Symbolic(alloc::format!(
+            "variable {name} is bound to both {} and {val} in one computation",
+            vals[i].1
+        ))),
+        Err(i) => {
+            vals.insert(i, (Arc::from(name), val));
+            Ok(())
+        }
+    }
+}
+
+/// `name=value, ...` text of bound values (for errors and debug output).
+pub fn fmt_vals(vals: &VarVals) -> String {
+    let parts: Vec<String> = vals
+        .iter()
+        .map(|(k, v)| alloc::format!("{k}={v}"))
+        .collect();
+    parts.join(", ")
+}
