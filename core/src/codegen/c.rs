@@ -1040,7 +1040,12 @@ fn int_ranges(uops: &[UOp]) -> Vec<Option<(i128, i128)>> {
     r
 }
 
-fn uop_range(u: &UOp, src: impl Fn(usize) -> Option<(i128, i128)>) -> Option<(i128, i128)> {
+/// The bounds of an integer UOp's value from its sources' bounds (`src(n)`), where known (the
+/// caller checks they fit the dtype). Also read by the padding-bounds pass (`pad_bounds.rs`).
+pub(crate) fn uop_range(
+    u: &UOp,
+    src: impl Fn(usize) -> Option<(i128, i128)>,
+) -> Option<(i128, i128)> {
     match &u.kind {
         UOpKind::Const(s) if u.dtype == DType::U64 => Some((s.bits().into(), s.bits().into())),
         UOpKind::Const(s) => Some((s.as_i64().into(), s.as_i64().into())),
