@@ -16,6 +16,7 @@
 
 pub(crate) mod conv;
 mod facts;
+mod small_core;
 mod tile;
 mod unroll;
 mod vectorize;
@@ -89,6 +90,13 @@ pub struct Strategy {
 /// Every strategy, in the order the heuristic asks them (stages in order; within a stage, the
 /// more specific first).
 pub const STRATEGIES: &[Strategy] = &[
+    Strategy {
+        name: "small-core conv tile",
+        stage: Stage::Tile,
+        kernels: Kernels::Reduce,
+        choose: small_core::choose,
+        space: small_core::space,
+    },
     Strategy {
         name: "conv tile",
         stage: Stage::Tile,
