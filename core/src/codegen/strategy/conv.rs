@@ -160,7 +160,7 @@ fn weights_in_lanes(k: &Kernel, (channel, amount): (usize, usize)) -> bool {
 /// on `wide`; a load broadcasting `wide` (the weight) also broadcasts another output axis (a
 /// spatial or batch one) — a plain matmul has no such axis — and reads along `channel`, which a
 /// load reading along `wide` (the input) broadcasts.
-pub(super) fn conv_axes(k: &Kernel) -> Option<(usize, usize)> {
+fn conv_axes(k: &Kernel) -> Option<(usize, usize)> {
     let (store, loads) = strides(k);
     let big = |a: usize| size(k, a) > 1;
     let wide = (0..k.first_reduce)
