@@ -1,7 +1,8 @@
-//! The small-core conv tile (`codegen/strategy/small_core.rs`): on a configuration with 32
-//! float registers, pointwise, first-layer (strided, one input channel) and padded convs get a
-//! channels × pixels tile sized by the register file, and compute bit-identical results to the
-//! unoptimized lowering on the interpreter.
+//! The small-core conv tiles (`codegen/strategy/small_core.rs`, `depthwise.rs`): on a
+//! configuration with 32 float registers, pointwise, first-layer (strided, one input channel)
+//! and padded convs get a channels × pixels tile, and depthwise convs a row tile, sized by the
+//! register file, and compute bit-identical results to the unoptimized lowering on the
+//! interpreter.
 
 use picograd_core::codegen::kernel::{Kernel, Opt};
 use picograd_core::codegen::lower::{buf_params, lower_ast};
@@ -84,6 +85,10 @@ fn register_file_tiles_are_bit_identical_and_sized_by_the_registers() {
         // Odd sizes, 6 channels, rows of 7: 3 x 7 needs 31 registers, so 2 x 7 (0.64 loads
         // per MAC) beats 6 x 1 (1.17).
         ([1, 3, 5, 7], [6, 3, 3, 3], 1, Padding::All(1), 1, 14),
+        // Depthwise 3 x 3 over rows of 5: the whole row (5 + 7 inputs + 3 weights <= 30).
+        ([1, 8, 6, 5], [8, 1, 3, 3], 1, Padding::All(1), 8, 5),
+        // Depthwise over rows of 14: 7 (7 + 9 + 3 <= 30; 14 would need 33).
+        ([1, 4, 3, 14], [4, 1, 3, 3], 1, Padding::All(1), 4, 7),
     ];
     for (ci, (xs, ws, stride, pad, groups, accs)) in cases.into_iter().enumerate() {
         let item = conv_item(xs, ws, stride, pad, groups);

@@ -15,6 +15,7 @@
 //! computes bit-identical results to the unoptimized kernel.
 
 pub(crate) mod conv;
+mod depthwise;
 mod facts;
 mod small_core;
 mod tile;
@@ -96,6 +97,13 @@ pub const STRATEGIES: &[Strategy] = &[
         kernels: Kernels::Reduce,
         choose: small_core::choose,
         space: small_core::space,
+    },
+    Strategy {
+        name: "depthwise row tile",
+        stage: Stage::Tile,
+        kernels: Kernels::Reduce,
+        choose: depthwise::choose,
+        space: depthwise::space,
     },
     Strategy {
         name: "conv tile",
