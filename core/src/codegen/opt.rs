@@ -22,8 +22,9 @@ pub struct OptConfig {
     /// microcontroller's scarce resource is its static arena, which a copy would grow).
     pub l2_bytes: usize,
     /// Scalar float registers a register tile may fill on a core without float SIMD (32 on a
-    /// Cortex-M4F or an RV32F core); 0 when the target has vector registers or no float
-    /// registers, and tiles are sized by `max_accs` alone. The small-core conv tile
+    /// Cortex-M4F or an RV32F core); 0 when the target has vector registers (its tiles are
+    /// shaped by `vec_width`, so a SIMD description sets it to 0) or no float registers, and
+    /// tiles are sized by `max_accs` alone. The small-core conv tile
     /// (`strategy/small_core.rs`) sizes accumulators plus the values feeding them by it.
     pub float_registers: usize,
 }
