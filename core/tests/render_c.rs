@@ -919,7 +919,7 @@ fn kernels_compute_the_contract_under_clang_and_gcc() {
 /// (clang and gcc) gives exactly what the interpreter gave.
 #[test]
 fn float_max_is_bit_identical_on_the_interpreter_and_in_c() {
-    use picograd_core::device::{BufId, Device, Program};
+    use picograd_core::device::{BufId, Device};
     let specials = [
         f32::from_bits(0x7fc0_0001),
         f32::from_bits(0xffc0_0002),

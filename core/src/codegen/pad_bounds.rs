@@ -142,7 +142,7 @@ impl Emitter<'_> {
         let body = &self.old[at + 1..end];
         let has_cmp = body.iter().any(|u| self.int_cmp(u));
         let trips = hi - lo;
-        if !has_cmp || trips < 2 || trips > MAX_TRIPS || trips * body.len() as i128 > MAX_WORK {
+        if !has_cmp || !(2..=MAX_TRIPS).contains(&trips) || trips * body.len() as i128 > MAX_WORK {
             return None;
         }
         let sigs: Vec<_> = (lo..hi).map(|v| self.signature(at, v)).collect();
