@@ -203,12 +203,12 @@ fn sentinel(n: usize, dt: DType) -> Vec<u64> {
     vec![SENT32 & mask; n]
 }
 
-/// The contract's float max: NaN in either operand propagates; ties give `b`.
+/// The contract's float max, `a < b ? b : a`: `a` when either is NaN or they are equal (±0).
 fn pg_max(a: f32, b: f32) -> f32 {
-    if a > b || a.is_nan() {
-        a
-    } else {
+    if a < b {
         b
+    } else {
+        a
     }
 }
 
@@ -914,6 +914,67 @@ fn kernels_compute_the_contract_under_clang_and_gcc() {
     check_cases(&cases, &CRenderOpts::default(), &extra, "main");
 }
 
+/// Float max under the contract's NaN rule on every pair of special values (two NaN payloads of
+/// either sign, ±0, ±inf, numbers): the interpreter gives `pg_max` bit for bit, and the C
+/// (clang and gcc) gives exactly what the interpreter gave.
+#[test]
+fn float_max_is_bit_identical_on_the_interpreter_and_in_c() {
+    use picograd_core::device::{BufId, Device};
+    let specials = [
+        f32::from_bits(0x7fc0_0001),
+        f32::from_bits(0xffc0_0002),
+        0.0,
+        -0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        1.5,
+        -2.0,
+        f32::MIN_POSITIVE,
+    ];
+    let pairs: Vec<(f32, f32)> = specials
+        .iter()
+        .flat_map(|&a| specials.iter().map(move |&b| (a, b)))
+        .collect();
+    let (a, b): (Vec<f32>, Vec<f32>) = pairs.iter().copied().unzip();
+    let n = pairs.len();
+    let k = elementwise("k_max_nan", &[DType::F32], &[DType::F32; 2], n, |k, x| {
+        vec![k.alu(AluOp::Max, DType::F32, &[x[0], x[1]])]
+    });
+    let dev = picograd_core::Interp::new();
+    let mem = dev.allocator();
+    let bytes = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let ids: Vec<BufId> = [bytes(&vec![0.0; n]), bytes(&a), bytes(&b)]
+        .iter()
+        .map(|buf| {
+            let id = mem.alloc(buf.len()).unwrap();
+            mem.copy_in(id, buf).unwrap();
+            id
+        })
+        .collect();
+    dev.compile(&k).unwrap().run(&ids, &[]).unwrap();
+    let mut out = vec![0u8; n * 4];
+    mem.copy_out(ids[0], &mut out).unwrap();
+    let interp: Vec<u64> = out
+        .chunks_exact(4)
+        .map(|c| u64::from(u32::from_le_bytes(c.try_into().unwrap())))
+        .collect();
+    let want = f32s(&pairs.iter().map(|&(x, y)| pg_max(x, y)).collect::<Vec<_>>());
+    for (i, (g, w)) in interp.iter().zip(&want).enumerate() {
+        assert_eq!(
+            g, w,
+            "interpreter max{:?}: got {g:#x}, want {w:#x}",
+            pairs[i]
+        );
+    }
+    let case = Case {
+        kernel: k,
+        init: vec![sentinel(n, DType::F32), f32s(&a), f32s(&b)],
+        vars: vec![],
+        want: vec![interp],
+    };
+    check_cases(&[case], &CRenderOpts::default(), "", "maxnan");
+}
+
 /// `for i in 0..n { out[i] = max(a[i], 0) + a[(i - 1) mod n] }`: a var bound, floor modulo
 /// of a possibly negative index, a relu.
 #[test]
@@ -947,7 +1008,7 @@ static inline __attribute__((unused)) long long pg_floormod(long long a, long lo
 void E_n(float *restrict data0, const float *restrict data1, int32_t n) {
   for (int32_t ridx0 = 0; ridx0 < n; ridx0++) {
     const float val7 = data1[ridx0];
-    const float val8 = (val7 > 0.0f || val7 != val7) ? val7 : 0.0f;
+    const float val8 = val7 < 0.0f ? 0.0f : val7;
     const int32_t val9 = ridx0 - 1;
     const int32_t val10 = (int32_t)pg_floormod(val9, n);
     const float val11 = data1[val10];
@@ -1090,17 +1151,17 @@ fn golden_packed_tile() {
     }
     const int32_t val54 = ridx0 * 4;
     const int32_t val56 = val54 + 0;
-    const float val58 = (vec0[0] > 0.0f || vec0[0] != vec0[0]) ? vec0[0] : 0.0f;
+    const float val58 = vec0[0] < 0.0f ? 0.0f : vec0[0];
     data1[val56] = val58;
     const int32_t val62 = val54 + 1;
-    const float val64 = (vec0[1] > 0.0f || vec0[1] != vec0[1]) ? vec0[1] : 0.0f;
+    const float val64 = vec0[1] < 0.0f ? 0.0f : vec0[1];
     data1[val62] = val64;
     const int32_t val68 = val54 + 2;
-    const float val70 = (vec0[2] > 0.0f || vec0[2] != vec0[2]) ? vec0[2] : 0.0f;
+    const float val70 = vec0[2] < 0.0f ? 0.0f : vec0[2];
     data1[val68] = val70;
     const int32_t val74 = val54 + 3;
     *(pg_f32x4u *)(data0 + val56) = vec0;
-    const float val76 = (vec0[3] > 0.0f || vec0[3] != vec0[3]) ? vec0[3] : 0.0f;
+    const float val76 = vec0[3] < 0.0f ? 0.0f : vec0[3];
     data1[val74] = val76;
     *(pg_f32x4u *)(data2 + val56) = vec4;
   }

@@ -10,8 +10,10 @@
 //! and modulo by zero give 0, `MIN / -1` wraps to `MIN` and `MIN % -1` is 0; float → int casts
 //! truncate, saturate and send NaN to 0; a gated load reads memory only where its gate holds.
 //! Decisions the interpreter must copy exactly:
-//! - float `Max(a, b)` is `(a > b || a != a) ? a : b`: NaN in either operand gives NaN (a's NaN
-//!   if a is NaN, else b's), and for equal operands (including `-0.0`/`+0.0`) the result is `b`;
+//! - float `Max(a, b)` is `a < b ? b : a` (one compare and a conditional move on Cortex-M4F,
+//!   no branch): a NaN `a` gives `a`, a NaN `b` with a number `a` gives `a`, and for equal
+//!   operands (including `-0.0`/`+0.0`) the result is `a`. So ReLU (`max(x, 0)`) passes a NaN
+//!   `x` through, and a max reduction (`max(acc, x)`) skips NaN values;
 //! - f16/bf16 values compute in f32 and round (nearest-even) only at `Store`, `Cast` to f16/bf16
 //!   and `Bitcast` from f16/bf16; a cast from f64 or an int to f16/bf16 goes through f32 first
 //!   (two roundings);
@@ -636,7 +638,8 @@ impl<'a> Writer<'a> {
                 Some(sym) => format!("{} {sym} {}", a[0], a[1]),
                 None => self.undefined(op, dt),
             },
-            AluOp::Max => format!("({0} > {1} || {0} != {0}) ? {0} : {1}", a[0], a[1]),
+            // The contract's NaN rule (module doc): the cheapest form on small cores.
+            AluOp::Max => format!("{0} < {1} ? {1} : {0}", a[0], a[1]),
             AluOp::MulAcc => format!("{} * {} + {}", a[0], a[1], a[2]),
             // The builtin, not `fmaf` from <math.h>: it needs no libm, and with hardware FMA
             // (the only targets the linearizer emits it for) it compiles to one instruction.
@@ -1049,7 +1052,12 @@ fn int_ranges(uops: &[UOp]) -> Vec<Option<(i128, i128)>> {
     r
 }
 
-fn uop_range(u: &UOp, src: impl Fn(usize) -> Option<(i128, i128)>) -> Option<(i128, i128)> {
+/// The bounds of an integer UOp's value from its sources' bounds (`src(n)`), where known (the
+/// caller checks they fit the dtype). Also read by the padding-bounds pass (`pad_bounds.rs`).
+pub(crate) fn uop_range(
+    u: &UOp,
+    src: impl Fn(usize) -> Option<(i128, i128)>,
+) -> Option<(i128, i128)> {
     match &u.kind {
         UOpKind::Const(s) if u.dtype == DType::U64 => Some((s.bits().into(), s.bits().into())),
         UOpKind::Const(s) => Some((s.as_i64().into(), s.as_i64().into())),

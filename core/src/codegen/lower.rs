@@ -7,7 +7,10 @@
 //! 2. `opts` — the optimizations: a device's chosen ones, else the hand-coded strategies for the
 //!    target's [`OptConfig`] ([`super::strategy::hand_coded`]), else none;
 //! 3. `linearize` — the kernel flattened to UOps ([`linearize`]);
-//! 4. the UOp passes of [`UOP_PASSES`] (`hoist`: loop-invariant code motion), in table order.
+//! 4. when the kernel is optimized (a configuration or chosen opts given), the passes of
+//!    [`OPT_UOP_PASSES`] (`pad_bounds`: loops split at their padding gates, see
+//!    [`super::pad_bounds`]);
+//! 5. the UOp passes of [`UOP_PASSES`] (`hoist`: loop-invariant code motion), in table order.
 //!
 //! Invariant: in debug builds the verifier ([`super::verify`]) checks the IR after every pass
 //! and fails with [`Error::Internal`](crate::error::Error::Internal) naming the pass that broke
@@ -23,6 +26,7 @@ use super::hoist::hoist;
 use super::kernel::{Kernel, Opt};
 use super::linearizer::linearize;
 use super::opt::OptConfig;
+use super::pad_bounds::pad_bounds;
 use super::strategy::hand_coded;
 use super::uops::{BufParam, LinearKernel, UOp};
 use super::verify::{verify_kernel, verify_uops};
@@ -39,6 +43,10 @@ pub type UOpPass = fn(Vec<UOp>) -> Vec<UOp>;
 /// The passes run on a kernel's UOps after the linearizer, in this order, each by name (the
 /// verifier names the pass that broke an invariant).
 pub const UOP_PASSES: &[(&str, UOpPass)] = &[("hoist", hoist)];
+
+/// The passes run before [`UOP_PASSES`] on optimized kernels only: the unoptimized lowering is
+/// the reference they are checked against (`core/tests/pad_bounds.rs`).
+pub const OPT_UOP_PASSES: &[(&str, UOpPass)] = &[("pad_bounds", pad_bounds)];
 
 /// Lowers a kernel AST to UOps over buffers `bufs` (output first), optimized by `cfg` when
 /// given, with fused multiply-accumulates when `fused` (see [`linearize`]). Export calls this to
@@ -71,7 +79,9 @@ pub fn lower_ast_with(
     }
     let mut lk = linearize(&kernel, bufs, kernel.name(), fused)?;
     check_uops("linearize", &lk)?;
-    for (name, pass) in UOP_PASSES {
+    let optimized = cfg.is_some() || chosen.is_some();
+    let opt_passes = if optimized { OPT_UOP_PASSES } else { &[] };
+    for (name, pass) in opt_passes.iter().chain(UOP_PASSES) {
         lk.uops = pass(core::mem::take(&mut lk.uops));
         check_uops(name, &lk)?;
     }

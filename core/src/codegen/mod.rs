@@ -9,6 +9,7 @@ pub mod kernel;
 pub mod linearizer;
 pub mod lower;
 pub mod opt;
+pub mod pad_bounds;
 pub mod search_space;
 pub mod split;
 pub mod strategy;

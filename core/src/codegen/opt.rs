@@ -21,11 +21,17 @@ pub struct OptConfig {
     /// transforms (`schedule/layout.rs`) size panels by it, and make no copies when it is 0 (a
     /// microcontroller's scarce resource is its static arena, which a copy would grow).
     pub l2_bytes: usize,
+    /// Scalar float registers a register tile may fill on a core without float SIMD (32 on a
+    /// Cortex-M4F or an RV32F core); 0 when the target has vector registers (its tiles are
+    /// shaped by `vec_width`, so a SIMD description sets it to 0) or no float registers, and
+    /// tiles are sized by `max_accs` alone. The small-core conv tile
+    /// (`strategy/small_core.rs`) sizes accumulators plus the values feeding them by it.
+    pub float_registers: usize,
 }
 
 impl OptConfig {
     /// For 32-bit microcontrollers (16–32 registers, no float SIMD): output tiles of up to 8
-    /// accumulators. The export default; `examples/device_bench.rs` measured it best of the
+    /// accumulators, and conv tiles sized by 32 float registers. The export default; `examples/device_bench.rs` measured it best of the
     /// settings tried on Cortex-M4 and RV32IMAFC.
     pub fn small_device() -> OptConfig {
         OptConfig {
@@ -34,8 +40,13 @@ impl OptConfig {
             max_unrolled: 32,
             l1_bytes: 0,
             l2_bytes: 0,
+            float_registers: OptConfig::SMALL_CORE_FLOAT_REGISTERS,
         }
     }
+
+    /// Single-precision registers of the FPUs of the shipped small targets (Cortex-M4F's
+    /// FPv4-SP: s0–s31; RISC-V F: f0–f31).
+    pub const SMALL_CORE_FLOAT_REGISTERS: usize = 32;
 
     /// A configuration for a vector width, with register budgets that suit it and the caches of
     /// a typical desktop core ([`OptConfig::DEFAULT_L1_BYTES`], [`OptConfig::DEFAULT_L2_BYTES`];
@@ -48,6 +59,7 @@ impl OptConfig {
             max_unrolled: 512,
             l1_bytes: OptConfig::DEFAULT_L1_BYTES,
             l2_bytes: OptConfig::DEFAULT_L2_BYTES,
+            float_registers: 0,
         }
     }
 

@@ -366,13 +366,13 @@ macro_rules! float_type {
             fn rem(self, o: Self) -> Self {
                 $fmod(self, o)
             }
-            /// NaN if either is NaN (the first NaN operand), else the larger; on equal values
-            /// (±0) the second operand, as `a > b ? a : b`.
+            /// The C renderer's `a < b ? b : a` (the contract's NaN rule, `codegen/c.rs`): the
+            /// larger; `self` when either is NaN or they are equal (±0).
             fn max(self, o: Self) -> Self {
-                if self.is_nan() || self > o {
-                    self
-                } else {
+                if self < o {
                     o
+                } else {
+                    self
                 }
             }
             fn neg(self) -> Self {

@@ -7,7 +7,6 @@ use alloc::vec::Vec;
 
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::ops::AluOp;
 
 use super::{must, Tensor};
 
@@ -28,9 +27,9 @@ pub(crate) fn first_true(mask: &Tensor, ax: usize, keepdim: bool) -> Result<Tens
     Ok(best.const_like(n as f64).sub(&best))
 }
 
-/// Where `x` equals its line's `extreme` or is NaN (max and min propagate NaN, so a line with a
-/// NaN has NaN as its extreme, which equals nothing: its NaNs are the hits). Refuses an empty
-/// axis `ax`, which has no index to give.
+/// Where `x` is NaN on a line holding a NaN, else where it equals its line's `extreme` (a max
+/// over an axis skips NaN, README "Sizes, NaN and long-running processes", so the NaN lines
+/// are found apart). Refuses an empty axis `ax`, which has no index to give.
 fn extreme_or_nan(x: &Tensor, extreme: &Tensor, op: &'static str, ax: usize) -> Result<Tensor> {
     if x.shape()[ax] == 0 {
         return Err(Error::shape(
@@ -42,7 +41,9 @@ fn extreme_or_nan(x: &Tensor, extreme: &Tensor, op: &'static str, ax: usize) -> 
     if !x.dtype().is_float() {
         return Ok(hit);
     }
-    hit.try_alu(AluOp::Or, &[&x.try_ne(x)?])
+    let nan = x.try_ne(x)?;
+    let line_has_nan = nan.try_max(&[ax as isize], true)?;
+    line_has_nan.try_where(&nan, &hit)
 }
 
 impl Tensor {

@@ -45,6 +45,12 @@ pub const OPT_KEYS: &[OptKey] = &[
         set: |c, v| c.max_unrolled = v,
         doc: "unrolled copies of a kernel body at most (default 32)",
     },
+    OptKey {
+        name: "float_registers",
+        range: (0, 64),
+        set: |c, v| c.float_registers = v,
+        doc: "scalar float registers a conv tile may fill; 0 without an FPU (default 32)",
+    },
 ];
 
 /// The description's [`OptConfig`]: [`OptConfig::small_device`], with each `opt.` key given

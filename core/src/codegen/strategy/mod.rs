@@ -15,7 +15,9 @@
 //! computes bit-identical results to the unoptimized kernel.
 
 pub(crate) mod conv;
+mod depthwise;
 mod facts;
+mod small_core;
 mod tile;
 mod unroll;
 mod vectorize;
@@ -89,6 +91,20 @@ pub struct Strategy {
 /// Every strategy, in the order the heuristic asks them (stages in order; within a stage, the
 /// more specific first).
 pub const STRATEGIES: &[Strategy] = &[
+    Strategy {
+        name: "small-core conv tile",
+        stage: Stage::Tile,
+        kernels: Kernels::Reduce,
+        choose: small_core::choose,
+        space: small_core::space,
+    },
+    Strategy {
+        name: "depthwise row tile",
+        stage: Stage::Tile,
+        kernels: Kernels::Reduce,
+        choose: depthwise::choose,
+        space: depthwise::space,
+    },
     Strategy {
         name: "conv tile",
         stage: Stage::Tile,

@@ -1,0 +1,361 @@
+//! Padding by loop bounds: a UOp pass that splits a loop where the padding gates inside it
+//! (integer comparisons on the loop variable, `0 < oy + ky`, `oy + ky < 9`) are statically true
+//! or false, so the interior runs without gates and the borders are peeled (a one-iteration part
+//! becomes straight-line code with the loop variable a constant). In each part, gates decided by
+//! the part's bounds become constants and fold away: a load whose gate always holds is a plain
+//! load, one whose gate never holds is the padding value 0, and a multiply-accumulate of a
+//! constant zero (`fma(0, w, acc)`) is the accumulator itself: padding taps are never multiplied.
+//!
+//! Invariants: the parts cover the loop's range in order, so every accumulator folds the same
+//! values in the same order; the only values dropped are products with the constant 0 added to
+//! an accumulator. Such a step is an exact no-op when the other factor is finite and the
+//! accumulator is not `-0.0` — always the case unless a weight is ±inf or NaN (the product would
+//! be NaN) or a fused sum of underflowing products rounded to `-0.0` (adding `+0` would give
+//! `+0`). The README's numeric-semantics section says so. Loops with symbolic bounds, without
+//! comparisons on their variable, or longer than [`MAX_TRIPS`] are left as they are.
+
+use alloc::vec;
+use alloc::vec::Vec;
+
+use super::c::uop_range;
+use super::uops::{UOp, UOpKind};
+use crate::dtype::DType;
+use crate::ops::{eval_alu, AluOp, Scalar};
+
+/// Loops longer than this are not split (the pass evaluates the gates once per iteration).
+const MAX_TRIPS: i128 = 4096;
+/// At most this many parts per loop (more would grow the code for little gain).
+const MAX_PARTS: usize = 9;
+/// At most this many UOp evaluations when deciding where to split one loop.
+const MAX_WORK: i128 = 1 << 20;
+
+type Range = Option<(i128, i128)>;
+
+/// Splits loops at their padding gates and folds the decided gates (see the module doc).
+pub fn pad_bounds(uops: Vec<UOp>) -> Vec<UOp> {
+    let ends = loop_ends(&uops);
+    let mut e = Emitter {
+        old: &uops,
+        ends,
+        map: vec![None; uops.len()],
+        out: Vec::with_capacity(uops.len()),
+        range: Vec::with_capacity(uops.len()),
+    };
+    e.emit(0, uops.len());
+    e.out
+}
+
+/// For each `Loop`, the index of its `EndLoop` (0 elsewhere).
+fn loop_ends(uops: &[UOp]) -> Vec<usize> {
+    let mut ends = vec![0; uops.len()];
+    for (i, u) in uops.iter().enumerate() {
+        if u.kind == UOpKind::EndLoop {
+            if let Some(&l) = u.src.first() {
+                ends[l as usize] = i;
+            }
+        }
+    }
+    ends
+}
+
+/// Re-emits the old UOps, splitting loops and folding decided gates on the way.
+struct Emitter<'a> {
+    old: &'a [UOp],
+    ends: Vec<usize>,
+    /// The new UOp standing for each old one (`None` before it is emitted).
+    map: Vec<Option<u32>>,
+    out: Vec<UOp>,
+    /// Bounds of each new UOp's integer value, where known and within its dtype.
+    range: Vec<Range>,
+}
+
+impl Emitter<'_> {
+    /// Emits old UOps `[from, to)`.
+    fn emit(&mut self, from: usize, to: usize) {
+        let mut i = from;
+        while i < to {
+            if self.old[i].kind == UOpKind::Loop {
+                self.emit_loop(i);
+                i = self.ends[i] + 1;
+            } else {
+                self.emit_one(i);
+                i += 1;
+            }
+        }
+    }
+
+    fn emit_loop(&mut self, at: usize) {
+        let end = self.ends[at];
+        let runs = self.runs(at);
+        match runs.as_deref() {
+            Some(runs) if runs.len() > 1 => {
+                for &(a, b) in runs {
+                    self.emit_part(at, a, b);
+                }
+            }
+            _ => {
+                let l = self.copy(at);
+                self.emit(at + 1, end);
+                self.push(UOp {
+                    kind: UOpKind::EndLoop,
+                    dtype: self.old[end].dtype,
+                    src: vec![l],
+                });
+            }
+        }
+    }
+
+    /// The loop `at` over `[a, b)`: straight-line code for one iteration, else a loop.
+    fn emit_part(&mut self, at: usize, a: i128, b: i128) {
+        let (end, dtype) = (self.ends[at], self.old[at].dtype);
+        if b - a == 1 {
+            let c = self.konst(Scalar::from_i64(a as i64, dtype));
+            self.map[at] = Some(c);
+            self.emit(at + 1, end);
+            return;
+        }
+        let (lo, hi) = (
+            self.konst(Scalar::from_i64(a as i64, dtype)),
+            self.konst(Scalar::from_i64(b as i64, dtype)),
+        );
+        let l = self.push(UOp {
+            kind: UOpKind::Loop,
+            dtype,
+            src: vec![lo, hi],
+        });
+        self.map[at] = Some(l);
+        self.emit(at + 1, end);
+        self.push(UOp {
+            kind: UOpKind::EndLoop,
+            dtype: self.old[end].dtype,
+            src: vec![l],
+        });
+    }
+
+    /// Where to split loop `at`: consecutive iterations with the same decided gates form one
+    /// part. `None` when the loop is not split (symbolic bounds, no comparisons, too long).
+    fn runs(&self, at: usize) -> Option<Vec<(i128, i128)>> {
+        let end = self.ends[at];
+        let src = &self.old[at].src;
+        let (lo, hi) = (self.mapped_range(src[0])?, self.mapped_range(src[1])?);
+        let (lo, hi) = (exact(lo)?, exact(hi)?);
+        let body = &self.old[at + 1..end];
+        let has_cmp = body.iter().any(|u| self.int_cmp(u));
+        let trips = hi - lo;
+        if !has_cmp || !(2..=MAX_TRIPS).contains(&trips) || trips * body.len() as i128 > MAX_WORK {
+            return None;
+        }
+        let sigs: Vec<_> = (lo..hi).map(|v| self.signature(at, v)).collect();
+        // An iteration where a gate on this loop's variable still depends on an inner loop is
+        // its own part (with the variable a constant, the inner loop splits), unless that
+        // makes too many parts (a gate that no bound decides, such as one on a remainder).
+        let runs = [true, false]
+            .into_iter()
+            .map(|peel| parts(lo, &sigs, peel))
+            .find(|r| r.len() <= MAX_PARTS)?;
+        Some(runs)
+    }
+
+    /// The decided value of every integer comparison in loop `at`'s body with its variable at
+    /// `v` (inner loops over their whole ranges), and whether one that reads the variable is
+    /// left undecided.
+    fn signature(&self, at: usize, v: i128) -> (Vec<Option<bool>>, bool) {
+        let end = self.ends[at];
+        let mut r: Vec<Range> = vec![None; end - at];
+        let mut reads: Vec<bool> = vec![false; end - at];
+        r[0] = Some((v, v));
+        reads[0] = true;
+        let (mut sig, mut open) = (Vec::new(), false);
+        for j in at + 1..end {
+            let u = &self.old[j];
+            let src = |n: usize| {
+                let s = *u.src.get(n)? as usize;
+                if s >= at {
+                    r[s - at]
+                } else {
+                    self.mapped_range(s as u32)
+                }
+            };
+            reads[j - at] = u
+                .src
+                .iter()
+                .any(|&s| s as usize >= at && reads[s as usize - at]);
+            if self.int_cmp(u) {
+                let d = decide(src(0), src(1));
+                open |= d.is_none() && reads[j - at];
+                sig.push(d);
+            }
+            r[j - at] = int_range(u, src);
+        }
+        (sig, open)
+    }
+
+    /// Is `u` a comparison of integers (a gate's building block)?
+    fn int_cmp(&self, u: &UOp) -> bool {
+        u.kind == UOpKind::Alu(AluOp::CmpLt) && self.old[u.src[0] as usize].dtype.is_int()
+    }
+
+    fn mapped_range(&self, old: u32) -> Range {
+        self.map[old as usize].and_then(|n| self.range[n as usize])
+    }
+
+    /// The old UOp `i` with its sources renamed, pushed as it is.
+    fn copy(&mut self, i: usize) -> u32 {
+        let u = &self.old[i];
+        let src = u.src.iter().map(|&s| self.new_of(s)).collect();
+        let n = self.push(UOp {
+            kind: u.kind.clone(),
+            dtype: u.dtype,
+            src,
+        });
+        self.map[i] = Some(n);
+        n
+    }
+
+    fn new_of(&self, old: u32) -> u32 {
+        // Sources come before their users, so each is emitted by now (verified IR).
+        self.map[old as usize].unwrap_or(old)
+    }
+
+    /// Emits old UOp `i`, folding what the bounds decide.
+    fn emit_one(&mut self, i: usize) {
+        let u = &self.old[i];
+        let src: Vec<u32> = u.src.iter().map(|&s| self.new_of(s)).collect();
+        let folded = match &u.kind {
+            UOpKind::Alu(op) => self.fold_alu(*op, u.dtype, &src),
+            UOpKind::Load if src.len() == 3 => match self.const_bool(src[2]) {
+                Some(true) => Some(self.push(UOp {
+                    kind: UOpKind::Load,
+                    dtype: u.dtype,
+                    src: vec![src[0], src[1]],
+                })),
+                Some(false) => Some(self.konst(Scalar::zero(u.dtype))),
+                None => None,
+            },
+            // An accumulator given its own value: a padding tap folded away.
+            UOpKind::Assign if src[0] == src[1] => Some(src[0]),
+            _ => None,
+        };
+        let n = match folded {
+            Some(n) => n,
+            None => self.push(UOp {
+                kind: u.kind.clone(),
+                dtype: u.dtype,
+                src,
+            }),
+        };
+        self.map[i] = Some(n);
+    }
+
+    /// The value an ALU op folds to, if the bounds or constants decide it.
+    fn fold_alu(&mut self, op: AluOp, dtype: DType, src: &[u32]) -> Option<u32> {
+        let b = |e: &Self, n: usize| e.const_bool(src[n]);
+        match op {
+            AluOp::CmpLt if self.out[src[0] as usize].dtype.is_int() => {
+                let d = decide(self.range[src[0] as usize], self.range[src[1] as usize])?;
+                Some(self.konst(Scalar::from_bool(d)))
+            }
+            AluOp::And | AluOp::Mul if dtype == DType::Bool => match (b(self, 0), b(self, 1)) {
+                (Some(false), _) | (_, Some(false)) => Some(self.konst(Scalar::from_bool(false))),
+                (Some(true), _) => Some(src[1]),
+                (_, Some(true)) => Some(src[0]),
+                (None, None) => None,
+            },
+            AluOp::Where => b(self, 0).map(|c| if c { src[1] } else { src[2] }),
+            // A padding tap: `0 * w + acc` is `acc` (module doc: exact for finite `w`).
+            AluOp::Fma | AluOp::MulAcc
+                if dtype.is_float() && (self.is_zero(src[0]) || self.is_zero(src[1])) =>
+            {
+                Some(src[2])
+            }
+            _ if dtype.is_int() => self.fold_int(op, dtype, src),
+            _ => None,
+        }
+    }
+
+    /// Integer arithmetic on constants (a peeled loop's variable) folds to a constant.
+    fn fold_int(&mut self, op: AluOp, dtype: DType, src: &[u32]) -> Option<u32> {
+        let vals: Option<Vec<Scalar>> = src.iter().map(|&s| self.const_of(s)).collect();
+        let v = eval_alu(op, &vals?, dtype)?;
+        Some(self.konst(v))
+    }
+
+    fn const_of(&self, n: u32) -> Option<Scalar> {
+        match &self.out[n as usize].kind {
+            UOpKind::Const(s) => Some(*s),
+            _ => None,
+        }
+    }
+
+    fn const_bool(&self, n: u32) -> Option<bool> {
+        let u = &self.out[n as usize];
+        match &u.kind {
+            UOpKind::Const(s) if u.dtype == DType::Bool => Some(s.bits() != 0),
+            _ => None,
+        }
+    }
+
+    fn is_zero(&self, n: u32) -> bool {
+        let u = &self.out[n as usize];
+        matches!(&u.kind, UOpKind::Const(s) if u.dtype.is_float() && s.as_f64() == 0.0)
+    }
+
+    fn konst(&mut self, s: Scalar) -> u32 {
+        self.push(UOp {
+            kind: UOpKind::Const(s),
+            dtype: s.dtype(),
+            src: Vec::new(),
+        })
+    }
+
+    fn push(&mut self, u: UOp) -> u32 {
+        let r = int_range(&u, |n| {
+            u.src
+                .get(n)
+                .and_then(|&s| self.range.get(s as usize).copied().flatten())
+        });
+        self.range.push(r);
+        self.out.push(u);
+        (self.out.len() - 1) as u32
+    }
+}
+
+/// Consecutive iterations from `lo` with equal signatures, as `[a, b)` parts; with `peel`,
+/// an iteration with an open gate is a part of its own.
+fn parts(lo: i128, sigs: &[(Vec<Option<bool>>, bool)], peel: bool) -> Vec<(i128, i128)> {
+    let mut runs: Vec<(i128, i128)> = Vec::new();
+    for (i, (sig, open)) in sigs.iter().enumerate() {
+        let v = lo + i as i128;
+        let joins = i > 0 && sigs[i - 1].0 == *sig && !(peel && (*open || sigs[i - 1].1));
+        match runs.last_mut() {
+            Some(run) if joins => run.1 = v + 1,
+            _ => runs.push((v, v + 1)),
+        }
+    }
+    runs
+}
+
+/// A known single value.
+fn exact(r: (i128, i128)) -> Option<i128> {
+    (r.0 == r.1).then_some(r.0)
+}
+
+/// `a < b` when the bounds decide it.
+fn decide(a: Range, b: Range) -> Option<bool> {
+    let (a, b) = (a?, b?);
+    if a.1 < b.0 {
+        Some(true)
+    } else if a.0 >= b.1 {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// An integer UOp's bounds when known and within its dtype (so its C operation cannot wrap).
+fn int_range(u: &UOp, src: impl Fn(usize) -> Range) -> Range {
+    if !u.dtype.is_int() {
+        return None;
+    }
+    uop_range(u, src).filter(|&(lo, hi)| lo >= u.dtype.int_min() && hi <= u.dtype.int_max())
+}

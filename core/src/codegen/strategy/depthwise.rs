@@ -1,0 +1,88 @@
+//! Row tiles for depthwise (and other per-channel windowed) convs on cores without float SIMD,
+//! sized by the target's float registers ([`OptConfig::float_registers`]): a strategy-table
+//! entry tried after the small-core conv tile ([`super::small_core`]), which takes the convs
+//! whose input is shared by several output channels.
+//!
+//! A depthwise conv's reduce kernel `[channel, oy, ox | ky, kx]` has a weight that broadcasts
+//! the pixels and an input that no output axis shares, so the only reuse is along a row:
+//! neighbouring outputs read overlapping inputs. Upcasting the output-contiguous axis by `w`
+//! lets one row of `w + kx - 1` loaded inputs and `kx` weights feed `w·kx` multiply-adds (the
+//! linearizer loads each distinct input once). `w` is the largest divisor of the row (at most
+//! [`MAX_ROW`]) whose accumulators, inputs and weights, `w + (w + kx - 1) + kx`, fit the register
+//! file less [`RESERVED`].
+//!
+//! Invariant: only an upcast of an output axis, so each accumulator keeps its summation order
+//! and a tiled kernel computes bit-identical results to the untiled one.
+
+use alloc::vec::Vec;
+
+use super::facts::{size, strides, try_opt};
+use super::Choice;
+use crate::codegen::kernel::{Kernel, Opt};
+use crate::codegen::opt::OptConfig;
+
+/// Float registers left for the compiler's temporaries.
+const RESERVED: usize = 2;
+/// The longest row tile tried (bounds the unrolled code).
+const MAX_ROW: usize = 16;
+
+/// Upcasts the output row of a depthwise-shaped kernel (see the module doc); false, changing
+/// nothing, when the configuration names no registers or the kernel is not of that shape.
+pub(super) fn choose(k: &mut Kernel, cfg: &OptConfig, applied: &mut Vec<Opt>) -> bool {
+    match rows(k, cfg).first() {
+        Some(&(axis, amount)) => try_opt(k, Opt::Upcast { axis, amount }, applied),
+        None => false,
+    }
+}
+
+/// Every row tile that fits, longest first.
+pub(super) fn space(k: &Kernel, cfg: &OptConfig) -> Vec<Choice> {
+    rows(k, cfg)
+        .into_iter()
+        .map(|(axis, amount)| Choice::new(alloc::vec![Opt::Upcast { axis, amount }], Some(axis)))
+        .collect()
+}
+
+/// `(output-contiguous axis, w)` for each fitting `w > 1`, longest first.
+fn rows(k: &Kernel, cfg: &OptConfig) -> Vec<(usize, usize)> {
+    let Some(wide) = row_axis(k) else {
+        return Vec::new();
+    };
+    if cfg.float_registers == 0 {
+        return Vec::new();
+    }
+    let room = cfg.float_registers.saturating_sub(RESERVED);
+    // The innermost reduce axis is the window's row when it is small (unrolled later).
+    let kx = match k.first_upcast.checked_sub(1) {
+        Some(a) if a >= k.first_reduce && (1..=8).contains(&size(k, a)) => size(k, a) as usize,
+        _ => 1,
+    };
+    let n = size(k, wide);
+    (2..=MAX_ROW)
+        .rev()
+        .filter(|&w| n % w as i64 == 0 && w + (w + kx - 1) + kx <= room)
+        .map(|w| (wide, w))
+        .collect()
+}
+
+/// The output-contiguous axis of a depthwise-shaped reduce kernel: some load (the weight)
+/// broadcasts it and another output axis, some load (the input) reads along it, and no load
+/// that reads along it broadcasts another output axis (else the small-core conv tile applies).
+fn row_axis(k: &Kernel) -> Option<usize> {
+    if k.first_reduce == k.first_upcast {
+        return None;
+    }
+    let (store, loads) = strides(k);
+    let big = |a: usize| size(k, a) > 1;
+    let zero = |l: &[Option<i64>], a: usize| l.get(a) == Some(&Some(0));
+    let wide = (0..k.first_reduce)
+        .rev()
+        .find(|&a| big(a) && store.get(a) == Some(&Some(1)))?;
+    let others = || (0..k.first_reduce).filter(move |&a| a != wide && big(a));
+    let weight = loads
+        .iter()
+        .any(|l| zero(l, wide) && others().any(|a| zero(l, a)));
+    let inputs: Vec<&Vec<Option<i64>>> = loads.iter().filter(|l| !zero(l, wide)).collect();
+    let shared = inputs.iter().any(|l| others().any(|a| zero(l, a)));
+    (weight && !inputs.is_empty() && !shared).then_some(wide)
+}

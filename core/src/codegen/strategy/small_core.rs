@@ -1,0 +1,114 @@
+//! Conv register tiles for cores without float SIMD, sized by the target's float register file
+//! ([`OptConfig::float_registers`]): the first entry of the strategy table, taken only when the
+//! configuration names a register count.
+//!
+//! A reduce kernel with two output axes that each of two loads broadcasts — a conv's output
+//! channels (the input broadcasts them) and pixels (the weight does), for pointwise,
+//! first-layer and strided convs alike, or a batched matmul's rows and columns — is tiled `c`
+//! channels × `w` pixels (the output-contiguous axis): per reduce step, `c` weights and `w`
+//! inputs are loaded into registers and feed `c·w` accumulators. The tile is the
+//! one loading the fewest values per multiply-add, `(c + w) / (c·w)`, whose accumulators and
+//! operands, `c·w + c + w`, fit the register file less [`RESERVED`] (ties: the larger tile). A
+//! 64-channel pointwise conv over 125 pixels on 32 registers gets 4 × 5 (0.45 loads per MAC
+//! instead of the 1.25 of a 4 × 1 tile).
+//!
+//! Invariant: only upcasts of output axes, so each accumulator keeps its summation order and a
+//! tiled kernel computes bit-identical results to the untiled one.
+
+use alloc::vec::Vec;
+
+use super::facts::{size, strides, try_opt, upcasts};
+use super::Choice;
+use crate::codegen::kernel::{Kernel, Opt};
+use crate::codegen::opt::OptConfig;
+
+/// Float registers left for the compiler's temporaries (a product, a spilled bias).
+const RESERVED: usize = 2;
+/// The largest tile side tried (bounds the unrolled code).
+const MAX_SIDE: usize = 16;
+
+/// Tiles a conv-shaped kernel by the register file; false, changing nothing, when the
+/// configuration names no registers or the kernel is not conv-shaped.
+pub(super) fn choose(k: &mut Kernel, cfg: &OptConfig, applied: &mut Vec<Opt>) -> bool {
+    let Some(((channel, c), (wide, w))) = tiles(k, cfg).into_iter().next() else {
+        return false;
+    };
+    let mut next = k.clone();
+    let mut opts = Vec::new();
+    let picks: Vec<(usize, usize)> = [(channel, c), (wide, w)]
+        .into_iter()
+        .filter(|p| p.1 > 1)
+        .collect();
+    for o in upcasts(k, &picks) {
+        if !try_opt(&mut next, o, &mut opts) {
+            return false;
+        }
+    }
+    *k = next;
+    applied.extend(opts);
+    true
+}
+
+/// The tiles of the module doc that fit, best first, as the search's alternatives.
+pub(super) fn space(k: &Kernel, cfg: &OptConfig) -> Vec<Choice> {
+    tiles(k, cfg)
+        .into_iter()
+        .map(|((channel, c), (wide, w))| {
+            let picks: Vec<(usize, usize)> = [(channel, c), (wide, w)]
+                .into_iter()
+                .filter(|p| p.1 > 1)
+                .collect();
+            Choice::new(upcasts(k, &picks), Some(wide))
+        })
+        .collect()
+}
+
+/// `((channel axis, c), (pixel axis, w))` for every tile within the register file that tiles
+/// something, best first (fewest loads per multiply-add, then the larger tile).
+fn tiles(k: &Kernel, cfg: &OptConfig) -> Vec<((usize, usize), (usize, usize))> {
+    if cfg.float_registers == 0 {
+        return Vec::new();
+    }
+    let Some((channel, wide)) = tile_axes(k) else {
+        return Vec::new();
+    };
+    let room = cfg.float_registers.saturating_sub(RESERVED);
+    let sides = |n: i64| {
+        (1..=MAX_SIDE)
+            .filter(move |&d| n % d as i64 == 0)
+            .collect::<Vec<_>>()
+    };
+    let mut out: Vec<(usize, usize)> = Vec::new();
+    for c in sides(size(k, channel)) {
+        for &w in &sides(size(k, wide)) {
+            if c * w > 1 && c * w + c + w <= room {
+                out.push((c, w));
+            }
+        }
+    }
+    // Loads per MAC (c + w) / (c·w), compared exactly by cross-multiplying.
+    out.sort_by(|a, b| {
+        let (la, lb) = ((a.0 + a.1) * b.0 * b.1, (b.0 + b.1) * a.0 * a.1);
+        la.cmp(&lb).then((b.0 * b.1).cmp(&(a.0 * a.1)))
+    });
+    out.into_iter()
+        .map(|(c, w)| ((channel, c), (wide, w)))
+        .collect()
+}
+
+/// `(channel, pixel)` axes: the pixel axis is the output-contiguous one, read along by some
+/// load (the input) that broadcasts the channel axis, which another load (the weight) reads
+/// along while broadcasting the pixel axis.
+fn tile_axes(k: &Kernel) -> Option<(usize, usize)> {
+    let (store, loads) = strides(k);
+    let big = |a: usize| size(k, a) > 1;
+    let zero = |l: &[Option<i64>], a: usize| l.get(a) == Some(&Some(0));
+    let wide = (0..k.first_reduce)
+        .rev()
+        .find(|&a| big(a) && store.get(a) == Some(&Some(1)))?;
+    let input = loads.iter().find(|l| !zero(l, wide))?;
+    let channel = (0..k.first_reduce).rev().find(|&a| {
+        a != wide && big(a) && zero(input, a) && loads.iter().any(|l| zero(l, wide) && !zero(l, a))
+    })?;
+    Some((channel, wide))
+}

@@ -1,0 +1,197 @@
+//! Padding by loop bounds (`codegen/pad_bounds.rs`): padded convs lowered for a small device
+//! (loops split at their padding gates) compute bit-identical results to the unoptimized
+//! lowering on the interpreter (finite inputs), multiply only the taps inside the input (counted
+//! against the taps a direct loop nest visits), and keep no gated load in any loop.
+
+use picograd_core::codegen::lower::{buf_params, lower_ast};
+use picograd_core::codegen::opt::OptConfig;
+use picograd_core::codegen::uops::{LinearKernel, UOp, UOpKind};
+use picograd_core::ops::AluOp;
+use picograd_core::realize::run_schedule;
+use picograd_core::schedule::{schedule_for, ScheduleItem};
+use picograd_core::tensor::{ConvOpts, Padding};
+use picograd_core::{Interp, Tensor};
+
+/// One conv: input `[1, cin, h, w]`, `cout` filters of `k × k`, padding, stride, groups.
+struct Conv {
+    cin: usize,
+    cout: usize,
+    hw: [usize; 2],
+    k: usize,
+    pad: usize,
+    stride: usize,
+    groups: usize,
+}
+
+fn data(n: usize, seed: usize) -> Vec<f32> {
+    (0..n)
+        .map(|i| (((i * 37 + seed * 11) % 23) as f32 - 11.0) * 0.173)
+        .collect()
+}
+
+impl Conv {
+    fn out_hw(&self) -> [usize; 2] {
+        self.hw
+            .map(|d| (d + 2 * self.pad - self.k) / self.stride + 1)
+    }
+
+    /// The conv kernel's schedule item for a device without caches (no padded copy of the
+    /// input: the conv reads through padding gates), its inputs realized.
+    fn item(&self) -> ScheduleItem {
+        let [h, w] = self.hw;
+        let x = Tensor::from_slice(&data(self.cin * h * w, 1), &[1, self.cin, h, w]);
+        let cg = self.cin / self.groups;
+        let ws = [self.cout, cg, self.k, self.k];
+        let wt = Tensor::from_slice(&data(ws.iter().product(), 2), &ws);
+        let opts = ConvOpts::default()
+            .padding(Padding::All(self.pad))
+            .stride(&[self.stride, self.stride])
+            .groups(self.groups);
+        let y = x.conv2d(&wt, None, &opts);
+        let cfg = OptConfig::small_device();
+        let mut items = schedule_for(&[y.lazy().contiguous()], Some(&cfg)).unwrap();
+        let last = items.pop().unwrap();
+        run_schedule(&items).unwrap();
+        last
+    }
+
+    /// Multiplies a direct loop nest does: taps inside the input only.
+    fn inside_taps(&self) -> u64 {
+        let [oh, ow] = self.out_hw();
+        let inside = |o: usize, n: usize| {
+            (0..self.k)
+                .filter(|&t| {
+                    let i = (o * self.stride + t) as i64 - self.pad as i64;
+                    i >= 0 && i < n as i64
+                })
+                .count() as u64
+        };
+        let rows: u64 = (0..oh).map(|y| inside(y, self.hw[0])).sum();
+        let cols: u64 = (0..ow).map(|x| inside(x, self.hw[1])).sum();
+        rows * cols * (self.cout * (self.cin / self.groups)) as u64
+    }
+}
+
+fn cases() -> Vec<Conv> {
+    let c = |cin, cout, hw, k, pad, stride, groups| Conv {
+        cin,
+        cout,
+        hw,
+        k,
+        pad,
+        stride,
+        groups,
+    };
+    vec![
+        c(1, 8, [8, 8], 3, 1, 1, 1),
+        c(3, 4, [7, 9], 3, 1, 1, 1),
+        c(2, 4, [9, 7], 3, 2, 1, 1),
+        c(2, 6, [11, 9], 5, 2, 2, 1),
+        c(3, 3, [7, 5], 3, 1, 2, 1),
+        c(4, 4, [6, 7], 3, 1, 1, 4),
+    ]
+}
+
+fn run(lk: &LinearKernel, item: &ScheduleItem) -> Vec<u32> {
+    use picograd_core::device::Device;
+    let dev = Interp::new();
+    let mem = dev.allocator();
+    let mut ids = vec![mem.alloc(lk.bufs[0].size * 4).unwrap()];
+    for b in &item.inputs {
+        let bytes = b.realized().unwrap().to_bytes().unwrap();
+        let id = mem.alloc(bytes.len()).unwrap();
+        mem.copy_in(id, &bytes).unwrap();
+        ids.push(id);
+    }
+    dev.compile(lk).unwrap().run(&ids, &[]).unwrap();
+    let mut out = vec![0u8; lk.bufs[0].size * 4];
+    mem.copy_out(ids[0], &mut out).unwrap();
+    out.chunks_exact(4)
+        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+/// How often each UOp runs: the product of its enclosing loops' (constant) trip counts.
+fn executed(lk: &LinearKernel, pick: impl Fn(&UOp) -> bool) -> u64 {
+    let konst = |i: u32| match &lk.uops[i as usize].kind {
+        UOpKind::Const(s) => s.as_i64(),
+        k => panic!("loop bound is not a constant: {k:?}"),
+    };
+    let mut trips: Vec<u64> = Vec::new();
+    let mut n = 0;
+    for u in &lk.uops {
+        match u.kind {
+            UOpKind::Loop => trips.push((konst(u.src[1]) - konst(u.src[0])) as u64),
+            UOpKind::EndLoop => {
+                trips.pop();
+            }
+            _ if pick(u) => n += trips.iter().product::<u64>(),
+            _ => {}
+        }
+    }
+    n
+}
+
+fn multiplies(u: &UOp) -> bool {
+    let mul = matches!(
+        u.kind,
+        UOpKind::Alu(AluOp::Fma | AluOp::MulAcc | AluOp::Mul)
+    );
+    mul && u.dtype.is_float()
+}
+
+fn gated_loads(u: &UOp) -> bool {
+    u.kind == UOpKind::Load && u.src.len() == 3
+}
+
+#[test]
+fn split_padding_is_bit_identical_and_multiplies_only_inside_taps() {
+    let cfg = OptConfig::small_device();
+    for (ci, case) in cases().iter().enumerate() {
+        let item = case.item();
+        for fused in [false, true] {
+            let plain = lower_ast(&item.ast, buf_params(&item), None, fused).unwrap();
+            let split = lower_ast(&item.ast, buf_params(&item), Some(&cfg), fused).unwrap();
+            assert_eq!(
+                run(&split, &item),
+                run(&plain, &item),
+                "case {ci} fused {fused}"
+            );
+            assert!(
+                executed(&plain, gated_loads) > 0,
+                "case {ci}: no padding gates"
+            );
+            assert_eq!(
+                executed(&split, gated_loads),
+                0,
+                "case {ci}: gated loads left"
+            );
+            assert_eq!(
+                executed(&split, multiplies),
+                case.inside_taps(),
+                "case {ci}: multiplies"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_interior_loop_has_no_gate() {
+    let case = &cases()[0];
+    let item = case.item();
+    let cfg = OptConfig::small_device();
+    let lk = lower_ast(&item.ast, buf_params(&item), Some(&cfg), true).unwrap();
+    let text = picograd_core::codegen::c::render_kernel(&lk, &Default::default()).unwrap();
+    // The output rows 1..7 of an 8-row conv with padding 1 form one loop over interior rows.
+    let interior = text
+        .find("= 1; ")
+        .and_then(|at| text[at..].find("< 7;").map(|n| at + n))
+        .expect("no loop over the interior rows 1..7");
+    let body = &text[interior..];
+    let body = &body[..body.find("\n  }\n").unwrap_or(body.len())];
+    assert!(!body.contains(" ? "), "a gate inside the interior:\n{text}");
+    assert!(
+        body.contains("__builtin_fmaf"),
+        "no taps in the interior:\n{text}"
+    );
+}
