@@ -15,6 +15,7 @@ use std::time::Instant;
 
 use clap::{Parser, Subcommand};
 use picograd_core::{Error, Result};
+use picograd_onnx::quantize::Calibrator;
 use picograd_onnx::{npy, ops, values::onnx_type_name, Model};
 use picograd_runtime::install::DeviceKind;
 use picograd_runtime::target::Target;
@@ -53,6 +54,19 @@ enum Command {
         /// ones); with them, each given shape must be the file's.
         #[arg(long = "shape", value_name = "NAME=DIMS")]
         shapes: Vec<String>,
+        /// Quantize the float model before use: `int8` (the only scheme) rewrites its Conv
+        /// (with a following BatchNormalization and Relu/Clip(0,6) folded in) and Gemm layers
+        /// into int8 operators; needs `--calibrate`.
+        #[arg(long, value_name = "SCHEME", requires = "calibrate")]
+        quantize: Option<String>,
+        /// With `--quantize`: a float32 `.npy` of calibration inputs, `[N, ...]` with `...` the
+        /// model input's shape without its batch axis; activation ranges are observed on them.
+        #[arg(long, value_name = "FILE.npy", requires = "quantize")]
+        calibrate: Option<PathBuf>,
+        /// With `--quantize`: take activation ranges at this percentile (e.g. 99.99) and its
+        /// mirror instead of min/max.
+        #[arg(long, value_name = "P", requires = "quantize")]
+        percentile: Option<f32>,
         /// Warm timing: after one warm-up run (which compiles the kernels), run N more times in
         /// this process and print the minimum and median time per run.
         #[arg(long, value_name = "N")]
@@ -95,6 +109,19 @@ enum Command {
         /// them (instead of zeros) and the report compares its outputs with the desktop's.
         #[arg(long = "input", short = 'i')]
         inputs: Vec<PathBuf>,
+        /// Quantize the float model before use: `int8` (the only scheme) rewrites its Conv
+        /// (with a following BatchNormalization and Relu/Clip(0,6) folded in) and Gemm layers
+        /// into int8 operators; needs `--calibrate`.
+        #[arg(long, value_name = "SCHEME", requires = "calibrate")]
+        quantize: Option<String>,
+        /// With `--quantize`: a float32 `.npy` of calibration inputs, `[N, ...]` with `...` the
+        /// model input's shape without its batch axis; activation ranges are observed on them.
+        #[arg(long, value_name = "FILE.npy", requires = "quantize")]
+        calibrate: Option<PathBuf>,
+        /// With `--quantize`: take activation ranges at this percentile (e.g. 99.99) and its
+        /// mirror instead of min/max.
+        #[arg(long, value_name = "P", requires = "quantize")]
+        percentile: Option<f32>,
         /// With `--input`: fail (exit 1) unless every output of the device run is within
         /// 1e-4 + 1e-4·|desktop| of the desktop run; the largest difference is reported.
         #[arg(long, requires = "inputs")]
@@ -133,7 +160,11 @@ fn main() -> ExitCode {
             interp,
             shapes,
             bench,
-        } => run(&model, &inputs, &out, interp, &shapes, bench),
+            quantize,
+            calibrate,
+            percentile,
+        } => Quant::parse(quantize, calibrate, percentile)
+            .and_then(|q| run(&model, &inputs, &out, interp, &shapes, bench, &q)),
         Command::Compile {
             model,
             target,
@@ -143,18 +174,24 @@ fn main() -> ExitCode {
             budget,
             inputs,
             check,
-        } => compile(
-            &model,
-            TargetArg {
-                name: &target,
-                dir: target_dir,
-            },
-            &out,
-            &shapes,
-            budget.as_deref(),
-            &inputs,
-            check,
-        ),
+            quantize,
+            calibrate,
+            percentile,
+        } => Quant::parse(quantize, calibrate, percentile).and_then(|q| {
+            compile(
+                &model,
+                TargetArg {
+                    name: &target,
+                    dir: target_dir,
+                },
+                &out,
+                &shapes,
+                budget.as_deref(),
+                &inputs,
+                check,
+                &q,
+            )
+        }),
         Command::Inspect { model } => inspect(&model).map_err(Failure::from),
     };
     match result {
@@ -185,6 +222,56 @@ fn parse_shapes(shapes: &[String]) -> std::result::Result<Vec<(String, Vec<usize
         .collect()
 }
 
+/// `--quantize`/`--calibrate`/`--percentile`, checked.
+struct Quant(Option<(PathBuf, Calibrator)>);
+
+impl Quant {
+    fn parse(
+        scheme: Option<String>,
+        calibrate: Option<PathBuf>,
+        percentile: Option<f32>,
+    ) -> std::result::Result<Quant, Failure> {
+        let how = match percentile {
+            None => Calibrator::MinMax,
+            Some(p) if p > 50.0 && p <= 100.0 => Calibrator::Percentile(p),
+            Some(p) => {
+                return Err(Failure::Usage(format!(
+                    "--percentile {p}: expected a value in (50, 100]"
+                )))
+            }
+        };
+        match (scheme.as_deref(), calibrate) {
+            (None, _) => Ok(Quant(None)),
+            (Some("int8"), Some(c)) => Ok(Quant(Some((c, how)))),
+            (Some("int8"), None) => Err(Failure::Usage("--quantize int8 needs --calibrate".into())),
+            (Some(s), _) => Err(Failure::Usage(format!(
+                "--quantize {s}: the only scheme is int8"
+            ))),
+        }
+    }
+}
+
+/// The model at `path`, quantized when `q` says so.
+fn load_as(path: &Path, q: &Quant) -> Result<Model> {
+    let Some((calib, how)) = &q.0 else {
+        return load(path);
+    };
+    let t = Instant::now();
+    let (m, r) = picograd_cli::quantize::quantized_model(path, calib, *how)?;
+    eprintln!(
+        "quantized {} to int8 on {} in {:.2?}: {} conv, {} gemm, {} BatchNorm and {} \
+         activation(s) folded",
+        path.display(),
+        calib.display(),
+        t.elapsed(),
+        r.convs,
+        r.gemms,
+        r.batchnorms,
+        r.activations
+    );
+    Ok(m)
+}
+
 fn load(path: &Path) -> Result<Model> {
     let t = Instant::now();
     let m = Model::load(path)?;
@@ -205,6 +292,7 @@ fn run(
     interp: bool,
     shapes: &[String],
     bench: Option<u32>,
+    q: &Quant,
 ) -> CliResult {
     let shapes = parse_shapes(shapes)?;
     // The runtime installs itself on first use anyway; `--interp` chooses the interpreter over
@@ -213,7 +301,7 @@ fn run(
     if interp {
         picograd_runtime::install::set_default_device(DeviceKind::Interp)?;
     }
-    let model = load(path)?;
+    let model = load_as(path, q)?;
     model.check_supported()?;
     let tensors = if inputs.is_empty() {
         picograd_cli::compile::zero_inputs(&model, &shapes)?
@@ -355,6 +443,7 @@ fn compile(
     budget: Option<&str>,
     inputs: &[PathBuf],
     check: bool,
+    q: &Quant,
 ) -> CliResult {
     let shapes = parse_shapes(shapes)?;
     // Target and budget are arguments: an unknown one is a usage error, found before any work.
@@ -366,7 +455,7 @@ fn compile(
     t.budget(budget)
         .map_err(|e| Failure::Usage(e.to_string()))?;
     picograd_runtime::install();
-    let model = load(path)?;
+    let model = load_as(path, q)?;
     let inputs = inputs
         .iter()
         .map(|p| npy::read(p))

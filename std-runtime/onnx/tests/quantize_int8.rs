@@ -170,5 +170,8 @@ fn bad_calibration_inputs_are_errors() {
     let wrong = vec![vec![Tensor::from_slice(&[0f32; 8], &[1, 1, 2, 4])]];
     let e = quantize_int8(&proto, &wrong, Calibrator::Percentile(99.9), "tiny").unwrap_err();
     let msg = format!("{e}");
-    assert!(msg.contains("calibration input 0") && msg.contains("[1, 8]"), "{e}");
+    assert!(
+        msg.contains("calibration input 0") && msg.contains("[1, 8]"),
+        "{e}"
+    );
 }
