@@ -1,7 +1,8 @@
 //! `picograd run --quantize int8 --calibrate FILE.npy` as a user meets it: the quantized model's
 //! output stays within a few output steps of the float model's (the float path is
-//! `run` without `--quantize`), and a calibration file of the wrong dtype or shape, or an
-//! unknown scheme, is an error naming the file, its shape and dtype.
+//! `run` without `--quantize`); `compile` with the same flags exports int8 weights; a
+//! calibration file of the wrong dtype or shape is an error naming the file, its shape and
+//! dtype, and an unknown scheme is a usage error.
 
 #[path = "../../onnx/tests/common/mod.rs"]
 mod common;
@@ -72,6 +73,25 @@ fn run_quantized_stays_near_float_and_bad_calibration_is_named() {
     for (a, b) in float.iter().zip(&int8) {
         assert!((a - b).abs() < 0.01, "float {float:?} vs int8 {int8:?}");
     }
+
+    // compile takes the same flags: the host bundle of the int8 model builds and runs.
+    let bundle = dir.join("bundle");
+    let r = picograd(&[
+        "compile",
+        m,
+        "--out",
+        bundle.to_str().unwrap(),
+        "--quantize",
+        "int8",
+        "--calibrate",
+        c,
+    ]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let c_file = std::fs::read_to_string(bundle.join("model_weights.c")).unwrap();
+    assert!(
+        c_file.contains("const int8_t "),
+        "no int8 weights in the bundle"
+    );
 
     let bad = dir.join("bad.npy");
     npy::write(&bad, &Tensor::from_slice(&[1i32; 15], &[3, 5])).unwrap();
