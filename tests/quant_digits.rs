@@ -180,7 +180,9 @@ fn digits_cnn_quantized_by_calibration_keeps_accuracy_and_matches_on_cortex_m4()
     let proto = to_onnx(&cnn);
     let float = Model::from_proto(proto.clone(), "digits cnn").unwrap();
     let x = Tensor::from_slice(&test_set.images, &[test_set.len(), 64]);
-    let fp32 = float.run(&[x.clone()]).unwrap()[0].to_vec::<f32>().unwrap();
+    let fp32 = float.run(std::slice::from_ref(&x)).unwrap()[0]
+        .to_vec::<f32>()
+        .unwrap();
     // The ONNX graph is the trained model: same predictions as picograd's forward.
     let direct = picograd::no_grad(|| cnn.forward(&x))
         .to_vec::<f32>()

@@ -187,8 +187,10 @@ fn main() -> ExitCode {
                 &out,
                 &shapes,
                 budget.as_deref(),
-                &inputs,
-                check,
+                Measure {
+                    inputs: &inputs,
+                    check,
+                },
                 &q,
             )
         }),
@@ -434,6 +436,12 @@ struct TargetArg<'a> {
     dir: Option<PathBuf>,
 }
 
+/// What `compile`'s measuring run uses: `--input` files (zeros without) and `--check`.
+struct Measure<'a> {
+    inputs: &'a [PathBuf],
+    check: bool,
+}
+
 /// Exports a model for a device, builds it once and prints what it costs there.
 fn compile(
     path: &Path,
@@ -441,10 +449,10 @@ fn compile(
     out: &Path,
     shapes: &[String],
     budget: Option<&str>,
-    inputs: &[PathBuf],
-    check: bool,
+    measure: Measure<'_>,
     q: &Quant,
 ) -> CliResult {
+    let Measure { inputs, check } = measure;
     let shapes = parse_shapes(shapes)?;
     // Target and budget are arguments: an unknown one is a usage error, found before any work.
     let t = match &target.dir {

@@ -146,7 +146,7 @@ fn calibrated_graph_is_integer_and_close_to_float() {
     let mut worst = 0f32;
     for s in 40..44 {
         let x = input(s);
-        let want = fmodel.run(&[x.clone()]).unwrap()[0]
+        let want = fmodel.run(std::slice::from_ref(&x)).unwrap()[0]
             .to_vec::<f32>()
             .unwrap();
         let got = qmodel.run(&[x]).unwrap()[0].to_vec::<f32>().unwrap();
