@@ -411,62 +411,20 @@ impl<'a> Rewriter<'a> {
     /// One Conv or Gemm group as a QLinearConv or QGemm.
     fn layer(&mut self, n: &NodeProto, grp: &Group) -> Result<()> {
         let (xq, xp) = self.need_int8(&n.input[0])?;
-        let wt = &self.weights[&n.input[1]];
-        let mut shape = wt.shape().to_vec();
-        let mut w = self.weight(&n.input[1])?;
         let gemm = n.op_type == "Gemm";
-        if gemm && attr_i(n, "transB", 0) == 0 {
-            // [K, N] → [N, K]: one row per output, the per-channel axis.
-            let (k, m) = (shape[0], shape[1]);
-            w = (0..m * k).map(|i| w[(i % k) * m + i / k]).collect();
-            shape = vec![m, k];
-        }
+        let (w, shape, b) = self.float_params(n, grp)?;
         let out = shape[0];
-        let mut b = match n.input.get(2).filter(|x| !x.is_empty()) {
-            Some(x) => self.weight(x)?,
-            None => vec![0.0; out],
-        };
-        if b.len() != out {
-            return Err(bad(
-                self.what,
-                format!(
-                    "bias of '{}' has {} values for {out} outputs",
-                    n.name,
-                    b.len()
-                ),
-            ));
-        }
-        if let Some(bi) = grp.bn {
-            let bn = self.node_of(bi);
-            let p: Vec<Vec<f32>> = (1..5)
-                .map(|k| self.weight(&bn.input[k]))
-                .collect::<Result<_>>()?;
-            (w, b) = fold_batchnorm(
-                &w,
-                Some(&b),
-                &p[0],
-                &p[1],
-                &p[2],
-                &p[3],
-                attr_f(&bn, "epsilon", 1e-5),
-            )?;
-            self.folded.insert(bi);
-            self.report.batchnorms += 1;
-        }
-        if let Some(a) = grp.act_node {
-            self.folded.insert(a);
-            self.report.activations += 1;
-        }
         let wq = quantize_weights_per_channel(&w, out)?;
         let bq = quantize_bias(&b, xp.scale, &wq.scales)?;
         let (lo, hi) = self.range(&grp.out)?;
         let (lo, hi) = grp.act.range(lo, hi);
         let yp = QParams::asymmetric(lo, hi);
-        let base = &n.input[1];
+        // Named after the layer's output: unique even when two layers share a weight.
+        let base = &n.output[0];
         let names = [
-            format!("{base}.q"),
-            format!("{base}.scale"),
-            format!("{base}.zero_point"),
+            format!("{base}.w_q"),
+            format!("{base}.w_scale"),
+            format!("{base}.w_zero_point"),
             format!("{base}.bias_q"),
         ];
         let dims: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
@@ -503,6 +461,51 @@ impl<'a> Rewriter<'a> {
         self.push(m);
         self.int8.insert(grp.out.clone(), (yq, yp));
         Ok(())
+    }
+
+    /// The layer's weights (one row per output channel), their shape and its bias, with the
+    /// group's BatchNormalization folded in; marks the folded nodes.
+    fn float_params(
+        &mut self,
+        n: &NodeProto,
+        grp: &Group,
+    ) -> Result<(Vec<f32>, Vec<usize>, Vec<f32>)> {
+        let mut shape = self.weights[&n.input[1]].shape().to_vec();
+        let mut w = self.weight(&n.input[1])?;
+        if n.op_type == "Gemm" && attr_i(n, "transB", 0) == 0 {
+            // [K, N] → [N, K]: one row per output, the per-channel axis.
+            let (k, m) = (shape[0], shape[1]);
+            w = (0..m * k).map(|i| w[(i % k) * m + i / k]).collect();
+            shape = vec![m, k];
+        }
+        let out = shape[0];
+        let mut b = match n.input.get(2).filter(|x| !x.is_empty()) {
+            Some(x) => self.weight(x)?,
+            None => vec![0.0; out],
+        };
+        if b.len() != out {
+            let detail = format!(
+                "bias of node '{}' has {} values for {out} outputs",
+                n.name,
+                b.len()
+            );
+            return Err(bad(self.what, detail));
+        }
+        if let Some(bi) = grp.bn {
+            let bn = self.node_of(bi);
+            let p: Vec<Vec<f32>> = (1..5)
+                .map(|k| self.weight(&bn.input[k]))
+                .collect::<Result<_>>()?;
+            let eps = attr_f(&bn, "epsilon", 1e-5);
+            (w, b) = fold_batchnorm(&w, Some(&b), &p[0], &p[1], &p[2], &p[3], eps)?;
+            self.folded.insert(bi);
+            self.report.batchnorms += 1;
+        }
+        if let Some(a) = grp.act_node {
+            self.folded.insert(a);
+            self.report.activations += 1;
+        }
+        Ok((w, shape, b))
     }
 
     /// The new graph: the float graph's interface, the new nodes, old and new initializers.

@@ -58,17 +58,25 @@ fn value(name: &str) -> ValueInfoProto {
     }
 }
 
-fn float_model() -> ModelProto {
+/// The test graph; with `trans_b` false the Gemm weight is stored `[K, N]` (no transB).
+fn float_model_with(trans_b: bool) -> ModelProto {
     let pads = ints_attr("pads", &[1, 1, 1, 1]);
     let k2 = ints_attr("kernel_shape", &[2, 2]);
     let s2 = ints_attr("strides", &[2, 2]);
     let mut gemm = node("Gemm", &["f", "gw", "gb"], "y", Vec::new());
-    gemm.attribute.push(AttributeProto {
-        name: "transB".into(),
-        r#type: attr_type::INT,
-        i: 1,
-        ..Default::default()
-    });
+    let gw = noise(180, 2);
+    let gw = if trans_b {
+        gemm.attribute.push(AttributeProto {
+            name: "transB".into(),
+            r#type: attr_type::INT,
+            i: 1,
+            ..Default::default()
+        });
+        f32s("gw", &[5, 36], &gw)
+    } else {
+        let t: Vec<f32> = (0..180).map(|i| gw[(i % 5) * 36 + i / 5]).collect();
+        f32s("gw", &[36, 5], &t)
+    };
     let graph = GraphProto {
         node: vec![
             node("Conv", &["x", "cw", "cb"], "c", vec![pads]),
@@ -90,7 +98,7 @@ fn float_model() -> ModelProto {
             f32s("be", &[4], &[0.2, 0.1, -0.3, 0.5]),
             f32s("mu", &[4], &[0.1, -0.1, 0.2, 0.0]),
             f32s("var", &[4], &[0.5, 2.0, 1.0, 0.25]),
-            f32s("gw", &[5, 36], &noise(180, 2)),
+            gw,
             f32s("gb", &[5], &[0.5, -0.5, 0.25, 0.0, 1.0]),
         ],
         input: vec![value("x")],
@@ -106,6 +114,10 @@ fn float_model() -> ModelProto {
         graph: Some(graph),
         ..Default::default()
     }
+}
+
+fn float_model() -> ModelProto {
+    float_model_with(true)
 }
 
 fn input(seed: u32) -> Tensor {
@@ -174,4 +186,15 @@ fn bad_calibration_inputs_are_errors() {
         msg.contains("calibration input 0") && msg.contains("[1, 8]"),
         "{e}"
     );
+}
+
+#[test]
+fn gemm_weights_stored_k_by_n_quantize_the_same() {
+    let calib: Vec<Vec<Tensor>> = (10..14).map(|s| vec![input(s)]).collect();
+    let run = |proto: ModelProto| {
+        let (q, _) = quantize_int8(&proto, &calib, Calibrator::MinMax, "tiny").unwrap();
+        let m = Model::from_proto(q, "tiny int8").unwrap();
+        m.run(&[input(50)]).unwrap()[0].to_vec::<f32>().unwrap()
+    };
+    assert_eq!(run(float_model_with(true)), run(float_model_with(false)));
 }
