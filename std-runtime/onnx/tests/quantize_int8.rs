@@ -2,7 +2,9 @@
 //! → Relu → MaxPool → Flatten → Gemm: after calibration the graph holds only integer layers
 //! (QLinearConv, QGemm, int8 MaxPool/Flatten) between one QuantizeLinear and one
 //! DequantizeLinear, and its outputs stay within a few output steps of the float model's on
-//! inputs it was not calibrated on. Bad calibration inputs are errors naming the shapes.
+//! inputs it was not calibrated on; a Gemm weight stored [K, N] and a 100th-percentile range
+//! give the same int8 model as [N, K] and min/max. Bad calibration inputs are errors naming
+//! the shapes.
 
 use picograd_core::Tensor;
 use picograd_onnx::proto::*;
@@ -189,12 +191,18 @@ fn bad_calibration_inputs_are_errors() {
 }
 
 #[test]
-fn gemm_weights_stored_k_by_n_quantize_the_same() {
+fn gemm_weights_stored_k_by_n_and_percentile_100_quantize_the_same() {
     let calib: Vec<Vec<Tensor>> = (10..14).map(|s| vec![input(s)]).collect();
-    let run = |proto: ModelProto| {
-        let (q, _) = quantize_int8(&proto, &calib, Calibrator::MinMax, "tiny").unwrap();
+    let run_with = |proto: ModelProto, how: Calibrator| {
+        let (q, _) = quantize_int8(&proto, &calib, how, "tiny").unwrap();
         let m = Model::from_proto(q, "tiny int8").unwrap();
         m.run(&[input(50)]).unwrap()[0].to_vec::<f32>().unwrap()
     };
+    let run = |proto: ModelProto| run_with(proto, Calibrator::MinMax);
     assert_eq!(run(float_model_with(true)), run(float_model_with(false)));
+    // The 100th percentile and its mirror are the max and the min.
+    let p100 = run_with(float_model(), Calibrator::Percentile(100.0));
+    assert_eq!(p100, run(float_model()));
+    let p90 = run_with(float_model(), Calibrator::Percentile(90.0));
+    assert_ne!(p90, p100, "a 90th-percentile range is narrower");
 }
