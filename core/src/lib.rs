@@ -22,6 +22,7 @@ pub mod lowbit;
 pub mod lru;
 pub mod nn;
 pub mod ops;
+pub mod quant;
 pub mod realize;
 pub mod schedule;
 pub mod shape;

@@ -15,6 +15,7 @@ use std::time::Instant;
 
 use clap::{Parser, Subcommand};
 use picograd_core::{Error, Result};
+use picograd_onnx::quantize::Calibrator;
 use picograd_onnx::{npy, ops, values::onnx_type_name, Model};
 use picograd_runtime::install::DeviceKind;
 use picograd_runtime::target::{BuildOptions, CompilerKind, OptLevel, Target};
@@ -53,6 +54,19 @@ enum Command {
         /// ones); with them, each given shape must be the file's.
         #[arg(long = "shape", value_name = "NAME=DIMS")]
         shapes: Vec<String>,
+        /// Quantize the float model before use: `int8` (the only scheme) rewrites its Conv
+        /// (with a following BatchNormalization and Relu/Clip(0,6) folded in) and Gemm layers
+        /// into int8 operators; needs `--calibrate`.
+        #[arg(long, value_name = "SCHEME", requires = "calibrate")]
+        quantize: Option<String>,
+        /// With `--quantize`: a float32 `.npy` of calibration inputs, `[N, ...]` with `...` the
+        /// model input's shape without its batch axis; activation ranges are observed on them.
+        #[arg(long, value_name = "FILE.npy", requires = "quantize")]
+        calibrate: Option<PathBuf>,
+        /// With `--quantize`: take activation ranges at this percentile (e.g. 99.99) and its
+        /// mirror instead of min/max.
+        #[arg(long, value_name = "P", requires = "quantize")]
+        percentile: Option<f32>,
         /// Warm timing: after one warm-up run (which compiles the kernels), run N more times in
         /// this process and print the minimum and median time per run.
         #[arg(long, value_name = "N")]
@@ -124,6 +138,19 @@ struct CompileArgs {
     /// `--cflag=-fno-inline` to count each kernel in its own function.
     #[arg(long = "cflag", value_name = "FLAG", allow_hyphen_values = true)]
     cflags: Vec<String>,
+    /// Quantize the float model before use: `int8` (the only scheme) rewrites its Conv
+    /// (with a following BatchNormalization and Relu/Clip(0,6) folded in) and Gemm layers
+    /// into int8 operators; needs `--calibrate`.
+    #[arg(long, value_name = "SCHEME", requires = "calibrate")]
+    quantize: Option<String>,
+    /// With `--quantize`: a float32 `.npy` of calibration inputs, `[N, ...]` with `...` the
+    /// model input's shape without its batch axis; activation ranges are observed on them.
+    #[arg(long, value_name = "FILE.npy", requires = "quantize")]
+    calibrate: Option<PathBuf>,
+    /// With `--quantize`: take activation ranges at this percentile (e.g. 99.99) and its
+    /// mirror instead of min/max.
+    #[arg(long, value_name = "P", requires = "quantize")]
+    percentile: Option<f32>,
 }
 
 /// `compile --opt`: what the device build optimizes for.
@@ -170,7 +197,11 @@ fn main() -> ExitCode {
             interp,
             shapes,
             bench,
-        } => run(&model, &inputs, &out, interp, &shapes, bench),
+            quantize,
+            calibrate,
+            percentile,
+        } => Quant::parse(quantize, calibrate, percentile)
+            .and_then(|q| run(&model, &inputs, &out, interp, &shapes, bench, &q)),
         Command::Compile(args) => compile(args),
         Command::Inspect { model } => inspect(&model).map_err(Failure::from),
     };
@@ -202,6 +233,56 @@ fn parse_shapes(shapes: &[String]) -> std::result::Result<Vec<(String, Vec<usize
         .collect()
 }
 
+/// `--quantize`/`--calibrate`/`--percentile`, checked.
+struct Quant(Option<(PathBuf, Calibrator)>);
+
+impl Quant {
+    fn parse(
+        scheme: Option<String>,
+        calibrate: Option<PathBuf>,
+        percentile: Option<f32>,
+    ) -> std::result::Result<Quant, Failure> {
+        let how = match percentile {
+            None => Calibrator::MinMax,
+            Some(p) if p > 50.0 && p <= 100.0 => Calibrator::Percentile(p),
+            Some(p) => {
+                return Err(Failure::Usage(format!(
+                    "--percentile {p}: expected a value in (50, 100]"
+                )))
+            }
+        };
+        match (scheme.as_deref(), calibrate) {
+            (None, _) => Ok(Quant(None)),
+            (Some("int8"), Some(c)) => Ok(Quant(Some((c, how)))),
+            (Some("int8"), None) => Err(Failure::Usage("--quantize int8 needs --calibrate".into())),
+            (Some(s), _) => Err(Failure::Usage(format!(
+                "--quantize {s}: the only scheme is int8"
+            ))),
+        }
+    }
+}
+
+/// The model at `path`, quantized when `q` says so.
+fn load_as(path: &Path, q: &Quant) -> Result<Model> {
+    let Some((calib, how)) = &q.0 else {
+        return load(path);
+    };
+    let t = Instant::now();
+    let (m, r) = picograd_cli::quantize::quantized_model(path, calib, *how)?;
+    eprintln!(
+        "quantized {} to int8 on {} in {:.2?}: {} conv, {} gemm, {} BatchNorm and {} \
+         activation(s) folded",
+        path.display(),
+        calib.display(),
+        t.elapsed(),
+        r.convs,
+        r.gemms,
+        r.batchnorms,
+        r.activations
+    );
+    Ok(m)
+}
+
 fn load(path: &Path) -> Result<Model> {
     let t = Instant::now();
     let m = Model::load(path)?;
@@ -222,6 +303,7 @@ fn run(
     interp: bool,
     shapes: &[String],
     bench: Option<u32>,
+    q: &Quant,
 ) -> CliResult {
     let shapes = parse_shapes(shapes)?;
     // The runtime installs itself on first use anyway; `--interp` chooses the interpreter over
@@ -230,7 +312,7 @@ fn run(
     if interp {
         picograd_runtime::install::set_default_device(DeviceKind::Interp)?;
     }
-    let model = load(path)?;
+    let model = load_as(path, q)?;
     model.check_supported()?;
     let tensors = if inputs.is_empty() {
         picograd_cli::compile::zero_inputs(&model, &shapes)?
@@ -392,7 +474,11 @@ fn compile(args: CompileArgs) -> CliResult {
         opt,
         compiler,
         cflags,
+        quantize,
+        calibrate,
+        percentile,
     } = args;
+    let q = Quant::parse(quantize, calibrate, percentile)?;
     let target = TargetArg {
         name: &name,
         dir: target_dir,
@@ -412,7 +498,7 @@ fn compile(args: CompileArgs) -> CliResult {
     t.budget(budget)
         .map_err(|e| Failure::Usage(e.to_string()))?;
     picograd_runtime::install();
-    let model = load(&path)?;
+    let model = load_as(&path, &q)?;
     let inputs = inputs
         .iter()
         .map(|p| npy::read(p))

@@ -16,6 +16,7 @@ pub mod npy;
 pub mod ops;
 pub mod proto;
 pub mod qdq;
+pub mod quantize;
 pub mod values;
 
 pub use model::{Model, UnsupportedOp, ValueSpec};

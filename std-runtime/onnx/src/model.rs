@@ -714,3 +714,14 @@ fn check_indices(
     }
     Ok(())
 }
+
+/// The protobuf of the model file at `path`, undecoded beyond the messages (what a graph
+/// rewrite such as `--quantize int8` starts from); errors name the file.
+pub fn read_proto(path: &Path) -> Result<ModelProto> {
+    let what = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|e| Error::Io {
+        path: what.clone(),
+        detail: e.to_string(),
+    })?;
+    decode(&bytes, &what)
+}
