@@ -24,6 +24,7 @@ mod build;
 mod bundle;
 pub mod icount;
 mod opt;
+mod search;
 pub mod symbols;
 
 use std::collections::BTreeMap;
@@ -38,6 +39,7 @@ pub use build::{
     build_and_run, BuildOptions, BuildStage, CompilerKind, OptLevel, RunReport, StageHook,
 };
 pub use bundle::{Bundle, Param, Values};
+pub use search::{kernel_opts, DeviceSearch, DeviceSearchStats, KernelChoice, DEFAULT_CANDIDATES};
 pub use opt::{OptKey, OPT_KEYS};
 
 /// Keys every target description must have.

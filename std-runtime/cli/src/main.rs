@@ -124,6 +124,13 @@ struct CompileArgs {
     /// `--cflag=-fno-inline` to count each kernel in its own function.
     #[arg(long = "cflag", value_name = "FLAG", allow_hyphen_values = true)]
     cflags: Vec<String>,
+    /// Search each kernel's register tile and unrolling on the target: candidates from the
+    /// strategy table built with this build's compiler and flags, counted exactly under QEMU,
+    /// the fewest-instruction one whose outputs are bit-identical to the unoptimized model's
+    /// kept; choices are remembered per kernel, target, compiler and flags (a second search of
+    /// the same model runs nothing). Emulated targets only.
+    #[arg(long)]
+    search: bool,
 }
 
 /// `compile --opt`: what the device build optimizes for.
@@ -392,6 +399,7 @@ fn compile(args: CompileArgs) -> CliResult {
         opt,
         compiler,
         cflags,
+        search,
     } = args;
     let target = TargetArg {
         name: &name,
@@ -423,6 +431,7 @@ fn compile(args: CompileArgs) -> CliResult {
         budget: budget.map(str::to_string),
         inputs,
         build,
+        search: search.then(picograd_cli::compile::SearchOptions::default),
         ..picograd_cli::CompileOptions::new(target.name, &out)
     };
     let t = Instant::now();
