@@ -11,7 +11,8 @@
 //! candidate at once, each kernel in its own symbol's range. A round whose outputs differ in any
 //! bit from the reference is rejected for all its kernels (the check is on the model's outputs,
 //! on the build's seeded inputs). Kernels are kept out of line in search builds
-//! (`-fno-inline-functions`, and gcc's `-fno-inline-functions-called-once`) so each has a range.
+//! (`-fno-inline-functions`, and gcc's `-fno-inline-functions-called-once` and
+//! `-fno-inline-small-functions`) so each has a range.
 //!
 //! Invariants: results never depend on the search beyond the candidates' own guarantee (every
 //! candidate is order-preserving) and the bit check above; with no accepted candidate, or a
@@ -263,9 +264,10 @@ impl DeviceSearch {
         build.keep_build_dir = false;
         build.extra_flags.push("-fno-inline-functions".into());
         if build.compiler == CompilerKind::Gcc {
-            build
-                .extra_flags
-                .push("-fno-inline-functions-called-once".into());
+            build.extra_flags.extend([
+                "-fno-inline-functions-called-once".into(),
+                "-fno-inline-small-functions".into(),
+            ]);
         }
         let all: Vec<usize> = (0..=rounds).collect();
         let mut reports: Vec<Option<RunReport>> = Vec::new();
