@@ -11,8 +11,8 @@
 //! candidate at once, each kernel in its own symbol's range. A round whose outputs differ in any
 //! bit from the reference is rejected for all its kernels (the check is on the model's outputs,
 //! on the build's seeded inputs). Kernels are kept out of line in search builds
-//! (`-fno-inline-functions`, and gcc's `-fno-inline-functions-called-once` and
-//! `-fno-inline-small-functions`) so each has a range.
+//! (`-fno-inline-functions`, and gcc's `-fno-inline-functions-called-once`,
+//! `-fno-inline-small-functions` and `-fno-ipa-icf`) so each has its own range.
 //!
 //! Invariants: results never depend on the search beyond the candidates' own guarantee (every
 //! candidate is order-preserving) and the bit check above; with no accepted candidate, or a
@@ -267,6 +267,8 @@ impl DeviceSearch {
             build.extra_flags.extend([
                 "-fno-inline-functions-called-once".into(),
                 "-fno-inline-small-functions".into(),
+                // Identical kernels folded into one symbol would count under another kernel.
+                "-fno-ipa-icf".into(),
             ]);
         }
         let all: Vec<usize> = (0..=rounds).collect();
@@ -313,17 +315,15 @@ impl DeviceSearch {
                 continue;
             }
             // The export names kernels PREFIX_kN_NAME, N the kernel's place among the running
-            // steps; a kernel run at several places counts at all of them. A place the counter
-            // did not see (inlined after all) leaves the kernel uncounted in that round.
+            // steps; a kernel run at several places counts at all of them (summed over the
+            // symbols found, so copies the compiler merged into one still count every call).
+            // No symbol at all (inlined after all) leaves the kernel uncounted in that round.
             let count = |r: usize| -> Option<u64> {
                 let rep = reports[r].as_ref()?;
-                let at = |p: usize| {
-                    let f = rep.function_instructions.iter();
-                    f.filter(|(s, _)| kernel_index(s, prefix) == Some(p))
-                        .map(|(_, c)| *c)
-                        .next()
-                };
-                it.places.iter().map(|&p| at(p)).sum()
+                let mine = rep.function_instructions.iter().filter(|(s, _)| {
+                    kernel_index(s, prefix).is_some_and(|p| it.places.contains(&p))
+                });
+                mine.map(|(_, c)| *c).reduce(|a, b| a + b)
             };
             let mut best: Option<(u64, usize)> = None;
             for (c, _) in it.cands.iter().enumerate() {
