@@ -131,6 +131,10 @@ struct CompileArgs {
     /// the same model runs nothing). Emulated targets only.
     #[arg(long)]
     search: bool,
+    /// With `--search`: candidates tried per kernel (the hand-coded one among them; default
+    /// 12). One firmware image is built and counted per candidate rank, for all kernels at once.
+    #[arg(long, value_name = "N", requires = "search")]
+    search_candidates: Option<usize>,
 }
 
 /// `compile --opt`: what the device build optimizes for.
@@ -400,6 +404,7 @@ fn compile(args: CompileArgs) -> CliResult {
         compiler,
         cflags,
         search,
+        search_candidates,
     } = args;
     let target = TargetArg {
         name: &name,
@@ -431,7 +436,10 @@ fn compile(args: CompileArgs) -> CliResult {
         budget: budget.map(str::to_string),
         inputs,
         build,
-        search: search.then(picograd_cli::compile::SearchOptions::default),
+        search: search.then(|| picograd_cli::compile::SearchOptions {
+            dir: None,
+            candidates: search_candidates,
+        }),
         ..picograd_cli::CompileOptions::new(target.name, &out)
     };
     let t = Instant::now();

@@ -50,7 +50,7 @@ const MAGIC: &str = "PGDEVSEARCH1";
 const MAX_CHOICE_BYTES: u64 = 64 << 10;
 /// Candidates per kernel by default (the hand-coded one among them): KWS-sized models search
 /// within minutes on two cores.
-pub const DEFAULT_CANDIDATES: usize = 6;
+pub const DEFAULT_CANDIDATES: usize = 12;
 /// Rounds built and run side by side.
 const PARALLEL_ROUNDS: usize = 2;
 
