@@ -39,8 +39,8 @@ pub use build::{
     build_and_run, BuildOptions, BuildStage, CompilerKind, OptLevel, RunReport, StageHook,
 };
 pub use bundle::{Bundle, Param, Values};
-pub use search::{kernel_opts, DeviceSearch, DeviceSearchStats, KernelChoice, DEFAULT_CANDIDATES};
 pub use opt::{OptKey, OPT_KEYS};
+pub use search::{kernel_opts, DeviceSearch, DeviceSearchStats, KernelChoice, DEFAULT_CANDIDATES};
 
 /// Keys every target description must have.
 pub const REQUIRED_KEYS: &[&str] = &[

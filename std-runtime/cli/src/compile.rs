@@ -204,7 +204,11 @@ fn write_search(f: &mut fmt::Formatter<'_>, s: &SearchReport) -> fmt::Result {
         let how = if c.cached {
             "cached".to_string()
         } else {
-            format!("{} (hand-coded {})", n(c.instructions), n(c.hand_instructions))
+            format!(
+                "{} (hand-coded {})",
+                n(c.instructions),
+                n(c.hand_instructions)
+            )
         };
         write!(f, "\n  {:<28} {:?} {how}", c.name, c.opts)?;
     }

@@ -39,7 +39,10 @@ fn device_search_picks_caches_and_rebuilds_a_tampered_choice() {
     let first = run(&model, &root.join("s1"), search.clone());
     let s = first.search.as_ref().expect("a search report");
     assert_eq!(s.stats.cached, 0);
-    assert_eq!(s.stats.rejected_rounds, 0, "candidates are order-preserving");
+    assert_eq!(
+        s.stats.rejected_rounds, 0,
+        "candidates are order-preserving"
+    );
     assert_eq!(s.stats.rounds, 3);
     assert!(s.stats.searched >= 2 && s.stats.searched == s.choices.len() as u64);
     let counted = s.choices.iter().filter(|c| c.hand_instructions.is_some());

@@ -224,9 +224,20 @@ impl DeviceSearch {
                 choice,
             });
         }
-        self.bump(1, items.iter().filter(|i| i.choice.is_some()).count() as u64);
+        self.bump(
+            1,
+            items.iter().filter(|i| i.choice.is_some()).count() as u64,
+        );
         if items.iter().any(|i| i.choice.is_none()) {
-            self.run_rounds(target, capture, names, export_opts, build, inputs, &mut items)?;
+            self.run_rounds(
+                target,
+                capture,
+                names,
+                export_opts,
+                build,
+                inputs,
+                &mut items,
+            )?;
         }
         Ok(items.into_iter().filter_map(|i| i.choice).collect())
     }
@@ -397,8 +408,8 @@ impl DeviceSearch {
                 return None;
             }
         };
-        let parsed = parse_choice(&bytes, key)
-            .and_then(|(opts, n)| fits(kernel, &opts).map(|()| (opts, n)));
+        let parsed =
+            parse_choice(&bytes, key).and_then(|(opts, n)| fits(kernel, &opts).map(|()| (opts, n)));
         match parsed {
             Ok(c) => Some(c),
             Err(why) => {
