@@ -436,7 +436,7 @@ fn compile(args: CompileArgs) -> CliResult {
         budget: budget.map(str::to_string),
         inputs,
         build,
-        search: search.then(|| picograd_cli::compile::SearchOptions {
+        search: search.then_some(picograd_cli::compile::SearchOptions {
             dir: None,
             candidates: search_candidates,
         }),

@@ -314,10 +314,10 @@ impl DeviceSearch {
             }
         }
         let reference = reports[0].take().map(|r| r.outputs);
-        for r in 1..reports.len() {
-            if reports[r].as_ref().map(|rep| &rep.outputs) != reference.as_ref() {
+        for rep in reports.iter_mut().skip(1) {
+            if rep.as_ref().map(|r| &r.outputs) != reference.as_ref() {
                 self.bump(4, 1);
-                reports[r] = None;
+                *rep = None;
             }
         }
         let prefix = export_opts.prefix.as_str();
