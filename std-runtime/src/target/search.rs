@@ -9,7 +9,7 @@
 //! unoptimized (the reference outputs), round `r ≥ 1` with every kernel's candidate `r - 1`
 //! (the hand-coded choice is candidate 0), so one firmware image per round counts every kernel's
 //! candidate at once, each kernel in its own symbol's range. A round whose outputs differ in any
-//! bit from the reference is rejected for all its kernels (the check is on the model's outputs,
+//! bit from the reference, or that does not build or run, is rejected for all its kernels (the check is on the model's outputs,
 //! on the build's seeded inputs). Kernels are kept out of line in search builds
 //! (`-fno-inline-functions`, and gcc's `-fno-inline-functions-called-once`,
 //! `-fno-inline-small-functions` and `-fno-ipa-icf`) so each has its own range.
@@ -65,7 +65,8 @@ pub struct DeviceSearchStats {
     pub corrupt_rebuilt: u64,
     /// Firmware images built and run (each one `build_and_run` with exact counting).
     pub rounds: u64,
-    /// Rounds rejected because their outputs differed from the unoptimized model's.
+    /// Rounds rejected: their outputs differed from the unoptimized model's, or they did not
+    /// build or run.
     pub rejected_rounds: u64,
 }
 
@@ -310,12 +311,25 @@ impl DeviceSearch {
             });
             self.bump(3, done.len() as u64);
             for d in done {
-                reports.push(Some(d?));
+                match d {
+                    Ok(rep) => reports.push(Some(rep)),
+                    // Without the reference there is nothing to check against.
+                    Err(e) if reports.is_empty() => return Err(e),
+                    // A candidate round that does not build or run is rejected, not fatal.
+                    Err(e) => {
+                        eprintln!("picograd: device search round {}: {e}", reports.len());
+                        self.bump(4, 1);
+                        reports.push(None);
+                    }
+                }
             }
         }
         let reference = reports[0].take().map(|r| r.outputs);
         for rep in reports.iter_mut().skip(1) {
-            if rep.as_ref().map(|r| &r.outputs) != reference.as_ref() {
+            if rep
+                .as_ref()
+                .is_some_and(|r| Some(&r.outputs) != reference.as_ref())
+            {
                 self.bump(4, 1);
                 *rep = None;
             }
