@@ -9,8 +9,9 @@
 //! unoptimized (the reference outputs), round `r ≥ 1` with every kernel's candidate `r - 1`
 //! (the hand-coded choice is candidate 0), so one firmware image per round counts every kernel's
 //! candidate at once, each kernel in its own symbol's range. A round whose outputs differ in any
-//! bit from the reference, or that does not build or run, is rejected for all its kernels (the check is on the model's outputs,
-//! on the build's seeded inputs). Kernels are kept out of line in search builds
+//! bit from the reference, or that does not build or run, is rejected for all its kernels (the
+//! check is on the model's outputs, on the build's seeded inputs, not on each kernel's own
+//! output: a kernel difference the rest of the model hides would pass). Kernels are kept out of line in search builds
 //! (`-fno-inline-functions`, and gcc's `-fno-inline-functions-called-once`,
 //! `-fno-inline-small-functions` and `-fno-ipa-icf`) so each has its own range.
 //!
