@@ -24,6 +24,7 @@ mod build;
 mod bundle;
 pub mod icount;
 mod opt;
+mod search;
 pub mod symbols;
 
 use std::collections::BTreeMap;
@@ -39,6 +40,7 @@ pub use build::{
 };
 pub use bundle::{Bundle, Param, Values};
 pub use opt::{OptKey, OPT_KEYS};
+pub use search::{kernel_opts, DeviceSearch, DeviceSearchStats, KernelChoice, DEFAULT_CANDIDATES};
 
 /// Keys every target description must have.
 pub const REQUIRED_KEYS: &[&str] = &[

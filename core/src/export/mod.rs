@@ -93,6 +93,11 @@ pub struct ExportOptions {
     /// of the header to know about its inputs and outputs (e.g. that an output stands for an
     /// ONNX ZipMap's maps). Empty by default.
     pub header_notes: Vec<String>,
+    /// Opts chosen for particular kernels (a device search's result, see picograd-runtime's
+    /// `target::DeviceSearch`), by the text of the kernel's AST as export lowers it; a kernel
+    /// not listed gets the hand-coded opts of `opt`. Chosen opts must fit their kernel (an error
+    /// otherwise). Empty by default.
+    pub kernel_opts: Vec<(String, Vec<crate::codegen::kernel::Opt>)>,
 }
 
 impl Default for ExportOptions {
@@ -105,6 +110,7 @@ impl Default for ExportOptions {
             opt: Some(crate::codegen::opt::OptConfig::small_device()),
             fused_mulacc: false,
             header_notes: Vec::new(),
+            kernel_opts: Vec::new(),
         }
     }
 }
@@ -141,7 +147,12 @@ impl Bundle {
 pub fn export(capture: &Capture, names: &ExportNames, opts: &ExportOptions) -> Result<Bundle> {
     // Device kernels keep two roundings per multiply-accumulate unless the options say the
     // target has a single-precision FMA instruction.
-    let mut capture = capture.relowered(opts.opt.as_ref(), opts.fused_mulacc)?;
+    let chosen = |ast: &crate::ast::Ast| {
+        let text = alloc::format!("{ast}");
+        let found = opts.kernel_opts.iter().find(|(k, _)| *k == text);
+        found.map(|(_, o)| o.clone())
+    };
+    let mut capture = capture.relowered_with(opts.opt.as_ref(), opts.fused_mulacc, &chosen)?;
     capture.unfuse_f64();
     let capture = &capture;
     check_names(capture, names, opts)?;

@@ -277,6 +277,18 @@ impl Capture {
         cfg: Option<&crate::codegen::opt::OptConfig>,
         fused: bool,
     ) -> Result<Capture> {
+        self.relowered_with(cfg, fused, &|_| None)
+    }
+
+    /// [`Capture::relowered`], with the opts `chosen` gives for a kernel's AST (as lowered)
+    /// applied instead of the hand-coded ones (`None`: hand-coded); see
+    /// [`crate::codegen::lower::lower_ast_with`].
+    pub fn relowered_with(
+        &self,
+        cfg: Option<&crate::codegen::opt::OptConfig>,
+        fused: bool,
+        chosen: &dyn Fn(&crate::ast::Ast) -> Option<Vec<crate::codegen::kernel::Opt>>,
+    ) -> Result<Capture> {
         let undo = cfg.is_none_or(|c| c.l2_bytes == 0);
         let steps = self
             .steps
@@ -290,7 +302,14 @@ impl Capture {
                 let kernel = match (&ast, &st.kernel) {
                     (Some(ast), Some(k)) => {
                         let bufs = k.bufs[..slots.len()].to_vec();
-                        let mut lk = crate::codegen::lower::lower_ast(ast, bufs, cfg, fused)?;
+                        let opts = chosen(ast);
+                        let mut lk = crate::codegen::lower::lower_ast_with(
+                            ast,
+                            bufs,
+                            cfg,
+                            opts.as_deref(),
+                            fused,
+                        )?;
                         // An undone kernel is named after its own (untransformed) shape.
                         if !(undo && st.plain.is_some()) {
                             lk.name.clone_from(&k.name);

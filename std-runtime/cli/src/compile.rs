@@ -23,7 +23,8 @@ use picograd_core::{DType, Error, Result, Tensor};
 use picograd_onnx::values::{checked_numel, held_in, onnx_type_name, tensor_from_le_bytes};
 use picograd_onnx::{Model, ValueSpec};
 use picograd_runtime::target::{
-    build_and_run, Budget, BuildOptions, Memory, Need, RunReport, Target, Values,
+    build_and_run, kernel_opts, Budget, BuildOptions, DeviceSearch, DeviceSearchStats,
+    KernelChoice, Memory, Need, RunReport, Target, Values,
 };
 
 use crate::check::{compare, CheckReport};
@@ -54,6 +55,28 @@ pub struct CompileOptions {
     /// over `shapes`); empty: seeded non-zero values ([`seeded_values`]). With values, [`CompileReport::check`] compares the device's
     /// outputs with the desktop's on the same values.
     pub inputs: Vec<Tensor>,
+    /// Search each kernel's opts on the target ([`DeviceSearch`]: candidates counted under
+    /// QEMU, the fewest-instruction one whose outputs are bit-identical kept and remembered);
+    /// `None`: the hand-coded opts.
+    pub search: Option<SearchOptions>,
+}
+
+/// How `compile --search` searches.
+#[derive(Clone, Debug, Default)]
+pub struct SearchOptions {
+    /// Where choices are remembered; `None`: `device-search` beside the kernel cache.
+    pub dir: Option<PathBuf>,
+    /// Candidates per kernel; `None`: [`picograd_runtime::target::DEFAULT_CANDIDATES`].
+    pub candidates: Option<usize>,
+}
+
+/// What the device search did during a compile.
+#[derive(Clone, Debug)]
+pub struct SearchReport {
+    /// Its counters (rounds built and run under QEMU, choices read from the cache, ...).
+    pub stats: DeviceSearchStats,
+    /// The choice for each kernel.
+    pub choices: Vec<KernelChoice>,
 }
 
 impl CompileOptions {
@@ -68,6 +91,7 @@ impl CompileOptions {
             build: BuildOptions::default(),
             budget: None,
             inputs: Vec::new(),
+            search: None,
         }
     }
 }
@@ -95,6 +119,8 @@ pub struct CompileReport {
     pub budget: Option<Budget>,
     /// The device's outputs against the desktop's, when inputs were given.
     pub check: Option<CheckReport>,
+    /// What the device search did, with `--search`.
+    pub search: Option<SearchReport>,
 }
 
 impl CompileReport {
@@ -157,8 +183,36 @@ impl fmt::Display for CompileReport {
         if let Some(c) = &self.check {
             write!(f, "\n{c}")?;
         }
+        if let Some(s) = &self.search {
+            write_search(f, s)?;
+        }
         Ok(())
     }
+}
+
+/// The device search's lines of the report.
+fn write_search(f: &mut fmt::Formatter<'_>, s: &SearchReport) -> fmt::Result {
+    let st = &s.stats;
+    write!(
+        f,
+        "\nsearch:       {} kernel(s) searched in {} QEMU-counted build(s) ({} rejected), {} \
+         from the cache",
+        st.searched, st.rounds, st.rejected_rounds, st.cached
+    )?;
+    for c in &s.choices {
+        let n = |v: Option<u64>| v.map_or("?".into(), |n| n.to_string());
+        let how = if c.cached {
+            "cached".to_string()
+        } else {
+            format!(
+                "{} (hand-coded {})",
+                n(c.instructions),
+                n(c.hand_instructions)
+            )
+        };
+        write!(f, "\n  {:<28} {:?} {how}", c.name, c.opts)?;
+    }
+    Ok(())
 }
 
 /// ` (name size, ...)` for the report, or nothing.
@@ -194,6 +248,32 @@ pub fn compile(model: &Model, opts: &CompileOptions) -> Result<CompileReport> {
     let mut export_opts = target.export_options_for(opts.build.opt);
     let names = bundle_names(model, &export_opts.prefix);
     export_opts.header_notes = zipmap_notes(model, &names.outputs);
+    let feed = if opts.inputs.is_empty() {
+        seeded_values(&names.inputs, &inputs)
+    } else {
+        given_values(&names.inputs, &inputs, &opts.inputs)?
+    };
+    let feed: Vec<(&str, Values)> = feed.iter().map(|(n, v)| (n.as_str(), v.clone())).collect();
+    let search = match &opts.search {
+        Some(so) => {
+            let mut s = DeviceSearch::new();
+            if let Some(d) = &so.dir {
+                s = s.with_dir(d);
+            }
+            if let Some(n) = so.candidates {
+                s = s.with_candidates(n);
+            }
+            let choices = stage("searching kernels on the target", || {
+                s.search(&target, &capture, &names, &export_opts, &opts.build, &feed)
+            })?;
+            export_opts.kernel_opts = kernel_opts(&choices);
+            Some(SearchReport {
+                stats: s.stats(),
+                choices,
+            })
+        }
+        None => None,
+    };
     let bundle = stage("exporting C", || export(&capture, &names, &export_opts))?;
     let need = Need {
         flash: bundle.weight_bytes as u64,
@@ -202,12 +282,6 @@ pub fn compile(model: &Model, opts: &CompileOptions) -> Result<CompileReport> {
     let before = "before building, the weights and the static arena alone";
     check_memory(&target, budget.as_ref(), need, before)?;
     picograd_runtime::export::write_bundle(&bundle, &opts.out)?;
-    let feed = if opts.inputs.is_empty() {
-        seeded_values(&names.inputs, &inputs)
-    } else {
-        given_values(&names.inputs, &inputs, &opts.inputs)?
-    };
-    let feed: Vec<(&str, Values)> = feed.iter().map(|(n, v)| (n.as_str(), v.clone())).collect();
     let progress = crate::progress::BuildProgress::default();
     let mut build = opts.build.clone();
     if build.on_stage.is_none() {
@@ -247,6 +321,7 @@ pub fn compile(model: &Model, opts: &CompileOptions) -> Result<CompileReport> {
         run,
         budget,
         check,
+        search,
     })
 }
 

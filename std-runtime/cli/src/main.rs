@@ -151,6 +151,17 @@ struct CompileArgs {
     /// mirror instead of min/max.
     #[arg(long, value_name = "P", requires = "quantize")]
     percentile: Option<f32>,
+    /// Search each kernel's register tile and unrolling on the target: candidates from the
+    /// strategy table built with this build's compiler and flags, counted exactly under QEMU,
+    /// the fewest-instruction one whose outputs are bit-identical to the unoptimized model's
+    /// kept; choices are remembered per kernel, target, compiler and flags (a second search of
+    /// the same model runs nothing). Emulated targets only.
+    #[arg(long)]
+    search: bool,
+    /// With `--search`: candidates tried per kernel (the hand-coded one among them; default
+    /// 12). One firmware image is built and counted per candidate rank, for all kernels at once.
+    #[arg(long, value_name = "N", requires = "search")]
+    search_candidates: Option<usize>,
 }
 
 /// `compile --opt`: what the device build optimizes for.
@@ -477,6 +488,8 @@ fn compile(args: CompileArgs) -> CliResult {
         quantize,
         calibrate,
         percentile,
+        search,
+        search_candidates,
     } = args;
     let q = Quant::parse(quantize, calibrate, percentile)?;
     let target = TargetArg {
@@ -509,6 +522,10 @@ fn compile(args: CompileArgs) -> CliResult {
         budget: budget.map(str::to_string),
         inputs,
         build,
+        search: search.then_some(picograd_cli::compile::SearchOptions {
+            dir: None,
+            candidates: search_candidates,
+        }),
         ..picograd_cli::CompileOptions::new(target.name, &out)
     };
     let t = Instant::now();
