@@ -26,6 +26,7 @@ use core::cmp::Reverse;
 use hashbrown::{HashMap, HashSet};
 
 use crate::ast::{Ast, AstOp};
+use crate::dtype::DType;
 use crate::codegen::opt::OptConfig;
 use crate::error::{Error, Result};
 use crate::lazy::{LazyBuffer, LazyOp};
@@ -429,6 +430,11 @@ impl AstBuilder<'_> {
                 (AstOp::Reduce(*rop, axes.clone()), reads)
             }
             LazyOp::Alu(_) | LazyOp::Cast | LazyOp::Bitcast => {
+                if !root && narrow_int_cast(op, base.dtype()) && self.holds_reduce(base) {
+                    self.mark(base, "a reduce's result cast to a narrow integer: stored narrow");
+                    vals.push(self.load(base, st.clone()));
+                    return Ok(());
+                }
                 if many && self.holds_reduce(base) {
                     self.mark(base, "shared by several consumers and holds a reduce");
                     vals.push(self.load(base, st.clone()));
@@ -503,6 +509,15 @@ impl AstBuilder<'_> {
         }
         self.reduce_memo.get(&b.id()) == Some(&true)
     }
+}
+
+/// Is `op` a cast to an 8- or 16-bit integer? When such a cast holds a reduce (a quantized
+/// conv's requantized int8 output), it is its kernel's stored value: the buffer between kernels
+/// is then the narrow one, never the reduce's i32 accumulator (a consumer that cannot fuse the
+/// reduce would otherwise realize the reduce itself, 4× the memory in an exported arena).
+/// Integers are exact, so the boundary changes no value.
+fn narrow_int_cast(op: &LazyOp, dt: DType) -> bool {
+    matches!(op, LazyOp::Cast) && matches!(dt, DType::I8 | DType::U8 | DType::I16 | DType::U16)
 }
 
 /// Does the AST read buffer 0 anywhere but at the position it stores (`out`)?
