@@ -132,6 +132,7 @@ fn configs() -> Vec<(&'static str, Option<OptConfig>)> {
                 max_unrolled: 16,
                 l1_bytes: 0,
                 l2_bytes: 0,
+                dual_mac: false,
             }),
         ),
         ("tile8", Some(OptConfig::small_device())),

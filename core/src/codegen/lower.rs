@@ -69,7 +69,8 @@ pub fn lower_ast_with(
     if debug() >= 3 && !opts.is_empty() {
         log(3, &format!("opts {opts:?} -> {}", kernel.describe()));
     }
-    let mut lk = linearize(&kernel, bufs, kernel.name(), fused)?;
+    let dual_mac = cfg.is_some_and(|c| c.dual_mac);
+    let mut lk = linearize(&kernel, bufs, kernel.name(), fused, dual_mac)?;
     check_uops("linearize", &lk)?;
     for (name, pass) in UOP_PASSES {
         lk.uops = pass(core::mem::take(&mut lk.uops));

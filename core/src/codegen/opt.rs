@@ -21,6 +21,11 @@ pub struct OptConfig {
     /// transforms (`schedule/layout.rs`) size panels by it, and make no copies when it is 0 (a
     /// microcontroller's scarce resource is its static arena, which a copy would grow).
     pub l2_bytes: usize,
+    /// The core has a dual 16-bit multiply-accumulate (Arm's `smlad`, DSP extension): the
+    /// linearizer pairs the products of an integer sum into
+    /// [`UOpKind::DualMac`](super::uops::UOpKind::DualMac)s. Off by default; a target says so
+    /// (`opt.dual_mac = 1`). Integer sums wrap, so pairing changes no value.
+    pub dual_mac: bool,
 }
 
 impl OptConfig {
@@ -34,6 +39,7 @@ impl OptConfig {
             max_unrolled: 32,
             l1_bytes: 0,
             l2_bytes: 0,
+            dual_mac: false,
         }
     }
 
@@ -48,6 +54,7 @@ impl OptConfig {
             max_unrolled: 512,
             l1_bytes: OptConfig::DEFAULT_L1_BYTES,
             l2_bytes: OptConfig::DEFAULT_L2_BYTES,
+            dual_mac: false,
         }
     }
 
