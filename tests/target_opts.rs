@@ -37,12 +37,24 @@ fn shape(c: &OptConfig) -> (usize, usize, usize) {
 
 #[test]
 fn shipped_descriptions_keep_the_small_device_shape() {
-    let small = OptConfig::small_device();
     for name in Target::names().unwrap() {
         let t = Target::by_name(&name).unwrap();
-        assert_eq!(t.opt, small, "{name}");
-        assert_eq!(t.export_options().opt, Some(small), "{name}");
+        // The one difference: Cortex-M4 (armv7e-m, DSP extension) has the dual MAC `smlad`.
+        let want = OptConfig {
+            dual_mac: name == "cortex-m4",
+            ..OptConfig::small_device()
+        };
+        assert_eq!(t.opt, want, "{name}");
+        assert_eq!(t.export_options().opt, Some(want), "{name}");
     }
+}
+
+#[test]
+fn dual_mac_is_a_yes_or_no() {
+    assert!(described("opt.dual_mac = 1\n").unwrap().opt.dual_mac);
+    assert!(!described("opt.dual_mac = 0\n").unwrap().opt.dual_mac);
+    let e = described("opt.dual_mac = 2\n").unwrap_err().to_string();
+    assert!(e.contains("`opt.dual_mac` is `2`"), "{e}");
 }
 
 #[test]
