@@ -39,11 +39,7 @@ fn shape(c: &OptConfig) -> (usize, usize, usize) {
 fn shipped_descriptions_keep_the_small_device_shape() {
     for name in Target::names().unwrap() {
         let t = Target::by_name(&name).unwrap();
-        // The one difference: Cortex-M4 (armv7e-m, DSP extension) has the dual MAC `smlad`.
-        let want = OptConfig {
-            dual_mac: name == "cortex-m4",
-            ..OptConfig::small_device()
-        };
+        let want = OptConfig::small_device();
         assert_eq!(t.opt, want, "{name}");
         assert_eq!(t.export_options().opt, Some(want), "{name}");
     }
