@@ -17,9 +17,9 @@ use picograd::device::{Allocator, Device, Program};
 use picograd::export::{export, ExportNames, ExportOptions};
 use picograd::interp::Interp;
 use picograd::jit::Capture;
+use picograd::ops::requant;
 use picograd::runtime::target::{build_and_run, BuildOptions, Target, Values};
 use picograd::schedule::schedule;
-use picograd::ops::requant;
 use picograd::tensor::quantized::{requant_params, Ties};
 use picograd::{ConvOpts, DType, Padding, Result, Tensor};
 
@@ -100,7 +100,10 @@ fn reference() -> Vec<i32> {
     let b: Vec<i64> = x.iter().map(|&v| v as i64 - 128).collect();
     let ya = conv_reference(&a, &p.w[0], &p.bias[0], &p.scales[0]);
     let yb = conv_reference(&b, &p.w[1], &p.bias[1], &p.scales[1]);
-    ya.iter().zip(&yb).map(|(a, b)| (a * 1000 + b) as i32).collect()
+    ya.iter()
+        .zip(&yb)
+        .map(|(a, b)| (a * 1000 + b) as i32)
+        .collect()
 }
 
 /// One quantized conv of `x` (i16 or i8) on `dev`, requantized to u8, as i32.
@@ -176,7 +179,11 @@ fn dual_macs(cfg: &OptConfig) -> usize {
     let mut n = 0;
     for item in items.iter().filter(|i| !i.is_copy) {
         let lk = lower_ast(&item.ast, buf_params(item), Some(cfg), false).unwrap();
-        n += lk.uops.iter().filter(|u| u.kind == UOpKind::DualMac).count();
+        n += lk
+            .uops
+            .iter()
+            .filter(|u| u.kind == UOpKind::DualMac)
+            .count();
     }
     n
 }
@@ -189,7 +196,11 @@ fn dsp_kernels_hold_the_dual_mac() {
         dual_mac: false,
         ..cfg
     };
-    assert_eq!(dual_macs(&plain), 0, "a DualMac without the target's say-so");
+    assert_eq!(
+        dual_macs(&plain),
+        0,
+        "a DualMac without the target's say-so"
+    );
 }
 
 #[test]

@@ -26,8 +26,8 @@ use core::cmp::Reverse;
 use hashbrown::{HashMap, HashSet};
 
 use crate::ast::{Ast, AstOp};
-use crate::dtype::DType;
 use crate::codegen::opt::OptConfig;
+use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::lazy::{LazyBuffer, LazyOp};
 use crate::shape::ShapeTracker;
@@ -430,8 +430,11 @@ impl AstBuilder<'_> {
                 (AstOp::Reduce(*rop, axes.clone()), reads)
             }
             LazyOp::Alu(_) | LazyOp::Cast | LazyOp::Bitcast => {
-                if !root && narrow_int_cast(op, base.dtype()) && self.holds_reduce(base) {
-                    self.mark(base, "a reduce's result cast to a narrow integer: stored narrow");
+                if !root && narrowing_int_cast(op, srcs, base.dtype()) && self.holds_reduce(base) {
+                    self.mark(
+                        base,
+                        "a reduce's result cast to a narrow integer: stored narrow",
+                    );
                     vals.push(self.load(base, st.clone()));
                     return Ok(());
                 }
@@ -511,13 +514,16 @@ impl AstBuilder<'_> {
     }
 }
 
-/// Is `op` a cast to an 8- or 16-bit integer? When such a cast holds a reduce (a quantized
-/// conv's requantized int8 output), it is its kernel's stored value: the buffer between kernels
-/// is then the narrow one, never the reduce's i32 accumulator (a consumer that cannot fuse the
-/// reduce would otherwise realize the reduce itself, 4× the memory in an exported arena).
-/// Integers are exact, so the boundary changes no value.
-fn narrow_int_cast(op: &LazyOp, dt: DType) -> bool {
-    matches!(op, LazyOp::Cast) && matches!(dt, DType::I8 | DType::U8 | DType::I16 | DType::U16)
+/// Is `op` a cast from a wider integer to an 8- or 16-bit one? When such a cast holds a reduce
+/// (a quantized conv's requantized int8 output), it is its kernel's stored value: the buffer
+/// between kernels is then the narrow one, never the reduce's i32 accumulator (a consumer that
+/// cannot fuse the reduce would otherwise realize the reduce itself, 4× the memory in an
+/// exported arena). A widening cast after it (int8 → i16 to center) is not a boundary: it fuses
+/// into its reader. Integers are exact, so the boundary changes no value.
+fn narrowing_int_cast(op: &LazyOp, srcs: &[LazyBuffer], dt: DType) -> bool {
+    let narrow = matches!(dt, DType::I8 | DType::U8 | DType::I16 | DType::U16);
+    let wider_int = |s: &LazyBuffer| s.dtype().is_int() && s.dtype().itemsize() > dt.itemsize();
+    matches!(op, LazyOp::Cast) && narrow && srcs.first().is_some_and(wider_int)
 }
 
 /// Does the AST read buffer 0 anywhere but at the position it stores (`out`)?
