@@ -14,6 +14,7 @@ use picograd::interp::Interp;
 use picograd::ops::{fixed_point, pack_shift, requant, AluOp};
 use picograd::schedule::schedule;
 use picograd::tensor::quantized::{requant_params, Ties};
+use picograd::tensor::PoolOpts;
 use picograd::{ConvOpts, DType, Padding, Tensor};
 
 /// A deterministic pseudo-random stream (xorshift), so the test needs no RNG crate.
@@ -336,4 +337,35 @@ fn integer_results_carry_no_gradient() {
         .add(x.sum(&[0], false));
     let g = y.gradient(&[&x]).unwrap();
     assert_eq!(g[0].to_vec::<f32>().unwrap(), [1.0, 1.0, 1.0]);
+}
+
+/// A requantized conv read by a max pool (which cannot fuse the conv's sum) is stored as its
+/// uint8 values, not as the i32 accumulator: the buffer between the kernels is the narrow one
+/// (an exported arena holds int8 activations), and the pooled values are the reference's.
+#[test]
+fn requantized_conv_is_stored_narrow() {
+    let q = qconv_case(true);
+    let dev: Arc<dyn Device> = Arc::new(Interp::new());
+    let pooled = qconv_tensor(&q, &dev)
+        .try_max_pool2d(&PoolOpts::new(&[2, 2]))
+        .unwrap();
+    let items = schedule(&[pooled.lazy().contiguous()]).unwrap();
+    let kernels: Vec<_> = items.iter().filter(|i| !i.is_copy).collect();
+    // The kernels that sum (the conv) or pool; others store the centered input and constants.
+    let stored: Vec<DType> = kernels
+        .iter()
+        .filter(|i| i.ast.find_reduce().is_some())
+        .map(|i| i.out.dtype())
+        .collect();
+    assert_eq!(stored, [DType::U8; 2], "the conv's and the pool's outputs");
+    let conv = qconv_reference(&q);
+    let [b, _, h, w] = q.shape;
+    let mut want = Vec::new();
+    for nc in 0..b * q.cout {
+        for (y, x) in (0..h / 2).flat_map(|y| (0..w / 2).map(move |x| (y, x))) {
+            let at = |dy: usize, dx: usize| conv[(nc * h + 2 * y + dy) * w + 2 * x + dx];
+            want.push(at(0, 0).max(at(0, 1)).max(at(1, 0)).max(at(1, 1)));
+        }
+    }
+    assert_eq!(pooled.to_vec::<u8>().unwrap(), want);
 }

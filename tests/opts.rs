@@ -426,7 +426,14 @@ fn threaded_kernels_equal_single_threaded_ones() {
     // The split kernel really takes the core arguments.
     let x = Tensor::from_slice(&data(37), &[37]);
     let k = Kernel::new(&single_item(&x.relu()).ast).unwrap();
-    let lk = linearize(&k, buf_params(&single_item(&x.relu())), k.name(), false).unwrap();
+    let lk = linearize(
+        &k,
+        buf_params(&single_item(&x.relu())),
+        k.name(),
+        false,
+        false,
+    )
+    .unwrap();
     let src = picograd::codegen::c::render_kernel_split(&lk, &Default::default()).unwrap();
     assert!(src.contains("int32_t core_id, int32_t core_count"), "{src}");
 }

@@ -52,6 +52,14 @@ fn shipped_descriptions_keep_the_small_device_shape() {
 }
 
 #[test]
+fn dual_mac_is_a_yes_or_no() {
+    assert!(described("opt.dual_mac = 1\n").unwrap().opt.dual_mac);
+    assert!(!described("opt.dual_mac = 0\n").unwrap().opt.dual_mac);
+    let e = described("opt.dual_mac = 2\n").unwrap_err().to_string();
+    assert!(e.contains("`opt.dual_mac` is `2`"), "{e}");
+}
+
+#[test]
 fn opt_keys_parse_and_bad_ones_name_file_line_and_key() {
     let t = described("opt.vec_width = 8\nopt.max_accs = 32\n").unwrap();
     assert_eq!(

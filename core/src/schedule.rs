@@ -27,6 +27,7 @@ use hashbrown::{HashMap, HashSet};
 
 use crate::ast::{Ast, AstOp};
 use crate::codegen::opt::OptConfig;
+use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::lazy::{LazyBuffer, LazyOp};
 use crate::shape::ShapeTracker;
@@ -433,6 +434,14 @@ impl AstBuilder<'_> {
                 (AstOp::Reduce(*rop, axes.clone()), reads)
             }
             LazyOp::Alu(_) | LazyOp::Cast | LazyOp::Bitcast => {
+                if !root && narrowing_int_cast(op, srcs, base.dtype()) && self.holds_reduce(base) {
+                    self.mark(
+                        base,
+                        "a reduce's result cast to a narrow integer: stored narrow",
+                    );
+                    vals.push(self.load(base, st.clone()));
+                    return Ok(());
+                }
                 if many && self.holds_reduce(base) {
                     self.mark(base, "shared by several consumers and holds a reduce");
                     vals.push(self.load(base, st.clone()));
@@ -507,6 +516,18 @@ impl AstBuilder<'_> {
         }
         self.reduce_memo.get(&b.id()) == Some(&true)
     }
+}
+
+/// Is `op` a cast from a wider integer to an 8- or 16-bit one? When such a cast holds a reduce
+/// (a quantized conv's requantized int8 output), it is its kernel's stored value: the buffer
+/// between kernels is then the narrow one, never the reduce's i32 accumulator (a consumer that
+/// cannot fuse the reduce would otherwise realize the reduce itself, 4× the memory in an
+/// exported arena). A widening cast after it (int8 → i16 to center) is not a boundary: it fuses
+/// into its reader. Integers are exact, so the boundary changes no value.
+fn narrowing_int_cast(op: &LazyOp, srcs: &[LazyBuffer], dt: DType) -> bool {
+    let narrow = matches!(dt, DType::I8 | DType::U8 | DType::I16 | DType::U16);
+    let wider_int = |s: &LazyBuffer| s.dtype().is_int() && s.dtype().itemsize() > dt.itemsize();
+    matches!(op, LazyOp::Cast) && narrow && srcs.first().is_some_and(wider_int)
 }
 
 /// Does the AST read buffer 0 anywhere but at the position it stores (`out`)?

@@ -414,7 +414,24 @@ impl<'a> Writer<'a> {
                 let e = self.bitcast(i);
                 self.value(i, &e);
             }
+            UOpKind::DualMac => {
+                let e = self.dual_mac(i);
+                self.value(i, &e);
+            }
         }
+    }
+
+    /// `pg_smlad_b` (both lanes' factors i8: packed as bytes and widened by `__sxtb16`) or
+    /// `pg_smlad_h` (halfwords) — `__smlad` under `__ARM_FEATURE_DSP`, portable C elsewhere.
+    fn dual_mac(&mut self, i: usize) -> String {
+        let args: Vec<String> = (0..5).map(|n| self.src(i, n).to_string()).collect();
+        let bytes = (1..5).all(|n| self.src_dtype(i, n) == DType::I8);
+        let (h, f) = if bytes {
+            (Helper::SmladBytes, "pg_smlad_b")
+        } else {
+            (Helper::SmladHalves, "pg_smlad_h")
+        };
+        self.call(h, f, &args.join(", "))
     }
 
     // ---- control flow and accumulators ----

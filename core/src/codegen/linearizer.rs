@@ -38,6 +38,8 @@ struct Lin {
     cost: KernelCost,
     /// Fold float sums of products with `Fma` (one rounding) rather than `MulAcc`.
     fused: bool,
+    /// Pair the products of integer sums into `DualMac`s (the target has `smlad`).
+    dual_mac: bool,
     /// The first broken invariant met while lowering (an index variable with no loop or
     /// argument): [`linearize`] returns it instead of a kernel.
     error: Option<Error>,
@@ -294,6 +296,33 @@ impl Lin {
         self.push(UOpKind::Assign, dtype, alloc::vec![acc, new]);
         Ok(())
     }
+
+    /// Folds the products of `src` (a `MulWide`) at two positions into `acc` with one
+    /// `DualMac`. Integer sums wrap, so this is the same value as two single steps.
+    fn accumulate_pair(&mut self, src: &Ast, pair: [&[Node]; 2], acc: u32) -> Result<()> {
+        let mut lanes = Vec::with_capacity(5);
+        lanes.push(acc);
+        for idxs in pair {
+            let mut memo = HashMap::new();
+            lanes.push(self.value(&src.src()[0], idxs, None, &mut memo)?);
+            lanes.push(self.value(&src.src()[1], idxs, None, &mut memo)?);
+        }
+        (0..4).for_each(|_| self.count_flop());
+        self.cost.reduce_ops = self.cost.reduce_ops.saturating_add(2 * self.trip());
+        let new = self.push(UOpKind::DualMac, DType::I32, lanes);
+        self.push(UOpKind::Assign, DType::I32, alloc::vec![acc, new]);
+        Ok(())
+    }
+}
+
+/// Is `src`, summed by `op` into `dtype`, a product of two values that fit signed 16-bit lanes
+/// (an int8 conv or matmul's `MulWide`), so two of its steps can be one `DualMac`?
+fn dual_mac_fits(op: ReduceOp, src: &Ast, dtype: DType) -> bool {
+    let lane = |a: &Ast| matches!(a.dtype(), DType::I8 | DType::U8 | DType::I16);
+    op == ReduceOp::Sum
+        && dtype == DType::I32
+        && matches!(src.op(), AstOp::Alu(AluOp::MulWide))
+        && src.src().iter().all(lane)
 }
 
 /// Every combination of positions of the unrolled axes `sizes`, first axis slowest.
@@ -346,13 +375,17 @@ fn subnodes_exceed(n: &Node) -> bool {
 /// moved out by the later `hoist` pass). `bufs` describes buffer 0 (the output) and the inputs. `fused`:
 /// float sums of products accumulate with one rounding per step ([`AluOp::Fma`]), for devices
 /// with hardware FMA ([`Device::fused_mulacc`](crate::device::Device::fused_mulacc)).
+/// `dual_mac`: pair the products of integer sums into [`UOpKind::DualMac`]s (a target with
+/// `smlad`, [`OptConfig::dual_mac`](super::opt::OptConfig::dual_mac)); the reduce's unrolled
+/// positions pair in order, an odd one out takes a single step.
 pub fn linearize(
     k: &Kernel,
     bufs: Vec<BufParam>,
     name: String,
     fused: bool,
+    dual_mac: bool,
 ) -> Result<LinearKernel> {
-    lower(k, bufs, name, fused, &kernel_vars(k))
+    lower(k, bufs, name, [fused, dual_mac], &kernel_vars(k))
 }
 
 /// The kernel's symbolic variables (every leaf's views and the full shape), each once, sorted
@@ -372,7 +405,7 @@ fn lower(
     k: &Kernel,
     bufs: Vec<BufParam>,
     name: String,
-    fused: bool,
+    [fused, dual_mac]: [bool; 2],
     vars: &[Node],
 ) -> Result<LinearKernel> {
     let rank = k.rank();
@@ -406,6 +439,7 @@ fn lower(
         trips: Vec::new(),
         cost: KernelCost::default(),
         fused,
+        dual_mac,
         error: None,
     };
     for (i, b) in bufs.iter().enumerate() {
@@ -481,9 +515,16 @@ fn lower(
         {
             rloops.push(l.open_loop(String::from(idx.var_name().unwrap_or("")), &k.full_shape[i]));
         }
+        let src = &red.src()[0];
+        let paired = l.dual_mac && dual_mac_fits(*rop, src, dtype);
         for (gi, g) in out_combos.iter().enumerate() {
-            for r in &red_combos {
-                l.accumulate(*rop, &red.src()[0], &positions(g, r, true), accs[gi], dtype)?;
+            for rs in red_combos.chunks(if paired { 2 } else { 1 }) {
+                if let [r0, r1] = rs {
+                    let (p0, p1) = (positions(g, r0, true), positions(g, r1, true));
+                    l.accumulate_pair(src, [&p0, &p1], accs[gi])?;
+                } else {
+                    l.accumulate(*rop, src, &positions(g, &rs[0], true), accs[gi], dtype)?;
+                }
             }
         }
         for lp in rloops.into_iter().rev() {
@@ -568,7 +609,7 @@ mod tests {
     #[test]
     fn a_bound_variable_becomes_a_kernel_argument() {
         let (k, bufs) = shifted_copy();
-        let lk = linearize(&k, bufs, "shifted".into(), false).expect("n is bound");
+        let lk = linearize(&k, bufs, "shifted".into(), false, false).expect("n is bound");
         let names: Vec<&str> = lk.vars.iter().map(|v| &*v.0).collect();
         assert_eq!(names, ["n"]);
         let defined = lk
@@ -582,7 +623,7 @@ mod tests {
     fn an_unbound_index_variable_is_an_internal_error() {
         let (k, bufs) = shifted_copy();
         // Lower with no kernel arguments: `n` in the load's offset has no loop and no argument.
-        match lower(&k, bufs, "shifted".into(), false, &[]) {
+        match lower(&k, bufs, "shifted".into(), [false, false], &[]) {
             Err(Error::Internal(m)) => {
                 assert!(m.contains("`n`"), "message does not name the variable: {m}");
                 assert!(m.contains("no loop or kernel argument"), "message: {m}");

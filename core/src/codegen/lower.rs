@@ -77,7 +77,8 @@ pub fn lower_ast_with(
     if debug() >= 3 && !opts.is_empty() {
         log(3, &format!("opts {opts:?} -> {}", kernel.describe()));
     }
-    let mut lk = linearize(&kernel, bufs, kernel.name(), fused)?;
+    let dual_mac = cfg.is_some_and(|c| c.dual_mac);
+    let mut lk = linearize(&kernel, bufs, kernel.name(), fused, dual_mac)?;
     check_uops("linearize", &lk)?;
     let optimized = cfg.is_some() || chosen.is_some();
     let opt_passes = if optimized { OPT_UOP_PASSES } else { &[] };

@@ -27,6 +27,11 @@ pub struct OptConfig {
     /// tiles are sized by `max_accs` alone. The small-core conv tile
     /// (`strategy/small_core.rs`) sizes accumulators plus the values feeding them by it.
     pub float_registers: usize,
+    /// The core has a dual 16-bit multiply-accumulate (Arm's `smlad`, DSP extension): the
+    /// linearizer pairs the products of an integer sum into
+    /// [`UOpKind::DualMac`](super::uops::UOpKind::DualMac)s. Off by default; a target says so
+    /// (`opt.dual_mac = 1`). Integer sums wrap, so pairing changes no value.
+    pub dual_mac: bool,
 }
 
 impl OptConfig {
@@ -41,6 +46,7 @@ impl OptConfig {
             l1_bytes: 0,
             l2_bytes: 0,
             float_registers: OptConfig::SMALL_CORE_FLOAT_REGISTERS,
+            dual_mac: false,
         }
     }
 
@@ -60,6 +66,7 @@ impl OptConfig {
             l1_bytes: OptConfig::DEFAULT_L1_BYTES,
             l2_bytes: OptConfig::DEFAULT_L2_BYTES,
             float_registers: 0,
+            dual_mac: false,
         }
     }
 

@@ -56,6 +56,12 @@ pub enum UOpKind {
     Bitcast,
     /// Accumulator update: `src0` (a `DefineAcc`) takes the value `src1`.
     Assign,
+    /// The dual multiply-accumulate, a widening two-lane dot: `src0 + src1·src2 + src3·src4`
+    /// in wrapping i32 arithmetic, `src0` an i32 accumulator's value and the four factors
+    /// i8/u8/i16 (each fits a signed 16-bit lane). The linearizer pairs two products of an
+    /// integer sum into one when the target's [`OptConfig`](super::opt::OptConfig) says it has
+    /// the instruction (`dual_mac`: Arm's `smlad` on cores with the DSP extension).
+    DualMac,
 }
 
 /// One micro-op.
@@ -128,6 +134,7 @@ impl fmt::Display for UOpKind {
             UOpKind::Cast => f.write_str("CAST"),
             UOpKind::Bitcast => f.write_str("BITCAST"),
             UOpKind::Assign => f.write_str("ASSIGN"),
+            UOpKind::DualMac => f.write_str("DUAL_MAC"),
         }
     }
 }

@@ -165,7 +165,8 @@ fn scope_step(w: &mut Walk, i: usize, u: &UOp) -> Option<String> {
         | UOpKind::Alu(_)
         | UOpKind::Cast
         | UOpKind::Bitcast
-        | UOpKind::Assign => {}
+        | UOpKind::Assign
+        | UOpKind::DualMac => {}
     }
     None
 }
@@ -208,7 +209,8 @@ fn declaration_problem(lk: &LinearKernel, u: &UOp, globals: &mut [usize]) -> Opt
         | UOpKind::Alu(_)
         | UOpKind::Cast
         | UOpKind::Bitcast
-        | UOpKind::Assign => None,
+        | UOpKind::Assign
+        | UOpKind::DualMac => None,
     }
 }
 
@@ -238,6 +240,16 @@ fn kind_problem(lk: &LinearKernel, u: &UOp) -> Option<String> {
             } else {
                 same(&[acc.dtype, dt(1), u.dtype], "assign")
             }
+        }),
+        UOpKind::DualMac => arity(5).or_else(|| {
+            let lanes_fit = (1..5).all(|s| matches!(dt(s), DType::I8 | DType::U8 | DType::I16));
+            (u.dtype != DType::I32 || dt(0) != DType::I32 || !lanes_fit).then(|| {
+                format!(
+                    "dual multiply-accumulate of {:?} giving {}",
+                    dts(lk, u),
+                    u.dtype.name()
+                )
+            })
         }),
     }
 }

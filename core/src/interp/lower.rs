@@ -156,7 +156,29 @@ impl Lowerer<'_> {
             UOpKind::Cast => self.cast(i, u.dtype, &src),
             UOpKind::Bitcast => self.bitcast(i, u.dtype, &src),
             UOpKind::Assign => self.assign(i, &src),
+            UOpKind::DualMac => self.dual_mac(i, u.dtype, &src),
         }
+    }
+
+    /// `acc + a0·b0 + a1·b1`, lane by lane, wrapping in i32 as the instruction does.
+    fn dual_mac(&mut self, i: usize, dt: DType, src: &[usize]) -> core::result::Result<(), Msg> {
+        Self::arity(src, 5)?;
+        let lanes_fit = src[1..]
+            .iter()
+            .all(|&s| matches!(self.dtype(s), DType::I8 | DType::U8 | DType::I16));
+        if dt != DType::I32 || self.dtype(src[0]) != DType::I32 || !lanes_fit {
+            return Err(format!("dual mac of {:?} giving {dt}", self.dtypes(src)));
+        }
+        let [acc, a0, b0, a1, b1] = [src[0], src[1], src[2], src[3], src[4]];
+        // Registers hold narrow ints sign- or zero-extended (see `MulWide`): read as i64.
+        let f = move |r: &mut [u64]| {
+            let lane = |a: usize, b: usize| (r[a] as i64 as i32).wrapping_mul(r[b] as i64 as i32);
+            let sum = (r[acc] as i64 as i32)
+                .wrapping_add(lane(a0, b0))
+                .wrapping_add(lane(a1, b1));
+            r[i] = sum.to_reg();
+        };
+        self.emit(Instr::Alu(alloc::boxed::Box::new(f)))
     }
 
     fn emit(&mut self, ins: Instr) -> core::result::Result<(), Msg> {

@@ -132,7 +132,16 @@ impl Tensor {
             }
         };
         let lo = out.min_value().max(floor.map_or(f64::MIN, |f| f as f64));
-        Ok(r.try_maximum(lo)?.try_minimum(out.max_value())?.cast(out))
+        let low = r.try_maximum(lo)?;
+        if lo <= i32::MIN as f64 {
+            return Ok(low.try_minimum(out.max_value())?.cast(out));
+        }
+        // min(x, hi) as -max(-x, -hi): x ≥ lo > i32::MIN, so every negation is exact. An integer
+        // `minimum` is a `where` that reads x twice, and a node with two readers that holds the
+        // conv's sum is stored by the scheduler as an i32 buffer; with one reader the clamp and
+        // the cast fuse into the conv's kernel, which then stores int8 values (4× less memory).
+        let high = low.neg().try_maximum(-out.max_value())?.neg();
+        Ok(high.cast(out))
     }
 }
 

@@ -51,6 +51,12 @@ pub const OPT_KEYS: &[OptKey] = &[
         set: |c, v| c.float_registers = v,
         doc: "scalar float registers a conv tile may fill; 0 without an FPU (default 32)",
     },
+    OptKey {
+        name: "dual_mac",
+        range: (0, 1),
+        set: |c, v| c.dual_mac = v == 1,
+        doc: "1: the core has a dual 16-bit multiply-accumulate (smlad) for integer kernels (default 0)",
+    },
 ];
 
 /// The description's [`OptConfig`]: [`OptConfig::small_device`], with each `opt.` key given

@@ -33,6 +33,11 @@ pub(crate) enum Helper {
     FloorMod,
     /// `pg_requant`: [`AluOp::Requant`](crate::ops::AluOp::Requant), one rounding half to even.
     Requant,
+    /// `pg_smlad_h`: [`UOpKind::DualMac`](crate::codegen::uops::UOpKind::DualMac) on halfword
+    /// lanes (`__smlad` where the core has the DSP extension).
+    SmladHalves,
+    /// `pg_smlad_b`: the same on i8 factors, widened to halfwords by `__sxtb16`.
+    SmladBytes,
     /// `pg_div_<int>`: truncating division, x/0 = 0, MIN/-1 wraps.
     Div(DType),
     /// `pg_mod_<int>`: C remainder, x%0 = 0, MIN%-1 = 0.
@@ -128,6 +133,8 @@ fn helper_text(h: Helper) -> String {
         Helper::FloorDiv => String::from(FLOORDIV),
         Helper::FloorMod => String::from(FLOORMOD),
         Helper::Requant => String::from(REQUANT),
+        Helper::SmladHalves => String::from(SMLAD_HALVES),
+        Helper::SmladBytes => String::from(SMLAD_BYTES),
         Helper::Div(dt) => div_text(dt),
         Helper::Mod(dt) => mod_text(dt),
         Helper::FloatToInt(f, i) => float_to_int_text(f, i),
@@ -335,4 +342,40 @@ const FLOORMOD: &str =
   if (r != 0 && ((r < 0) != (b < 0))) r += b;
   return r;
 }
+";
+
+/// The dual multiply-accumulate on two 16-bit lanes: `acc + a0*b0 + a1*b1`, wrapping. With the
+/// DSP extension (Cortex-M4/M7/M33) the lanes are packed low/high into a word each and `__smlad`
+/// does both products and both adds in one instruction (it wraps too; its Q flag is not read).
+/// The portable form adds through `uint32_t`, so it wraps identically without undefined
+/// behaviour; each product of 16-bit lanes fits an `int32_t`.
+const SMLAD_HALVES: &str = "#if defined(__ARM_FEATURE_DSP)
+#include <arm_acle.h>
+static inline __attribute__((unused)) int32_t pg_smlad_h(int32_t acc, int32_t a0, int32_t b0, int32_t a1, int32_t b1) {
+  int32_t a = (int32_t)((uint32_t)(uint16_t)a0 | ((uint32_t)(uint16_t)a1 << 16));
+  int32_t b = (int32_t)((uint32_t)(uint16_t)b0 | ((uint32_t)(uint16_t)b1 << 16));
+  return __smlad(a, b, acc);
+}
+#else
+static inline __attribute__((unused)) int32_t pg_smlad_h(int32_t acc, int32_t a0, int32_t b0, int32_t a1, int32_t b1) {
+  return (int32_t)((uint32_t)acc + (uint32_t)(a0 * b0) + (uint32_t)(a1 * b1));
+}
+#endif
+";
+
+/// [`SMLAD_HALVES`] for i8 factors: each pair is packed into bytes 0 and 2 of a word and
+/// sign-extended to two halfwords by `__sxtb16` (no rotate is needed, so nothing depends on
+/// `__ror`, which gcc 12's `<arm_acle.h>` lacks).
+const SMLAD_BYTES: &str = "#if defined(__ARM_FEATURE_DSP)
+#include <arm_acle.h>
+static inline __attribute__((unused)) int32_t pg_smlad_b(int32_t acc, int32_t a0, int32_t b0, int32_t a1, int32_t b1) {
+  int32_t a = __sxtb16((int32_t)((uint32_t)(uint8_t)a0 | ((uint32_t)(uint8_t)a1 << 16)));
+  int32_t b = __sxtb16((int32_t)((uint32_t)(uint8_t)b0 | ((uint32_t)(uint8_t)b1 << 16)));
+  return __smlad(a, b, acc);
+}
+#else
+static inline __attribute__((unused)) int32_t pg_smlad_b(int32_t acc, int32_t a0, int32_t b0, int32_t a1, int32_t b1) {
+  return (int32_t)((uint32_t)acc + (uint32_t)(a0 * b0) + (uint32_t)(a1 * b1));
+}
+#endif
 ";
