@@ -1,6 +1,6 @@
 //! Conv register tiles for cores without float SIMD, sized by the target's float register file
 //! ([`OptConfig::float_registers`]): the first entry of the strategy table, taken only when the
-//! configuration names a register count.
+//! configuration names a register count and the kernel sums floats.
 //!
 //! A reduce kernel with two output axes that each of two loads broadcasts — a conv's output
 //! channels (the input broadcasts them) and pixels (the weight does), for pointwise,
@@ -66,7 +66,11 @@ pub(super) fn space(k: &Kernel, cfg: &OptConfig) -> Vec<Choice> {
 /// `((channel axis, c), (pixel axis, w))` for every tile within the register file that tiles
 /// something, best first (fewest loads per multiply-add, then the larger tile).
 fn tiles(k: &Kernel, cfg: &OptConfig) -> Vec<((usize, usize), (usize, usize))> {
-    if cfg.float_registers == 0 {
+    // An integer sum (a quantized conv) lives in the integer registers, and its reduce is
+    // left to unroll so the linearizer can pair products into dual multiply-accumulates: the
+    // float register file says nothing about it.
+    let integer = k.ast.find_reduce().is_some_and(|r| !r.dtype().is_float());
+    if cfg.float_registers == 0 || integer {
         return Vec::new();
     }
     let Some((channel, wide)) = tile_axes(k) else {
