@@ -29,11 +29,11 @@ step "cargo test --workspace"
 mkdir -p target
 cargo test --workspace --no-fail-fast 2>&1 | tee target/test.log
 
-# 25 s per reader (four readers, plus a few minutes to build the fuzz crate the first time) keeps
+# 15 s per reader (four readers, plus a few minutes to build the fuzz crate the first time) keeps
 # the suite well under 20 minutes; the CI bound is 60 s per reader. A crash fails the
 # suite. The long campaigns behind the README's figures are `scripts/fuzz.sh --long`.
-step "fuzz the file readers, 25 s each (scripts/fuzz.sh)"
-bash scripts/fuzz.sh 25
+step "fuzz the file readers, 15 s each (scripts/fuzz.sh)"
+bash scripts/fuzz.sh 15
 
 step "ONNX backend node tests (pass rate must not drop below std-runtime/onnx/PASS_FLOOR)"
 bash scripts/onnx-conformance.sh
