@@ -1,5 +1,5 @@
-"""The int8 row of the device bench: the MLPerf Tiny keyword-spotting DS-CNN (the architecture of
-scripts/device-bench-models.py on branch h15meas: conv 10x4 stride 2 -> 64, ReLU, 4 x [depthwise
+"""The int8 row of the device bench: the MLPerf Tiny keyword-spotting DS-CNN (built by
+scripts/device-bench-models.py, with a symbolic batch axis: conv 10x4 stride 2 -> 64, ReLU, 4 x [depthwise
 3x3, ReLU, pointwise 64->64, ReLU], average pool 24x5, linear 64->12; seeded random weights),
 quantized with onnxruntime's `quantize_static` as issue 17 asks: QDQ format, int8 activations
 and weights, weights per channel, calibrated (min/max) on CALIB seeded standard-normal inputs.
@@ -10,62 +10,26 @@ input, 1x1x49x10, for `picograd compile -i`), kws_tests.npy (TESTS inputs) and k
 (onnxruntime's default-session outputs on them), and prints the quantization step of the logits.
 """
 
+import importlib.util
 import os
 import sys
 
 import numpy as np
 import onnx
 import onnxruntime as ort
-from onnx import TensorProto, helper, numpy_helper
+from onnx import numpy_helper
 from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType,
                                       quantize_static)
 from onnxruntime.quantization.shape_inference import quant_pre_process
 
 
-def init(name, array):
-    return numpy_helper.from_array(np.asarray(array, dtype=np.float32), name)
-
-
-def relu(x, y):
-    return helper.make_node("Relu", [x], [y])
-
-
 def kws_dscnn(rng):
-    """scripts/device-bench-models.py's kws_dscnn (h15meas), with a symbolic batch axis."""
-    inits = [init("cw", rng.standard_normal((64, 1, 10, 4)) * 0.1),
-             init("cb", rng.standard_normal(64) * 0.1)]
-    nodes = [helper.make_node("Conv", ["x", "cw", "cb"], ["c"], kernel_shape=[10, 4],
-                              strides=[2, 2], pads=[4, 1, 5, 1]), relu("c", "r")]
-    x = "r"
-    for i in range(4):
-        inits += [init(f"dw{i}", rng.standard_normal((64, 1, 3, 3)) * 0.3),
-                  init(f"db{i}", rng.standard_normal(64) * 0.1),
-                  init(f"pw{i}", rng.standard_normal((64, 64, 1, 1)) * 0.1),
-                  init(f"pb{i}", rng.standard_normal(64) * 0.1)]
-        nodes += [
-            helper.make_node("Conv", [x, f"dw{i}", f"db{i}"], [f"d{i}"], kernel_shape=[3, 3],
-                             pads=[1, 1, 1, 1], group=64),
-            relu(f"d{i}", f"dr{i}"),
-            helper.make_node("Conv", [f"dr{i}", f"pw{i}", f"pb{i}"], [f"p{i}"],
-                             kernel_shape=[1, 1]),
-            relu(f"p{i}", f"pr{i}"),
-        ]
-        x = f"pr{i}"
-    inits += [init("fw", rng.standard_normal((12, 64)) * 0.1),
-              init("fb", rng.standard_normal(12) * 0.1)]
-    nodes += [
-        helper.make_node("AveragePool", [x], ["a"], kernel_shape=[24, 5], strides=[24, 5]),
-        helper.make_node("Flatten", ["a"], ["f"], axis=1),
-        helper.make_node("Gemm", ["f", "fw", "fb"], ["y"], transB=1),
-    ]
-    graph = helper.make_graph(
-        nodes, "kws_dscnn",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 49, 10])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 12])], inits)
-    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    m.ir_version = 8
-    onnx.checker.check_model(m)
-    return m
+    """scripts/device-bench-models.py's KWS DS-CNN, with a symbolic batch axis `N`."""
+    spec = importlib.util.spec_from_file_location(
+        "device_bench_models", os.path.join(os.path.dirname(__file__), "device-bench-models.py"))
+    models = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(models)
+    return models.kws_dscnn(rng, False, batch="N")[0]
 
 
 class Reader(CalibrationDataReader):

@@ -120,7 +120,7 @@ def digits_cnn(rng, trained):
     return model("digits_cnn", nodes, inits, [1, 1, 8, 8], [1, 10]), [1, 1, 8, 8], used
 
 
-def kws_dscnn(rng, _trained):
+def kws_dscnn(rng, _trained, batch=1):
     inits = [init("cw", rng.standard_normal((64, 1, 10, 4)) * 0.1),
              init("cb", rng.standard_normal(64) * 0.1)]
     # "same" padding of a 10x4 kernel at stride 2 on 49x10: 25x5 out; ONNX pads are
@@ -147,7 +147,7 @@ def kws_dscnn(rng, _trained):
         helper.make_node("Flatten", ["a"], ["f"], axis=1),
         gemm("f", "fw", "fb", "y"),
     ]
-    return model("kws_dscnn", nodes, inits, [1, 1, 49, 10], [1, 12]), [1, 1, 49, 10], False
+    return model("kws_dscnn", nodes, inits, [batch, 1, 49, 10], [batch, 12]), [1, 1, 49, 10], False
 
 
 def main():

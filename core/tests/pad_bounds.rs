@@ -10,7 +10,11 @@ use picograd_core::ops::AluOp;
 use picograd_core::realize::run_schedule;
 use picograd_core::schedule::{schedule_for, ScheduleItem};
 use picograd_core::tensor::{ConvOpts, Padding};
-use picograd_core::{Interp, Tensor};
+use picograd_core::Tensor;
+
+#[path = "common/interp_run.rs"]
+mod interp_run;
+use interp_run::run;
 
 /// One conv: input `[1, cin, h, w]`, `cout` filters of `k × k`, padding, stride, groups.
 struct Conv {
@@ -90,25 +94,6 @@ fn cases() -> Vec<Conv> {
         c(3, 3, [7, 5], 3, 1, 2, 1),
         c(4, 4, [6, 7], 3, 1, 1, 4),
     ]
-}
-
-fn run(lk: &LinearKernel, item: &ScheduleItem) -> Vec<u32> {
-    use picograd_core::device::Device;
-    let dev = Interp::new();
-    let mem = dev.allocator();
-    let mut ids = vec![mem.alloc(lk.bufs[0].size * 4).unwrap()];
-    for b in &item.inputs {
-        let bytes = b.realized().unwrap().to_bytes().unwrap();
-        let id = mem.alloc(bytes.len()).unwrap();
-        mem.copy_in(id, &bytes).unwrap();
-        ids.push(id);
-    }
-    dev.compile(lk).unwrap().run(&ids, &[]).unwrap();
-    let mut out = vec![0u8; lk.bufs[0].size * 4];
-    mem.copy_out(ids[0], &mut out).unwrap();
-    out.chunks_exact(4)
-        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
-        .collect()
 }
 
 /// How often each UOp runs: the product of its enclosing loops' (constant) trip counts.

@@ -8,11 +8,14 @@ use picograd_core::codegen::kernel::{Kernel, Opt};
 use picograd_core::codegen::lower::{buf_params, lower_ast};
 use picograd_core::codegen::opt::OptConfig;
 use picograd_core::codegen::strategy::hand_coded;
-use picograd_core::codegen::uops::LinearKernel;
 use picograd_core::realize::run_schedule;
 use picograd_core::schedule::{schedule_for, ScheduleItem};
 use picograd_core::tensor::{ConvOpts, Padding};
-use picograd_core::{Interp, Tensor};
+use picograd_core::Tensor;
+
+#[path = "common/interp_run.rs"]
+mod interp_run;
+use interp_run::run;
 
 fn data(n: usize, seed: usize) -> Vec<f32> {
     (0..n)
@@ -42,25 +45,6 @@ fn conv_item(
     let last = items.pop().unwrap();
     run_schedule(&items).unwrap();
     last
-}
-
-fn run(lk: &LinearKernel, item: &ScheduleItem) -> Vec<u32> {
-    use picograd_core::device::Device;
-    let dev = Interp::new();
-    let mem = dev.allocator();
-    let mut ids = vec![mem.alloc(lk.bufs[0].size * 4).unwrap()];
-    for b in &item.inputs {
-        let bytes = b.realized().unwrap().to_bytes().unwrap();
-        let id = mem.alloc(bytes.len()).unwrap();
-        mem.copy_in(id, &bytes).unwrap();
-        ids.push(id);
-    }
-    dev.compile(lk).unwrap().run(&ids, &[]).unwrap();
-    let mut out = vec![0u8; lk.bufs[0].size * 4];
-    mem.copy_out(ids[0], &mut out).unwrap();
-    out.chunks_exact(4)
-        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
-        .collect()
 }
 
 #[test]

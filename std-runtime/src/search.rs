@@ -361,21 +361,22 @@ fn choice_key(ident: &str, cfg: &OptConfig, ast: &Ast, bufs: &[BufParam]) -> u12
 }
 
 // ---- the choice file ----
+// (The device search's choice files, `target/search.rs`, share these three.)
 
-fn checksum(body: &str) -> u128 {
+pub(crate) fn checksum(body: &str) -> u128 {
     let mut h = Fnv128::new();
     h.write(body.as_bytes());
     h.finish()
 }
 
-fn opt_text(o: &Opt) -> String {
+pub(crate) fn opt_text(o: &Opt) -> String {
     match o {
         Opt::Upcast { axis, amount } => format!("upcast:{axis}:{amount}"),
         Opt::Unroll { axis, amount } => format!("unroll:{axis}:{amount}"),
     }
 }
 
-fn parse_opt(s: &str) -> std::result::Result<Opt, String> {
+pub(crate) fn parse_opt(s: &str) -> std::result::Result<Opt, String> {
     let bad = || format!("`{s}` is not an opt");
     let mut parts = s.split(':');
     let (kind, axis, amount) = (parts.next(), parts.next(), parts.next());

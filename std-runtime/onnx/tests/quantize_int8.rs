@@ -11,6 +11,10 @@ use picograd_onnx::proto::*;
 use picograd_onnx::quantize::{quantize_int8, Calibrator};
 use picograd_onnx::Model;
 
+#[allow(dead_code)] // the shared model builders; this test takes two of them
+mod common;
+use common::{attr_ints, weight};
+
 /// A fixed pseudo-random stream in [-1, 1).
 fn noise(n: usize, seed: u32) -> Vec<f32> {
     let mut s = seed.wrapping_mul(2_654_435_761) | 1;
@@ -22,25 +26,6 @@ fn noise(n: usize, seed: u32) -> Vec<f32> {
             (s >> 8) as f32 / (1u32 << 23) as f32 - 1.0
         })
         .collect()
-}
-
-fn f32s(name: &str, dims: &[i64], v: &[f32]) -> TensorProto {
-    TensorProto {
-        name: name.into(),
-        dims: dims.to_vec(),
-        data_type: 1,
-        float_data: v.to_vec(),
-        ..Default::default()
-    }
-}
-
-fn ints_attr(name: &str, v: &[i64]) -> AttributeProto {
-    AttributeProto {
-        name: name.into(),
-        r#type: attr_type::INTS,
-        ints: v.to_vec(),
-        ..Default::default()
-    }
 }
 
 fn node(op: &str, inputs: &[&str], output: &str, attribute: Vec<AttributeProto>) -> NodeProto {
@@ -62,9 +47,9 @@ fn value(name: &str) -> ValueInfoProto {
 
 /// The test graph; with `trans_b` false the Gemm weight is stored `[K, N]` (no transB).
 fn float_model_with(trans_b: bool) -> ModelProto {
-    let pads = ints_attr("pads", &[1, 1, 1, 1]);
-    let k2 = ints_attr("kernel_shape", &[2, 2]);
-    let s2 = ints_attr("strides", &[2, 2]);
+    let pads = attr_ints("pads", &[1, 1, 1, 1]);
+    let k2 = attr_ints("kernel_shape", &[2, 2]);
+    let s2 = attr_ints("strides", &[2, 2]);
     let mut gemm = node("Gemm", &["f", "gw", "gb"], "y", Vec::new());
     let gw = noise(180, 2);
     let gw = if trans_b {
@@ -74,10 +59,10 @@ fn float_model_with(trans_b: bool) -> ModelProto {
             i: 1,
             ..Default::default()
         });
-        f32s("gw", &[5, 36], &gw)
+        weight("gw", &[5, 36], &gw)
     } else {
         let t: Vec<f32> = (0..180).map(|i| gw[(i % 5) * 36 + i / 5]).collect();
-        f32s("gw", &[36, 5], &t)
+        weight("gw", &[36, 5], &t)
     };
     let graph = GraphProto {
         node: vec![
@@ -94,14 +79,14 @@ fn float_model_with(trans_b: bool) -> ModelProto {
             gemm,
         ],
         initializer: vec![
-            f32s("cw", &[4, 1, 3, 3], &noise(36, 1)),
-            f32s("cb", &[4], &[0.1, -0.2, 0.3, 0.0]),
-            f32s("g", &[4], &[2.0, 0.5, 1.5, 3.0]),
-            f32s("be", &[4], &[0.2, 0.1, -0.3, 0.5]),
-            f32s("mu", &[4], &[0.1, -0.1, 0.2, 0.0]),
-            f32s("var", &[4], &[0.5, 2.0, 1.0, 0.25]),
+            weight("cw", &[4, 1, 3, 3], &noise(36, 1)),
+            weight("cb", &[4], &[0.1, -0.2, 0.3, 0.0]),
+            weight("g", &[4], &[2.0, 0.5, 1.5, 3.0]),
+            weight("be", &[4], &[0.2, 0.1, -0.3, 0.5]),
+            weight("mu", &[4], &[0.1, -0.1, 0.2, 0.0]),
+            weight("var", &[4], &[0.5, 2.0, 1.0, 0.25]),
             gw,
-            f32s("gb", &[5], &[0.5, -0.5, 0.25, 0.0, 1.0]),
+            weight("gb", &[5], &[0.5, -0.5, 0.25, 0.0, 1.0]),
         ],
         input: vec![value("x")],
         output: vec![value("y")],

@@ -44,6 +44,7 @@ use super::bundle::Values;
 use super::Target;
 use crate::cache::Fnv128;
 use crate::private_fs;
+use crate::search::{checksum, opt_text, parse_opt};
 
 /// The first line of every device choice file.
 const MAGIC: &str = "PGDEVSEARCH1";
@@ -508,32 +509,6 @@ fn identity(target: &Target, build: &BuildOptions, export_opts: &ExportOptions) 
 }
 
 // ---- the choice file ----
-
-fn checksum(body: &str) -> u128 {
-    let mut h = Fnv128::new();
-    h.write(body.as_bytes());
-    h.finish()
-}
-
-fn opt_text(o: &Opt) -> String {
-    match o {
-        Opt::Upcast { axis, amount } => format!("upcast:{axis}:{amount}"),
-        Opt::Unroll { axis, amount } => format!("unroll:{axis}:{amount}"),
-    }
-}
-
-fn parse_opt(s: &str) -> std::result::Result<Opt, String> {
-    let bad = || format!("`{s}` is not an opt");
-    let mut parts = s.split(':');
-    let (kind, axis, amount) = (parts.next(), parts.next(), parts.next());
-    let num = |p: Option<&str>| p.and_then(|v| v.parse::<usize>().ok()).ok_or_else(bad);
-    let (axis, amount) = (num(axis)?, num(amount)?);
-    match (kind, parts.next()) {
-        (Some("upcast"), None) => Ok(Opt::Upcast { axis, amount }),
-        (Some("unroll"), None) => Ok(Opt::Unroll { axis, amount }),
-        _ => Err(bad()),
-    }
-}
 
 fn choice_text(key: u128, opts: &[Opt], instructions: Option<u64>) -> String {
     let opts: Vec<String> = opts.iter().map(opt_text).collect();

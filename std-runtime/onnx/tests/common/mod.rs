@@ -4,7 +4,8 @@
 
 use picograd_onnx::proto::*;
 
-fn attr_ints(name: &str, v: &[i64]) -> AttributeProto {
+/// An INTS attribute.
+pub fn attr_ints(name: &str, v: &[i64]) -> AttributeProto {
     AttributeProto {
         name: name.into(),
         r#type: attr_type::INTS,
