@@ -18,7 +18,7 @@ if [ ! -d "$DATA/node" ]; then
 fi
 
 cargo build --release --quiet -p picograd-onnx --example onnx_conformance
-out="$(./target/release/examples/onnx_conformance "$DATA/node" target/onnx-conformance.md)"
+out="$("${CARGO_TARGET_DIR:-target}/release/examples/onnx_conformance" "$DATA/node" target/onnx-conformance.md)"
 echo "$out"
 rate="$(echo "$out" | sed -n 's/^PASS_RATE=//p')"
 if awk -v r="$rate" -v f="$FLOOR" 'BEGIN { exit !(r + 0 < f + 0) }'; then
