@@ -373,6 +373,7 @@ pub(crate) fn opt_text(o: &Opt) -> String {
     match o {
         Opt::Upcast { axis, amount } => format!("upcast:{axis}:{amount}"),
         Opt::Unroll { axis, amount } => format!("unroll:{axis}:{amount}"),
+        Opt::Vectorize { axis, amount } => format!("vectorize:{axis}:{amount}"),
     }
 }
 
@@ -385,6 +386,7 @@ pub(crate) fn parse_opt(s: &str) -> std::result::Result<Opt, String> {
     match (kind, parts.next()) {
         (Some("upcast"), None) => Ok(Opt::Upcast { axis, amount }),
         (Some("unroll"), None) => Ok(Opt::Unroll { axis, amount }),
+        (Some("vectorize"), None) => Ok(Opt::Vectorize { axis, amount }),
         _ => Err(bad()),
     }
 }

@@ -26,6 +26,7 @@
 //! gcc): values nothing depends on are not rendered, and unused parameters are voided.
 
 mod helpers;
+mod lanes;
 mod math;
 mod vectorize;
 mod vmath;
@@ -239,7 +240,9 @@ impl<'a> Writer<'a> {
         };
         self.out = format!("{storage}void {}({}) {{\n", self.k.name, self.params());
         // Packing moves loads to their group's last lane: only sound when no store can alias.
-        let pack = (self.opts.vector_width >= 4 && self.restrict)
+        // A kernel the optimizer vectorized carries its lanes in its UOps: no packing then.
+        let has_lanes = self.k.uops.iter().any(|u| super::uops::lanes_of(&u.kind) > 1);
+        let pack = (self.opts.vector_width >= 4 && self.restrict && !has_lanes)
             .then(|| vectorize::pack(&self.k.uops, self.opts.vector_width))
             .flatten();
         if let Some(p) = &pack {
@@ -416,6 +419,15 @@ impl<'a> Writer<'a> {
             }
             UOpKind::DualMac => {
                 let e = self.dual_mac(i);
+                self.value(i, &e);
+            }
+            UOpKind::VecAcc { init, lanes } => self.vec_acc(i, *init, usize::from(*lanes)),
+            UOpKind::VecLoad { lanes } => self.vec_load(i, usize::from(*lanes)),
+            UOpKind::VecStore { lanes } => self.vec_store(i, usize::from(*lanes)),
+            UOpKind::VecAlu { op, lanes } => self.vec_alu(i, *op, usize::from(*lanes)),
+            UOpKind::Vectorize => self.vectorize(i),
+            UOpKind::Gep(n) => {
+                let e = format!("{}[{n}]", self.src(i, 0));
                 self.value(i, &e);
             }
         }
@@ -999,7 +1011,7 @@ fn straight_line_multi_store_loops(uops: &[UOp]) -> Vec<bool> {
                 }
                 open.push((i, 0, false));
             }
-            UOpKind::Store => {
+            UOpKind::Store | UOpKind::VecStore { .. } => {
                 if let Some(l) = open.last_mut() {
                     l.1 += 1;
                 }
@@ -1034,7 +1046,10 @@ fn liveness(uops: &[UOp], pack: Option<&Packing>) -> Vec<bool> {
             if replaced(i) {
                 continue;
             }
-            let root = matches!(u.kind, UOpKind::Store | UOpKind::Loop | UOpKind::EndLoop);
+            let root = matches!(
+                u.kind,
+                UOpKind::Store | UOpKind::VecStore { .. } | UOpKind::Loop | UOpKind::EndLoop
+            );
             let assign = u.kind == UOpKind::Assign && live[u.src[0] as usize];
             if (root || assign) && !live[i] {
                 live[i] = true;

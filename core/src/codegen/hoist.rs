@@ -34,7 +34,15 @@ pub fn hoist(uops: Vec<UOp>) -> Vec<UOp> {
 fn pure(u: &UOp) -> bool {
     matches!(
         u.kind,
-        UOpKind::Const(_) | UOpKind::Alu(_) | UOpKind::Cast | UOpKind::Bitcast | UOpKind::Load
+        UOpKind::Const(_)
+            | UOpKind::Alu(_)
+            | UOpKind::Cast
+            | UOpKind::Bitcast
+            | UOpKind::Load
+            | UOpKind::VecLoad { .. }
+            | UOpKind::VecAlu { .. }
+            | UOpKind::Vectorize
+            | UOpKind::Gep(_)
     )
 }
 
@@ -49,12 +57,12 @@ fn anchors(uops: &[UOp]) -> Vec<Option<usize>> {
         let reads_acc = u
             .src
             .iter()
-            .any(|&s| matches!(uops[s as usize].kind, UOpKind::DefineAcc(_)));
+            .any(|&s| uops[s as usize].kind.is_acc());
         level[i] = match u.kind {
             UOpKind::DefineGlobal { .. } | UOpKind::DefineVar { .. } => 0,
             _ if pure(u) && !reads_acc => {
                 let need = u.src.iter().map(|&s| level[s as usize]).max().unwrap_or(0);
-                if u.kind == UOpKind::Load {
+                if matches!(u.kind, UOpKind::Load | UOpKind::VecLoad { .. }) {
                     need.max(innermost_blocking(&open))
                 } else {
                     need
@@ -109,7 +117,9 @@ fn loops_with_stores(uops: &[UOp]) -> Vec<bool> {
             UOpKind::EndLoop => {
                 open.pop();
             }
-            UOpKind::Store => open.iter().for_each(|&l| has[l] = true),
+            UOpKind::Store | UOpKind::VecStore { .. } => {
+                open.iter().for_each(|&l| has[l] = true)
+            }
             _ => {}
         }
     }
@@ -163,7 +173,7 @@ impl Emitter {
             && !old
                 .src
                 .iter()
-                .any(|&s| matches!(uops[s as usize].kind, UOpKind::DefineAcc(_)));
+                .any(|&s| uops[s as usize].kind.is_acc());
         if shareable {
             if let Some(&j) = self.cse.get(&u) {
                 self.new_idx[i] = j;

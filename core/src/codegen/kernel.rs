@@ -35,6 +35,15 @@ pub enum Opt {
         /// Split factor (must divide the axis).
         amount: usize,
     },
+    /// Split global axis `axis` by `amount` and make the inner part the lanes of vector UOps:
+    /// the linearizer computes the `amount` outputs with one vector load, op and store where
+    /// the elements are consecutive, and lane by lane where not. At most one per kernel.
+    Vectorize {
+        /// Global axis index.
+        axis: usize,
+        /// Lanes (must divide the axis).
+        amount: usize,
+    },
 }
 
 /// A kernel being prepared for the linearizer.
@@ -50,6 +59,9 @@ pub struct Kernel {
     pub first_upcast: usize,
     /// For each upcast axis: does it come from the reduce section?
     pub upcast_is_reduce: Vec<bool>,
+    /// The upcast axis (counted from `first_upcast`) whose positions are the lanes of vector
+    /// UOps ([`Opt::Vectorize`]), if any.
+    pub vector_upcast: Option<usize>,
 }
 
 impl Kernel {
@@ -77,6 +89,7 @@ impl Kernel {
             first_reduce,
             first_upcast: rank,
             upcast_is_reduce: Vec::new(),
+            vector_upcast: None,
         };
         k.drop_ones()?;
         k.merge_adjacent()?;
@@ -175,13 +188,21 @@ impl Kernel {
     pub fn apply_opt(&mut self, opt: Opt) -> Result<()> {
         let (axis, amount, is_reduce) = match opt {
             Opt::Upcast { axis, amount } if axis < self.first_reduce => (axis, amount, false),
+            Opt::Vectorize { axis, amount }
+                if axis < self.first_reduce && self.vector_upcast.is_none() =>
+            {
+                (axis, amount, false)
+            }
             Opt::Unroll { axis, amount } if self.first_reduce + axis < self.first_upcast => {
                 (self.first_reduce + axis, amount, true)
             }
             _ => {
                 return Err(Error::axis(
                     "apply_opt",
-                    alloc::format!("{opt:?} names no such axis in {}", self.describe()),
+                    alloc::format!(
+                        "{opt:?} names no such axis in {} (or a second vector axis)",
+                        self.describe()
+                    ),
                 ))
             }
         };
@@ -217,6 +238,9 @@ impl Kernel {
         // The split added an axis to its section and the move took it out again, so the global
         // and reduce sections keep their sizes; only the upcast section grows.
         self.upcast_is_reduce.push(is_reduce);
+        if let Opt::Vectorize { .. } = opt {
+            self.vector_upcast = Some(self.upcast_is_reduce.len() - 1);
+        }
         // Upcast axes are the last ones, one per applied opt.
         self.first_upcast = rank - self.upcast_is_reduce.len();
         // A split by the whole axis leaves a size-1 outer part: no loop for it.

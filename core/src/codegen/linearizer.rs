@@ -18,6 +18,7 @@ use alloc::vec::Vec;
 
 use hashbrown::HashMap;
 
+use self::lanes::LaneVal;
 use super::kernel::{visit_sts, Kernel};
 use super::uops::{BufParam, KernelCost, LinearKernel, UOp, UOpKind};
 use crate::ast::{Ast, AstOp};
@@ -25,6 +26,8 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ops::{AluOp, ReduceOp, Scalar};
 use crate::symbolic::{Kind, Node};
+
+mod lanes;
 
 struct Lin {
     uops: Vec<UOp>,
@@ -53,10 +56,18 @@ impl Lin {
     fn push(&mut self, kind: UOpKind, dtype: DType, src: Vec<u32>) -> u32 {
         let shareable = matches!(
             kind,
-            UOpKind::Const(_) | UOpKind::Alu(_) | UOpKind::Cast | UOpKind::Bitcast | UOpKind::Load
+            UOpKind::Const(_)
+                | UOpKind::Alu(_)
+                | UOpKind::Cast
+                | UOpKind::Bitcast
+                | UOpKind::Load
+                | UOpKind::VecLoad { .. }
+                | UOpKind::VecAlu { .. }
+                | UOpKind::Vectorize
+                | UOpKind::Gep(_)
         ) && !src
             .iter()
-            .any(|&s| matches!(self.uops[s as usize].kind, UOpKind::DefineAcc(_)));
+            .any(|&s| self.uops[s as usize].kind.is_acc());
         let u = UOp { kind, dtype, src };
         if shareable {
             if let Some(&i) = self.cse.get(&u) {
@@ -325,6 +336,21 @@ fn dual_mac_fits(op: ReduceOp, src: &Ast, dtype: DType) -> bool {
         && src.src().iter().all(lane)
 }
 
+/// The output combinations grouped by all coordinates but `lane_axis`'s: each group lists its
+/// combinations (indices into `combos`) in lane order, groups in order of first appearance.
+fn lane_groups(combos: &[Vec<i64>], lane_axis: usize) -> Vec<Vec<usize>> {
+    let mut groups: Vec<(Vec<i64>, Vec<usize>)> = Vec::new();
+    for (i, c) in combos.iter().enumerate() {
+        let mut key = c.clone();
+        key.remove(lane_axis);
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, g)) => g.push(i),
+            None => groups.push((key, alloc::vec![i])),
+        }
+    }
+    groups.into_iter().map(|(_, g)| g).collect()
+}
+
 /// Every combination of positions of the unrolled axes `sizes`, first axis slowest.
 fn combos(sizes: &[i64]) -> Vec<Vec<i64>> {
     let mut out = alloc::vec![Vec::new()];
@@ -497,6 +523,56 @@ fn lower(
     let AstOp::Store { st: out_st, .. } = store.op() else {
         return Err(Error::internal("linearizer: the AST root is not a store"));
     };
+    if let Some(v) = k.vector_upcast {
+        let Some(lane_axis) = global_up.iter().position(|&u| u == v) else {
+            return Err(Error::internal("linearizer: the vector axis is not a global upcast"));
+        };
+        let groups = lane_groups(&out_combos, lane_axis);
+        let lanes_of = |g: &[usize], r: &[i64], inside: bool| -> Vec<Vec<Node>> {
+            g.iter()
+                .map(|&c| positions(&out_combos[c], r, inside))
+                .collect()
+        };
+        let mut accs: Vec<LaneVal> = Vec::new();
+        if let Some(red) = store.find_reduce() {
+            let AstOp::Reduce(rop, _) = red.op() else {
+                unreachable!()
+            };
+            let dtype = red.dtype();
+            for g in &groups {
+                accs.push(l.lane_acc(rop.identity(dtype), dtype, g.len()));
+            }
+            let mut rloops = Vec::new();
+            for (i, idx) in loop_idxs
+                .iter()
+                .enumerate()
+                .take(k.first_upcast)
+                .skip(k.first_reduce)
+            {
+                let name = String::from(idx.var_name().unwrap_or(""));
+                rloops.push(l.open_loop(name, &k.full_shape[i]));
+            }
+            let src = &red.src()[0];
+            for (gi, g) in groups.iter().enumerate() {
+                for r in &red_combos {
+                    l.lane_accumulate(*rop, src, &lanes_of(g, r, true), &accs[gi], dtype)?;
+                }
+            }
+            for lp in rloops.into_iter().rev() {
+                l.close_loop(lp);
+            }
+        }
+        for (gi, g) in groups.iter().enumerate() {
+            let lanes = lanes_of(g, &[], false);
+            let v = l.lane_value(&store.src()[0], &lanes, accs.get(gi), &mut HashMap::new())?;
+            let idxs: Vec<Node> = lanes.iter().map(|p| out_st.expr_idxs(p).0).collect();
+            l.lane_store(&idxs, &v, store.dtype());
+        }
+        for lp in loops.into_iter().rev() {
+            l.close_loop(lp);
+        }
+        return finish(l, bufs, name, vars);
+    }
     let mut accs = Vec::new();
     if let Some(red) = store.find_reduce() {
         let AstOp::Reduce(rop, _) = red.op() else {
@@ -546,6 +622,16 @@ fn lower(
     for lp in loops.into_iter().rev() {
         l.close_loop(lp);
     }
+    finish(l, bufs, name, vars)
+}
+
+/// The kernel from the lowered UOps: bytes moved, arguments, or the first broken invariant.
+fn finish(
+    mut l: Lin,
+    bufs: Vec<BufParam>,
+    name: String,
+    vars: &[Node],
+) -> Result<LinearKernel> {
     l.cost.bytes = bufs
         .iter()
         .map(|b| (b.size * b.dtype.itemsize()) as u64)
@@ -597,6 +683,7 @@ mod tests {
             first_reduce: 1,
             first_upcast: 1,
             upcast_is_reduce: Vec::new(),
+            vector_upcast: None,
         };
         let buf = |size, writable| BufParam {
             dtype: DType::F32,

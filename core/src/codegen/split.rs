@@ -26,7 +26,13 @@ pub fn outer_split(k: &LinearKernel) -> Option<usize> {
                 depth += 1;
             }
             UOpKind::EndLoop => depth = depth.saturating_sub(1),
-            UOpKind::Store | UOpKind::DefineAcc(_) | UOpKind::Assign if depth == 0 => {
+            UOpKind::Store
+            | UOpKind::VecStore { .. }
+            | UOpKind::DefineAcc(_)
+            | UOpKind::VecAcc { .. }
+            | UOpKind::Assign
+                if depth == 0 =>
+            {
                 return None;
             }
             _ => {}

@@ -62,6 +62,83 @@ pub enum UOpKind {
     /// integer sum into one when the target's [`OptConfig`](super::opt::OptConfig) says it has
     /// the instruction (`dual_mac`: Arm's `smlad` on cores with the DSP extension).
     DualMac,
+    /// A vector accumulator of `lanes` elements of the UOp's dtype, every lane starting at the
+    /// value; updated by `Assign` with a vector of as many lanes.
+    VecAcc {
+        /// Every lane's starting value.
+        init: Scalar,
+        /// Its lane count (≥ 2).
+        lanes: u8,
+    },
+    /// `lanes` consecutive elements `src0[src1 + 0 .. src1 + lanes]`, as one vector (ungated).
+    VecLoad {
+        /// How many elements.
+        lanes: u8,
+    },
+    /// The vector `src2` stored to `src0[src1 + 0 .. src1 + lanes]`, lane `k` at `src1 + k`.
+    VecStore {
+        /// How many elements.
+        lanes: u8,
+    },
+    /// An elementwise operation applied lane by lane to vector sources of `lanes` lanes: each
+    /// lane computes exactly what the scalar `Alu(op)` computes on that lane's operands.
+    VecAlu {
+        /// The lane's operation.
+        op: AluOp,
+        /// The sources' and the result's lane count.
+        lanes: u8,
+    },
+    /// The scalar sources, in lane order, as one vector (one source repeated: a broadcast).
+    Vectorize,
+    /// Lane `n` of the vector `src0`, as a scalar.
+    Gep(u8),
+}
+
+impl UOpKind {
+    /// Is this an accumulator (its value changes with each `Assign`, so nothing reading it may
+    /// be shared or moved)?
+    pub fn is_acc(&self) -> bool {
+        matches!(self, UOpKind::DefineAcc(_) | UOpKind::VecAcc { .. })
+    }
+}
+
+/// The lane count a vector kind carries (1 for every other kind; a `Vectorize` or an `Assign`
+/// takes its lanes from its sources, see [`lanes`]).
+pub fn lanes_of(kind: &UOpKind) -> usize {
+    match kind {
+        UOpKind::VecAcc { lanes, .. }
+        | UOpKind::VecLoad { lanes }
+        | UOpKind::VecStore { lanes }
+        | UOpKind::VecAlu { lanes, .. } => usize::from(*lanes),
+        UOpKind::DefineGlobal { .. }
+        | UOpKind::DefineVar { .. }
+        | UOpKind::Const(_)
+        | UOpKind::Loop
+        | UOpKind::EndLoop
+        | UOpKind::DefineAcc(_)
+        | UOpKind::Load
+        | UOpKind::Store
+        | UOpKind::Alu(_)
+        | UOpKind::Cast
+        | UOpKind::Bitcast
+        | UOpKind::Assign
+        | UOpKind::DualMac
+        | UOpKind::Vectorize
+        | UOpKind::Gep(_) => 1,
+    }
+}
+
+/// The lane count of UOp `i` of `uops`: 1 for a scalar, the vector width for a vector value
+/// (vector kinds carry it; `Vectorize` has one source per lane; an `Assign` has its
+/// accumulator's; a `VecStore` reports the lanes it stores).
+pub fn lanes(uops: &[UOp], i: usize) -> usize {
+    let u = &uops[i];
+    match &u.kind {
+        UOpKind::Vectorize => u.src.len(),
+        // An accumulator's source is always a `DefineAcc` or `VecAcc` (verified).
+        UOpKind::Assign => u.src.first().map_or(1, |&a| lanes_of(&uops[a as usize].kind)),
+        kind => lanes_of(kind),
+    }
 }
 
 /// One micro-op.
@@ -135,16 +212,27 @@ impl fmt::Display for UOpKind {
             UOpKind::Bitcast => f.write_str("BITCAST"),
             UOpKind::Assign => f.write_str("ASSIGN"),
             UOpKind::DualMac => f.write_str("DUAL_MAC"),
+            UOpKind::VecAcc { init, .. } => write!(f, "DEFINE_ACC {init}"),
+            UOpKind::VecLoad { .. } => f.write_str("LOAD"),
+            UOpKind::VecStore { .. } => f.write_str("STORE"),
+            UOpKind::VecAlu { op, .. } => write!(f, "ALU {op}"),
+            UOpKind::Vectorize => f.write_str("VECTORIZE"),
+            UOpKind::Gep(n) => write!(f, "GEP {n}"),
         }
     }
 }
 
 impl fmt::Display for LinearKernel {
-    /// One line per UOp: `  index dtype KIND srcs`, e.g. `   5 f32 ALU add [3, 4]`.
+    /// One line per UOp: `  index dtype KIND srcs`, e.g. `   5 f32 ALU add [3, 4]`; a vector
+    /// UOp's dtype carries its lanes (`f32x8`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "kernel {} ({} uops)", self.name, self.uops.len())?;
         for (i, u) in self.uops.iter().enumerate() {
-            write!(f, "{i:4} {:<4} {}", u.dtype.name(), u.kind)?;
+            let dt = match lanes(&self.uops, i) {
+                1 => String::from(u.dtype.name()),
+                n => alloc::format!("{}x{n}", u.dtype.name()),
+            };
+            write!(f, "{i:4} {dt:<4} {}", u.kind)?;
             if !u.src.is_empty() {
                 write!(f, " {:?}", u.src)?;
             }

@@ -19,7 +19,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use super::kernel::{visit_sts, Kernel};
-use super::uops::{LinearKernel, UOp, UOpKind};
+use super::uops::{lanes, LinearKernel, UOp, UOpKind};
 use crate::ast::AstOp;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
@@ -56,6 +56,11 @@ fn kernel_problem(k: &Kernel) -> Option<String> {
             k.upcast_is_reduce.len(),
             rank - k.first_upcast
         ));
+    }
+    if let Some(v) = k.vector_upcast {
+        if k.upcast_is_reduce.get(v) != Some(&false) {
+            return Some(format!("vector axis {v} is not a global upcast axis"));
+        }
     }
     if !matches!(k.ast.op(), AstOp::Store { .. }) {
         return Some(String::from("the AST root is not a store"));
@@ -95,7 +100,7 @@ fn uops_problem(lk: &LinearKernel) -> Option<String> {
         if let Some(p) = declaration_problem(lk, u, &mut globals) {
             return Some(at(p));
         }
-        if let Some(p) = kind_problem(lk, u) {
+        if let Some(p) = kind_problem(lk, u).or_else(|| lanes_problem(lk, i)) {
             return Some(at(p));
         }
         if let Some(p) = scope_step(&mut w, i, u) {
@@ -166,7 +171,13 @@ fn scope_step(w: &mut Walk, i: usize, u: &UOp) -> Option<String> {
         | UOpKind::Cast
         | UOpKind::Bitcast
         | UOpKind::Assign
-        | UOpKind::DualMac => {}
+        | UOpKind::DualMac
+        | UOpKind::VecAcc { .. }
+        | UOpKind::VecLoad { .. }
+        | UOpKind::VecStore { .. }
+        | UOpKind::VecAlu { .. }
+        | UOpKind::Vectorize
+        | UOpKind::Gep(_) => {}
     }
     None
 }
@@ -210,7 +221,13 @@ fn declaration_problem(lk: &LinearKernel, u: &UOp, globals: &mut [usize]) -> Opt
         | UOpKind::Cast
         | UOpKind::Bitcast
         | UOpKind::Assign
-        | UOpKind::DualMac => None,
+        | UOpKind::DualMac
+        | UOpKind::VecAcc { .. }
+        | UOpKind::VecLoad { .. }
+        | UOpKind::VecStore { .. }
+        | UOpKind::VecAlu { .. }
+        | UOpKind::Vectorize
+        | UOpKind::Gep(_) => None,
     }
 }
 
@@ -222,10 +239,22 @@ fn kind_problem(lk: &LinearKernel, u: &UOp) -> Option<String> {
         UOpKind::DefineGlobal { .. }
         | UOpKind::DefineVar { .. }
         | UOpKind::Const(_)
-        | UOpKind::DefineAcc(_) => arity(0),
+        | UOpKind::DefineAcc(_)
+        | UOpKind::VecAcc { .. } => arity(0),
         UOpKind::Loop => arity(2).or_else(|| ints(&[dt(0), dt(1)], "loop bounds")),
         UOpKind::EndLoop => arity(1),
         UOpKind::Load => memory_problem(lk, u, false),
+        UOpKind::VecLoad { .. } => arity(2).or_else(|| memory_problem(lk, u, false)),
+        UOpKind::VecStore { .. } => arity(3).or_else(|| memory_problem(lk, u, true)),
+        UOpKind::VecAlu { op, .. } => {
+            arity(op.arity()).or_else(|| alu_problem(*op, u.dtype, &dts(lk, u)))
+        }
+        UOpKind::Vectorize => {
+            let mut all = dts(lk, u);
+            all.push(u.dtype);
+            same(&all, "vectorize")
+        }
+        UOpKind::Gep(_) => arity(1).or_else(|| same(&[dt(0), u.dtype], "gep")),
         UOpKind::Store => arity(3).or_else(|| memory_problem(lk, u, true)),
         UOpKind::Alu(op) => arity(op.arity()).or_else(|| alu_problem(*op, u.dtype, &dts(lk, u))),
         UOpKind::Cast => arity(1),
@@ -235,7 +264,7 @@ fn kind_problem(lk: &LinearKernel, u: &UOp) -> Option<String> {
         }),
         UOpKind::Assign => arity(2).or_else(|| {
             let acc = &lk.uops[u.src[0] as usize];
-            if !matches!(acc.kind, UOpKind::DefineAcc(_)) {
+            if !acc.kind.is_acc() {
                 Some(format!("assigns to {} (not an accumulator)", acc.kind))
             } else {
                 same(&[acc.dtype, dt(1), u.dtype], "assign")
@@ -251,6 +280,56 @@ fn kind_problem(lk: &LinearKernel, u: &UOp) -> Option<String> {
                 )
             })
         }),
+    }
+}
+
+/// Lane counts: a vector kind has at least 2 lanes and takes vectors of its own width (a
+/// `VecLoad`/`VecStore` takes a scalar buffer and index); `Vectorize` takes scalars; `Gep` takes
+/// a vector wide enough for its lane; an `Assign` gives its accumulator a value as wide as it;
+/// every other UOp takes scalars only.
+fn lanes_problem(lk: &LinearKernel, i: usize) -> Option<String> {
+    let u = &lk.uops[i];
+    let n = |s: usize| lanes(&lk.uops, u.src[s] as usize);
+    let want = |ok: &dyn Fn(usize, usize) -> bool, what: &str| {
+        (0..u.src.len())
+            .find(|&s| !ok(s, n(s)))
+            .map(|s| format!("source {s} has {} lanes; {what}", n(s)))
+    };
+    let w = lanes(&lk.uops, i);
+    let vector = |l: u8| (l < 2).then(|| format!("a vector of {l} lanes"));
+    match &u.kind {
+        UOpKind::VecAcc { lanes: l, .. } => vector(*l),
+        UOpKind::VecLoad { lanes: l } => {
+            vector(*l).or_else(|| want(&|_, n| n == 1, "buffer and index are scalars"))
+        }
+        UOpKind::VecStore { lanes: l } => vector(*l).or_else(|| {
+            want(
+                &|s, n| n == if s == 2 { w } else { 1 },
+                "the value has the store's lanes, buffer and index are scalars",
+            )
+        }),
+        UOpKind::VecAlu { lanes: l, .. } => {
+            vector(*l).or_else(|| want(&|_, n| n == w, "operands have the op's lanes"))
+        }
+        UOpKind::Vectorize => (u.src.len() < 2)
+            .then(|| format!("vectorize of {} sources", u.src.len()))
+            .or_else(|| want(&|_, n| n == 1, "vectorize takes scalars")),
+        UOpKind::Gep(lane) => {
+            want(&|_, n| usize::from(*lane) < n && n > 1, "gep reads a lane of a vector")
+        }
+        UOpKind::Assign => want(&|_, n| n == w, "the value is as wide as the accumulator"),
+        UOpKind::DefineGlobal { .. }
+        | UOpKind::DefineVar { .. }
+        | UOpKind::Const(_)
+        | UOpKind::Loop
+        | UOpKind::EndLoop
+        | UOpKind::DefineAcc(_)
+        | UOpKind::Load
+        | UOpKind::Store
+        | UOpKind::Alu(_)
+        | UOpKind::Cast
+        | UOpKind::Bitcast
+        | UOpKind::DualMac => want(&|_, n| n == 1, "this op takes scalars"),
     }
 }
 

@@ -15,7 +15,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use super::place::{place, Block};
-use crate::codegen::uops::{LinearKernel, UOpKind};
+use crate::codegen::uops::{LinearKernel, UOp, UOpKind};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::jit::Capture;
@@ -338,7 +338,7 @@ fn can_reuse(
 /// store, with no accumulator and no other output? Then output 0 may share `j`'s memory.
 pub fn elementwise_in_place(k: &LinearKernel, j: usize) -> bool {
     let u = &k.uops;
-    let has_acc = u.iter().any(|x| matches!(x.kind, UOpKind::DefineAcc(_)));
+    let has_acc = u.iter().any(|x| x.kind.is_acc());
     if has_acc || k.bufs.iter().skip(1).any(|b| b.writable) {
         return false;
     }
@@ -349,23 +349,31 @@ pub fn elementwise_in_place(k: &LinearKernel, j: usize) -> bool {
     let (Some(g_out), Some(g_in)) = (global(0), global(j)) else {
         return false;
     };
-    let stores: Vec<(usize, u32)> = u
+    // A vector load or store covers `lanes` elements from its index: a load matches only a
+    // store of as many lanes at the same index.
+    let width = |x: &UOp| match x.kind {
+        UOpKind::VecLoad { lanes } | UOpKind::VecStore { lanes } => usize::from(lanes),
+        _ => 1,
+    };
+    let is_store = |x: &UOp| matches!(x.kind, UOpKind::Store | UOpKind::VecStore { .. });
+    let stores: Vec<(usize, u32, usize)> = u
         .iter()
         .enumerate()
-        .filter(|(_, x)| x.kind == UOpKind::Store)
-        .map(|(p, x)| (p, x.src[1]))
+        .filter(|(_, x)| is_store(x))
+        .map(|(p, x)| (p, x.src[1], width(x)))
         .collect();
     let plain_stores = u
         .iter()
-        .filter(|x| x.kind == UOpKind::Store)
+        .filter(|x| is_store(x))
         .all(|x| x.src[0] as usize == g_out && x.src.len() == 3);
     let loads_ok = u.iter().enumerate().all(|(p, x)| {
-        if x.kind != UOpKind::Load || x.src[0] as usize != g_in {
+        let load = matches!(x.kind, UOpKind::Load | UOpKind::VecLoad { .. });
+        if !load || x.src[0] as usize != g_in {
             return true;
         }
         let same: Vec<usize> = stores
             .iter()
-            .filter(|s| s.1 == x.src[1])
+            .filter(|s| s.1 == x.src[1] && s.2 == width(x))
             .map(|s| s.0)
             .collect();
         !same.is_empty() && same.iter().all(|&s| p < s)

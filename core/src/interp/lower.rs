@@ -95,6 +95,9 @@ pub(crate) fn scalar_reg(s: Scalar, dt: DType) -> u64 {
 
 /// Lowers `k`, checking it on the way.
 pub(crate) fn lower(k: &LinearKernel) -> Result<Lowered> {
+    // Vector UOps run lane by lane: expanded to scalar UOps first.
+    let expanded = super::lanes::scalarize(k);
+    let k = expanded.as_ref().unwrap_or(k);
     let mut l = Lowerer {
         k,
         out: Lowered {
@@ -157,6 +160,14 @@ impl Lowerer<'_> {
             UOpKind::Bitcast => self.bitcast(i, u.dtype, &src),
             UOpKind::Assign => self.assign(i, &src),
             UOpKind::DualMac => self.dual_mac(i, u.dtype, &src),
+            UOpKind::VecAcc { .. }
+            | UOpKind::VecLoad { .. }
+            | UOpKind::VecStore { .. }
+            | UOpKind::VecAlu { .. }
+            | UOpKind::Vectorize
+            | UOpKind::Gep(_) => Err(String::from(
+                "a vector uop left after the lane-by-lane expansion",
+            )),
         }
     }
 

@@ -23,6 +23,7 @@
 
 mod elem;
 mod instr;
+mod lanes;
 mod lower;
 mod memory;
 mod program;

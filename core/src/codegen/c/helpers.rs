@@ -170,7 +170,9 @@ fn vec_f32_text(w: usize) -> String {
             "defined(__FMA__) && defined(__AVX__)",
             "__builtin_ia32_vfmaddps256(a, b, c)",
         ),
-        _ => ("defined(__FMA__)", "__builtin_ia32_vfmaddps(a, b, c)"),
+        4 => ("defined(__FMA__)", "__builtin_ia32_vfmaddps(a, b, c)"),
+        // No x86 instruction of this width: the portable loop below.
+        _ => ("0", "c"),
     };
     format!(
         "typedef float {t} __attribute__((vector_size({bytes})));\n\

@@ -26,7 +26,7 @@
 
 use alloc::vec::Vec;
 
-use super::facts::{size, strides, try_opt, upcasts};
+use super::facts::{size, strides, try_opt, try_vector_upcast, upcasts};
 use super::Choice;
 use crate::codegen::kernel::{Kernel, Opt};
 use crate::codegen::opt::OptConfig;
@@ -61,7 +61,7 @@ pub(super) fn choose(k: &mut Kernel, cfg: &OptConfig, applied: &mut Vec<Opt>) ->
     let moved = first.1 > 1 && k.rank() == rank && first.0 < second.0;
     let second = (second.0 - usize::from(moved), second.1);
     if second.1 > 1 {
-        try_opt(k, upcast(second), applied);
+        try_vector_upcast(k, second, cfg, applied);
     }
     true
 }

@@ -9,6 +9,8 @@ use alloc::vec::Vec;
 
 use crate::ast::{Ast, AstOp};
 use crate::codegen::kernel::{Kernel, Opt};
+use crate::codegen::opt::OptConfig;
+use crate::dtype::DType;
 
 /// Applies `opt` if it fits, recording it.
 pub(super) fn try_opt(k: &mut Kernel, opt: Opt, applied: &mut Vec<Opt>) -> bool {
@@ -19,6 +21,43 @@ pub(super) fn try_opt(k: &mut Kernel, opt: Opt, applied: &mut Vec<Opt>) -> bool 
     *k = next;
     applied.push(opt);
     true
+}
+
+/// Upcasts output axis `axis` by `amount` with its innermost lanes as vector UOps: an
+/// [`Opt::Vectorize`] by the widest of 16, 8 and 4 lanes within the target's vector width that
+/// divides `amount`, then an upcast by the rest — when the output is f32 and stored contiguously
+/// along the axis (one vector store per lane group). Otherwise, or when that does not apply,
+/// a plain upcast. Returns whether an opt was applied.
+pub(super) fn try_vector_upcast(
+    k: &mut Kernel,
+    (axis, amount): (usize, usize),
+    cfg: &OptConfig,
+    applied: &mut Vec<Opt>,
+) -> bool {
+    let contiguous = strides(k).0.get(axis) == Some(&Some(1));
+    let f32_out = k.ast.dtype() == DType::F32;
+    let lanes = [16, 8, 4]
+        .into_iter()
+        .find(|&w| w <= cfg.vec_width && amount % w == 0);
+    if let (Some(w), true, true) = (lanes, contiguous, f32_out) {
+        let (mut next, mut opts) = (k.clone(), Vec::new());
+        let ok = try_opt(&mut next, Opt::Vectorize { axis, amount: w }, &mut opts)
+            && (amount == w
+                || try_opt(
+                    &mut next,
+                    Opt::Upcast {
+                        axis,
+                        amount: amount / w,
+                    },
+                    &mut opts,
+                ));
+        if ok {
+            *k = next;
+            applied.extend(opts);
+            return true;
+        }
+    }
+    try_opt(k, Opt::Upcast { axis, amount }, applied)
 }
 
 /// The constant stride of every leaf on each axis: `(strides of the store, strides of each

@@ -11,7 +11,7 @@
 
 use alloc::vec::Vec;
 
-use super::facts::{amounts, size, strides, try_opt, upcast_product, upcasts};
+use super::facts::{amounts, size, strides, try_opt, try_vector_upcast, upcast_product, upcasts};
 use super::Choice;
 use crate::codegen::kernel::{Kernel, Opt};
 use crate::codegen::opt::OptConfig;
@@ -74,16 +74,7 @@ pub(super) fn choose(k: &mut Kernel, cfg: &OptConfig, applied: &mut Vec<Opt>) ->
     let whole = size(k, wide) as usize;
     let whole = (whole > 2 && whole <= 2 * v && !amounts.contains(&whole)).then_some(whole);
     for amt in whole.into_iter().chain(amounts.iter().copied()) {
-        if amt <= room
-            && try_opt(
-                k,
-                Opt::Upcast {
-                    axis: wide,
-                    amount: amt,
-                },
-                applied,
-            )
-        {
+        if amt <= room && try_vector_upcast(k, (wide, amt), cfg, applied) {
             return true;
         }
     }

@@ -2,7 +2,7 @@
 //! target's vector width, so each iteration loads, computes and stores one vector.
 //!
 //! - Heuristic: the widest power of two from the vector width down to 4 that splits the axis
-//!   (and is smaller than it).
+//!   (and is smaller than it), as vector lanes ([`Opt::Vectorize`]) when the output is f32.
 //! - Search space: the same axis upcast by each power of two from 2 to the vector width that
 //!   divides it.
 //!
@@ -10,7 +10,7 @@
 
 use alloc::vec::Vec;
 
-use super::facts::{size, strides, try_opt, upcasts};
+use super::facts::{size, strides, try_vector_upcast, upcasts};
 use super::Choice;
 use crate::codegen::kernel::{Kernel, Opt};
 use crate::codegen::opt::OptConfig;
@@ -30,7 +30,7 @@ pub(super) fn choose(k: &mut Kernel, cfg: &OptConfig, applied: &mut Vec<Opt>) ->
     };
     let mut amt = cfg.vec_width;
     while amt >= 4 {
-        if size(k, axis) > amt as i64 && try_opt(k, Opt::Upcast { axis, amount: amt }, applied) {
+        if size(k, axis) > amt as i64 && try_vector_upcast(k, (axis, amt), cfg, applied) {
             return true;
         }
         amt /= 2;

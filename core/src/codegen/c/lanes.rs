@@ -1,0 +1,104 @@
+//! Printing the vector UOps ([`UOpKind::VecAcc`](crate::codegen::uops::UOpKind::VecAcc),
+//! `VecLoad`, `VecStore`, `VecAlu`, `Vectorize`) as statements on the GCC/clang vector types
+//! `pg_f32xN` the prelude defines: loads and stores through the unaligned `pg_f32xNu`, the
+//! fused multiply-add through `pg_fma_f32xN`. The lanes were chosen by the optimizer (an
+//! `Opt::Vectorize`) and made by the linearizer; this file only prints them.
+//!
+//! Invariant: each lane computes what the scalar UOp computes on that lane's operands (the
+//! interpreter runs vector UOps lane by lane, `interp/lanes.rs`); a vector UOp the C types
+//! cannot express (not f32, or an op without a lane-wise C form) is an error, never scalar code.
+
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use super::helpers::Helper;
+use super::{arith_sym, literal, Writer};
+use crate::dtype::DType;
+use crate::ops::{AluOp, Scalar};
+use crate::Error;
+
+impl Writer<'_> {
+    /// The vector type of `w` f32 lanes (declared in the prelude), or `None` (recorded as the
+    /// rendering's error) for UOp `i` of another dtype.
+    fn vec_type(&mut self, i: usize, w: usize) -> Option<String> {
+        let dt = self.k.uops[i].dtype;
+        if dt != DType::F32 || !matches!(w, 2 | 4 | 8 | 16) {
+            self.error.get_or_insert(Error::Compile(format!(
+                "C renderer: kernel {}: uop {i} is a vector of {w} {} lanes; C vectors are \
+                 f32 of 2, 4, 8 or 16 lanes",
+                self.k.name,
+                dt.name()
+            )));
+            return None;
+        }
+        self.needs.add(Helper::VecF32(w));
+        Some(format!("pg_f32x{w}"))
+    }
+
+    /// Declares `const pg_f32xN val{i} = expr;` and names UOp `i` after it.
+    fn vec_value(&mut self, i: usize, t: &str, expr: &str) {
+        let name = format!("val{i}");
+        self.line(&format!("const {t} {name} = {expr};"));
+        self.names[i] = name;
+    }
+
+    pub(super) fn vec_acc(&mut self, i: usize, init: Scalar, w: usize) {
+        let Some(t) = self.vec_type(i, w) else { return };
+        let name = format!("acc{}", self.accs);
+        self.accs += 1;
+        let lanes: Vec<String> = (0..w).map(|_| literal(init)).collect();
+        self.line(&format!("{t} {name} = {{{}}};", lanes.join(", ")));
+        self.names[i] = name;
+    }
+
+    pub(super) fn vec_load(&mut self, i: usize, w: usize) {
+        let Some(t) = self.vec_type(i, w) else { return };
+        let e = format!("*(const {t}u *)({} + {})", self.src(i, 0), self.src(i, 1));
+        self.vec_value(i, &t, &e);
+    }
+
+    pub(super) fn vec_store(&mut self, i: usize, w: usize) {
+        let Some(t) = self.vec_type(i, w) else { return };
+        let (b, x, v) = (self.src(i, 0), self.src(i, 1), self.src(i, 2));
+        let s = format!("*({t}u *)({b} + {x}) = {v};");
+        self.line(&s);
+    }
+
+    pub(super) fn vec_alu(&mut self, i: usize, op: AluOp, w: usize) {
+        let Some(t) = self.vec_type(i, w) else { return };
+        let a: Vec<String> = (0..self.k.uops[i].src.len())
+            .map(|n| String::from(self.src(i, n)))
+            .collect();
+        let e = match op {
+            AluOp::Neg => format!("-{}", a[0]),
+            AluOp::MulAcc => format!("{} * {} + {}", a[0], a[1], a[2]),
+            AluOp::Fma => format!("pg_fma_f32x{w}({}, {}, {})", a[0], a[1], a[2]),
+            _ => match arith_sym(op).filter(|_| lane_wise(op)) {
+                Some(sym) => format!("{} {sym} {}", a[0], a[1]),
+                None => self.undefined(op, DType::F32),
+            },
+        };
+        self.vec_value(i, &t, &e);
+    }
+
+    /// A broadcast (one source repeated) through `pg_splat_f32xN`, other lanes as an
+    /// initializer list.
+    pub(super) fn vectorize(&mut self, i: usize) {
+        let src = &self.k.uops[i].src;
+        let w = src.len();
+        let Some(t) = self.vec_type(i, w) else { return };
+        let e = if src.iter().all(|&s| s == src[0]) {
+            format!("pg_splat_f32x{w}({})", self.src(i, 0))
+        } else {
+            let lanes: Vec<&str> = (0..w).map(|n| self.src(i, n)).collect();
+            format!("{{{}}}", lanes.join(", "))
+        };
+        self.vec_value(i, &t, &e);
+    }
+}
+
+/// The binary ops whose C vector operator computes each lane as the scalar op does.
+fn lane_wise(op: AluOp) -> bool {
+    matches!(op, AluOp::Add | AluOp::Sub | AluOp::Mul | AluOp::Div)
+}

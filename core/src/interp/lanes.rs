@@ -1,0 +1,129 @@
+//! Running vector UOps lane by lane: before the interpreter lowers a kernel, every vector UOp
+//! (`VecAcc`, `VecLoad`, `VecStore`, `VecAlu`, `Vectorize`, `Gep`, an `Assign` to a vector
+//! accumulator) is expanded into one scalar UOp per lane, so the rest of the interpreter sees
+//! scalar UOps only.
+//!
+//! Invariant: lane `k` of a vector UOp becomes exactly the scalar UOp the C renderer's vector
+//! statement computes in lane `k` — a load or store at `index + k`, the same ALU op on the
+//! operands' lane `k` — so the interpreter stays the C backend's oracle for vector kernels.
+//! `Vectorize` and `Gep` only rename values and emit nothing. Interpreter errors of an expanded
+//! kernel name UOp positions of the expanded list.
+
+use alloc::vec::Vec;
+
+use crate::codegen::uops::{lanes, LinearKernel, UOp, UOpKind};
+use crate::ops::{AluOp, Scalar};
+
+/// The kernel with its vector UOps expanded lane by lane; `None` when it has none.
+pub(super) fn scalarize(k: &LinearKernel) -> Option<LinearKernel> {
+    if !k.uops.iter().any(|u| is_vector_kind(&u.kind)) {
+        return None;
+    }
+    let mut out: Vec<UOp> = Vec::with_capacity(k.uops.len() * 2);
+    // For each UOp of `k`: the new UOp of each of its lanes.
+    let mut map: Vec<Vec<u32>> = Vec::with_capacity(k.uops.len());
+    for (i, u) in k.uops.iter().enumerate() {
+        let w = lanes(&k.uops, i);
+        let lane = |s: u32, n: usize| map[s as usize][n];
+        let scalar = |s: &[u32]| s.iter().map(|&s| lane(s, 0)).collect::<Vec<u32>>();
+        let push = |out: &mut Vec<UOp>, kind: UOpKind, src: Vec<u32>| {
+            out.push(UOp {
+                kind,
+                dtype: u.dtype,
+                src,
+            });
+            (out.len() - 1) as u32
+        };
+        let new: Vec<u32> = match &u.kind {
+            UOpKind::VecAcc { init, .. } => (0..w)
+                .map(|_| push(&mut out, UOpKind::DefineAcc(*init), Vec::new()))
+                .collect(),
+            UOpKind::VecLoad { .. } => {
+                let (buf, base) = (lane(u.src[0], 0), lane(u.src[1], 0));
+                (0..w)
+                    .map(|n| {
+                        let idx = offset(&mut out, base, n);
+                        push(&mut out, UOpKind::Load, alloc::vec![buf, idx])
+                    })
+                    .collect()
+            }
+            UOpKind::VecStore { .. } => {
+                let (buf, base) = (lane(u.src[0], 0), lane(u.src[1], 0));
+                (0..w)
+                    .map(|n| {
+                        let idx = offset(&mut out, base, n);
+                        let v = lane(u.src[2], n);
+                        push(&mut out, UOpKind::Store, alloc::vec![buf, idx, v])
+                    })
+                    .collect()
+            }
+            UOpKind::VecAlu { op, .. } => (0..w)
+                .map(|n| {
+                    let src = u.src.iter().map(|&s| lane(s, n)).collect();
+                    push(&mut out, UOpKind::Alu(*op), src)
+                })
+                .collect(),
+            UOpKind::Assign => (0..w)
+                .map(|n| {
+                    let src = u.src.iter().map(|&s| lane(s, n)).collect();
+                    push(&mut out, UOpKind::Assign, src)
+                })
+                .collect(),
+            UOpKind::Vectorize => scalar(&u.src),
+            UOpKind::Gep(n) => alloc::vec![lane(u.src[0], usize::from(*n))],
+            kind @ (UOpKind::DefineGlobal { .. }
+            | UOpKind::DefineVar { .. }
+            | UOpKind::Const(_)
+            | UOpKind::Loop
+            | UOpKind::EndLoop
+            | UOpKind::DefineAcc(_)
+            | UOpKind::Load
+            | UOpKind::Store
+            | UOpKind::Alu(_)
+            | UOpKind::Cast
+            | UOpKind::Bitcast
+            | UOpKind::DualMac) => {
+                let src = scalar(&u.src);
+                alloc::vec![push(&mut out, kind.clone(), src)]
+            }
+        };
+        map.push(new);
+    }
+    Some(LinearKernel {
+        uops: out,
+        ..k.clone()
+    })
+}
+
+/// Is `kind` one of the vector forms (a `Gep` or `Vectorize` included)?
+fn is_vector_kind(kind: &UOpKind) -> bool {
+    matches!(
+        kind,
+        UOpKind::VecAcc { .. }
+            | UOpKind::VecLoad { .. }
+            | UOpKind::VecStore { .. }
+            | UOpKind::VecAlu { .. }
+            | UOpKind::Vectorize
+            | UOpKind::Gep(_)
+    )
+}
+
+/// `base + n` in `base`'s dtype (`base` itself for lane 0).
+fn offset(out: &mut Vec<UOp>, base: u32, n: usize) -> u32 {
+    if n == 0 {
+        return base;
+    }
+    let dtype = out[base as usize].dtype;
+    out.push(UOp {
+        kind: UOpKind::Const(Scalar::from_i64(n as i64, dtype)),
+        dtype,
+        src: Vec::new(),
+    });
+    let c = (out.len() - 1) as u32;
+    out.push(UOp {
+        kind: UOpKind::Alu(AluOp::Add),
+        dtype,
+        src: alloc::vec![base, c],
+    });
+    (out.len() - 1) as u32
+}
