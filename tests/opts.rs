@@ -306,7 +306,8 @@ fn heuristic_tiles_matmuls_and_vectorizes_elementwise() {
     let x = Tensor::from_slice(&data(4096), &[4096]);
     let mut k = Kernel::new(&single_item(&x.relu()).ast).unwrap();
     let opts = hand_coded(&mut k, &OptConfig::for_vec_width(8));
-    assert_eq!(opts, vec![Opt::Upcast { axis: 0, amount: 8 }]);
+    // The output is f32 and contiguous: the upcast is vector lanes (`Opt::Vectorize`).
+    assert_eq!(opts, vec![Opt::Vectorize { axis: 0, amount: 8 }]);
 }
 
 /// A long float sum splits into block sums in the graph (README, "Sizes, NaN and long-running
@@ -654,7 +655,7 @@ fn heuristic_tiles_convs_over_channels_and_width() {
         opts[..2],
         [
             Opt::Upcast { axis: 1, amount: 8 },
-            Opt::Upcast { axis: 3, amount: 8 }
+            Opt::Vectorize { axis: 3, amount: 8 }
         ],
         "{}",
         k.describe()
