@@ -134,6 +134,7 @@ fn configs() -> Vec<(&'static str, Option<OptConfig>)> {
                 l2_bytes: 0,
                 float_registers: 0,
                 dual_mac: false,
+                vector_lanes: false,
             }),
         ),
         ("tile8", Some(OptConfig::small_device())),

@@ -1,17 +1,18 @@
-//! Explicit vector types in reduce kernels (`CRenderOpts::vector_width`, lane packing in
-//! `core/src/codegen/c/vectorize.rs`) change how compiled C is printed, never what it computes:
-//! every kernel below — matmuls of odd sizes, with transposed operands, bias and ReLU after the
-//! reduce; convolutions; plain sum and max reductions — gives bit-identical results packed to 4,
-//! 8 and 16 lanes and unpacked, fused and unfused, under register tiles made for 4 and 16 lanes.
-//! The packed C is checked to really hold vector statements, so the comparison cannot pass by the
-//! pass silently doing nothing.
+//! Vector UOps (`Opt::Vectorize`, chosen by the strategies when `OptConfig::vector_lanes` is on,
+//! printed on GCC/clang vector types by `core/src/codegen/c/lanes.rs`) change how compiled C is
+//! printed, never what it computes: every kernel below — matmuls of odd sizes, with transposed
+//! operands, bias and ReLU after the reduce; convolutions; plain sum and max reductions — gives
+//! bit-identical results with vector lanes and with the same tiles as scalar copies, fused and
+//! unfused, under register tiles made for 4, 8 and 16 lanes. The vector C is checked to really
+//! hold vector statements, so the comparison cannot pass by the optimizer silently doing
+//! nothing.
 
 use std::path::Path;
 use std::sync::Arc;
 
 use proptest::prelude::*;
 
-use picograd::codegen::c::{render_kernel, CRenderOpts};
+use picograd::codegen::c::render_kernel;
 use picograd::codegen::lower::{buf_params, lower_ast};
 use picograd::codegen::opt::OptConfig;
 use picograd::device::Device;
@@ -30,19 +31,20 @@ fn data(n: usize, seed: usize) -> Vec<f32> {
         .collect()
 }
 
-fn render_opts(vector_width: usize) -> CRenderOpts {
-    CRenderOpts {
-        vector_width,
-        ..host_render_opts()
+/// Tiles for `tile_width` lanes, with vector UOps (`lanes`) or as scalar copies.
+fn opt_config(tile_width: usize, lanes: bool) -> OptConfig {
+    OptConfig {
+        vector_lanes: lanes,
+        ..OptConfig::for_vec_width(tile_width)
     }
 }
 
-fn device(vector_width: usize, tile_width: usize, fused: bool) -> Arc<dyn Device> {
+fn device(lanes: bool, tile_width: usize, fused: bool) -> Arc<dyn Device> {
     picograd::init();
     let c = Clang::new().expect("no C compiler: the vector-type tests cannot run");
     Arc::new(
-        c.with_render_opts(render_opts(vector_width))
-            .with_opt_config(Some(OptConfig::for_vec_width(tile_width)))
+        c.with_render_opts(host_render_opts())
+            .with_opt_config(Some(opt_config(tile_width, lanes)))
             .with_fused_mulacc(fused),
     )
 }
@@ -92,24 +94,21 @@ fn workloads() -> Vec<Workload> {
 }
 
 #[test]
-fn packed_kernels_equal_scalar_ones() {
+fn vector_kernels_equal_scalar_ones() {
     for fused in [false, true] {
-        for tile in [4, 16] {
-            let scalar = device(0, tile, fused);
+        for tile in [4, 8, 16] {
+            let (scalar, vector) = (device(false, tile, fused), device(true, tile, fused));
             for (name, f) in workloads() {
                 let want = f(&scalar).to_vec::<f32>().unwrap();
-                for width in [4, 8, 16] {
-                    let got = f(&device(width, tile, fused)).to_vec::<f32>().unwrap();
-                    let same = got
-                        .iter()
-                        .zip(&want)
-                        .all(|(g, w)| g.to_bits() == w.to_bits());
-                    assert!(
-                        same && got.len() == want.len(),
-                        "{name}: packed to {width} lanes (tiles for {tile}, fused {fused}) \
-                         differs from scalar C"
-                    );
-                }
+                let got = f(&vector).to_vec::<f32>().unwrap();
+                let same = got
+                    .iter()
+                    .zip(&want)
+                    .all(|(g, w)| g.to_bits() == w.to_bits());
+                assert!(
+                    same && got.len() == want.len(),
+                    "{name}: vector lanes (tiles for {tile}, fused {fused}) differ from scalar C"
+                );
             }
         }
     }
@@ -119,15 +118,15 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 
     /// Random matmul-shaped kernels (some with `b` transposed, a bias and a ReLU after the
-    /// reduce) under random tiles: packed to 16 lanes equals scalar C bit for bit.
+    /// reduce) under random tiles: vector lanes equal scalar C bit for bit.
     #[test]
-    fn random_matmuls_pack_bit_identically(
+    fn random_matmuls_vectorize_bit_identically(
         m in 1usize..40, k in 1usize..40, n in 1usize..70,
         transposed in any::<bool>(), epilogue in any::<bool>(), fused in any::<bool>(),
         tile in prop::sample::select(vec![4usize, 8, 16]),
     ) {
-        let run = |width: usize| {
-            let d = device(width, tile, fused);
+        let run = |lanes: bool| {
+            let d = device(lanes, tile, fused);
             let b = if transposed {
                 on(&d, &[n, k], 2).transpose(0, 1)
             } else {
@@ -137,7 +136,7 @@ proptest! {
             let y = if epilogue { y.add(on(&d, &[n], 3)).relu() } else { y };
             y.to_vec::<f32>().unwrap()
         };
-        let (packed, scalar) = (run(16), run(0));
+        let (packed, scalar) = (run(true), run(false));
         prop_assert_eq!(packed.len(), scalar.len());
         for (i, (p, s)) in packed.iter().zip(&scalar).enumerate() {
             prop_assert_eq!(p.to_bits(), s.to_bits(), "[{}]: {} vs {}", i, p, s);
@@ -145,14 +144,13 @@ proptest! {
     }
 }
 
-/// The C of `t`'s last kernel, lowered with tiles for `tile` lanes and printed with
-/// `vector_width`.
-fn last_kernel_c(t: &Tensor, tile: usize, vector_width: usize, fused: bool) -> String {
+/// The C of `t`'s last kernel, lowered with tiles for `tile` lanes, vector `lanes` or not.
+fn last_kernel_c(t: &Tensor, tile: usize, lanes: bool, fused: bool) -> String {
     let items = schedule(&[t.lazy().contiguous()]).unwrap();
     let item = items.last().unwrap();
-    let cfg = OptConfig::for_vec_width(tile);
+    let cfg = opt_config(tile, lanes);
     let lk = lower_ast(&item.ast, buf_params(item), Some(&cfg), fused).unwrap();
-    render_kernel(&lk, &render_opts(vector_width)).unwrap()
+    render_kernel(&lk, &host_render_opts()).unwrap()
 }
 
 #[test]
@@ -163,7 +161,7 @@ fn tiled_matmuls_and_convs_are_printed_with_vector_types() {
     // Unpadded, so the input loads are ungated and consecutive along the width.
     let cv = conv(&dev, [2, 8, 10, 18], [16, 8, 3, 3], 0);
     for (name, t, tile, width) in [("matmul", &mm, 16, 16), ("conv", &cv, 8, 8)] {
-        let c = last_kernel_c(t, tile, width, true);
+        let c = last_kernel_c(t, tile, true, true);
         for needle in [
             format!("pg_f32x{width} acc"),
             format!("pg_fma_f32x{width}("),
@@ -178,10 +176,9 @@ fn tiled_matmuls_and_convs_are_printed_with_vector_types() {
             !body.contains("__builtin_fmaf("),
             "{name}: a scalar multiply-add was left in\n{c}"
         );
-        // The lanes come from the optimizer's `Opt::Vectorize`, so the renderer's packing
-        // width does not matter: the same vector statements with packing off.
-        let unpacked = last_kernel_c(t, tile, 0, true);
-        assert_eq!(unpacked, c, "{name}: the vector UOps print the same without packing");
+        // The lanes come from the optimizer's `Opt::Vectorize` only: without it, no vectors.
+        let plain = last_kernel_c(t, tile, false, true);
+        assert!(!plain.contains("pg_f32x"), "{name}: vector types without vector lanes");
     }
 }
 
@@ -197,7 +194,7 @@ fn packed_c_compiles_warning_free() {
     let mut compiled = 0;
     for width in [4, 8, 16] {
         for fused in [false, true] {
-            let c = last_kernel_c(&mm, width, width, fused);
+            let c = last_kernel_c(&mm, width, true, fused);
             assert!(
                 c.contains(&format!("pg_f32x{width} acc")),
                 "no vector accumulator:\n{c}"
@@ -233,11 +230,11 @@ fn packed_c_compiles_warning_free() {
 fn large_convs_use_channel_panels_and_stay_exact() {
     picograd::init();
     let (ci, co, h, w) = (16, 32, 130, 128);
-    let dev = device(16, 16, true);
+    let dev = device(true, 16, true);
     let y = conv(&dev, [1, ci, h, w], [co, ci, 3, 3], 1);
-    let c = last_kernel_c(&y, 16, 16, true);
+    let c = last_kernel_c(&y, 16, true, true);
     assert!(
-        c.contains("pg_fma_f32x16(pg_splat_f32x16("),
+        c.contains("= pg_splat_f32x16(") && c.contains("pg_fma_f32x16("),
         "no channel-lane tile in\n{c}"
     );
     let got = y.to_vec::<f32>().unwrap();

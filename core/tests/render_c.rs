@@ -1024,12 +1024,12 @@ void E_n_entry(void **bufs, const int32_t *vars) {
     assert_eq!(got, want, "\n{got}");
 }
 
-// ---------------------------------------------------------------- packed lanes
+// ---------------------------------------------------------------- vector UOps
 
-/// A register tile as the linearizer makes one: per row `r`, four accumulators (lanes
-/// `l = 0..4`) folding `x[r][j][l] * w[j]` over `j` — unfused (`MulAcc`) and fused (`Fma`) —
-/// then stored to consecutive elements, and once more through a ReLU (not packable: read lane
-/// by lane).
+/// A register tile in vector UOps, as the linearizer makes one for an `Opt::Vectorize`: per row
+/// `r`, a 4-lane accumulator (lanes `l = 0..4`) folding `x[r][j][l] * w[j]` over `j` — unfused
+/// (`MulAcc`) and fused (`Fma`) — with `w[j]` broadcast (`Vectorize` of one scalar), then stored
+/// to consecutive elements, and once more through a ReLU read lane by lane (`Gep`).
 fn packed_tile() -> (LinearKernel, Vec<f32>, Vec<f32>) {
     const ROWS: usize = 2;
     const J: usize = 5;
@@ -1045,39 +1045,38 @@ fn packed_tile() -> (LinearKernel, Vec<f32>, Vec<f32>) {
     let (four, twenty) = (b.int(4), b.int((J * 4) as i64));
     let fz = b.cst(Scalar::zero(DType::F32));
     let r = b.lp(z, rows);
-    let acc = |b: &mut Kb| {
-        b.push(
-            UOpKind::DefineAcc(Scalar::zero(DType::F32)),
-            DType::F32,
-            &[],
-        )
+    let vacc = |b: &mut Kb| {
+        let kind = UOpKind::VecAcc {
+            init: Scalar::zero(DType::F32),
+            lanes: 4,
+        };
+        b.push(kind, DType::F32, &[])
     };
-    let unfused: Vec<u32> = (0..4).map(|_| acc(&mut b)).collect();
-    let fused: Vec<u32> = (0..4).map(|_| acc(&mut b)).collect();
+    let (unfused, fused) = (vacc(&mut b), vacc(&mut b));
     let j = b.lp(z, js);
     let row = b.alu(AluOp::Mul, DType::I32, &[r, twenty]);
     let col = b.alu(AluOp::Mul, DType::I32, &[j, four]);
     let base = b.alu(AluOp::Add, DType::I32, &[row, col]);
     let wj = b.load(w, &[j]);
-    for l in 0..4 {
-        let off = b.int(l as i64);
-        let i = b.alu(AluOp::Add, DType::I32, &[base, off]);
-        let xl = b.load(x, &[i]);
-        let m = b.alu(AluOp::MulAcc, DType::F32, &[xl, wj, unfused[l]]);
-        b.push(UOpKind::Assign, DType::F32, &[unfused[l], m]);
-        let f = b.alu(AluOp::Fma, DType::F32, &[xl, wj, fused[l]]);
-        b.push(UOpKind::Assign, DType::F32, &[fused[l], f]);
-    }
+    let xv = b.push(UOpKind::VecLoad { lanes: 4 }, DType::F32, &[x, base]);
+    let wv = b.push(UOpKind::Vectorize, DType::F32, &[wj; 4]);
+    let valu = |op| UOpKind::VecAlu { op, lanes: 4 };
+    let m = b.push(valu(AluOp::MulAcc), DType::F32, &[xv, wv, unfused]);
+    b.push(UOpKind::Assign, DType::F32, &[unfused, m]);
+    let f = b.push(valu(AluOp::Fma), DType::F32, &[xv, wv, fused]);
+    b.push(UOpKind::Assign, DType::F32, &[fused, f]);
     b.end(j);
     let obase = b.alu(AluOp::Mul, DType::I32, &[r, four]);
+    let vstore = UOpKind::VecStore { lanes: 4 };
+    b.push(vstore.clone(), DType::F32, &[outs[0], obase, unfused]);
     for l in 0..4 {
-        let off = b.int(l as i64);
+        let lane = b.push(UOpKind::Gep(l), DType::F32, &[unfused]);
+        let relu = b.alu(AluOp::Max, DType::F32, &[lane, fz]);
+        let off = b.int(i64::from(l));
         let o = b.alu(AluOp::Add, DType::I32, &[obase, off]);
-        b.store(outs[0], o, unfused[l]);
-        let relu = b.alu(AluOp::Max, DType::F32, &[unfused[l], fz]);
         b.store(outs[1], o, relu);
-        b.store(outs[2], o, fused[l]);
     }
+    b.push(vstore, DType::F32, &[outs[2], obase, fused]);
     b.end(r);
     let xs: Vec<f32> = (0..ROWS * J * 4)
         .map(|i| ((i * 37 % 23) as f32 - 11.0) * 0.37 + 1e-3)
@@ -1086,7 +1085,7 @@ fn packed_tile() -> (LinearKernel, Vec<f32>, Vec<f32>) {
     (b.build("r_packed"), xs, ws)
 }
 
-/// The packed tile computes, lane by lane, the scalar contract: two roundings per `MulAcc`,
+/// The vector tile computes, lane by lane, the scalar contract: two roundings per `MulAcc`,
 /// one per `Fma`, in the reduce's order (clang and gcc; without `-march`, so the FMA helper's
 /// lane-by-lane fallback runs).
 #[test]
@@ -1115,55 +1114,51 @@ fn packed_lanes_compute_the_contract() {
         vars: vec![],
         want: vec![f32s(&unfused), f32s(&relu), f32s(&fused)],
     };
-    let opts = CRenderOpts {
-        vector_width: 4,
-        ..CRenderOpts::default()
-    };
-    check_cases(&[case], &opts, "", "packed");
+    check_cases(&[case], &CRenderOpts::default(), "", "packed");
 }
 
-/// The packed tile's C, pinned: accumulators, one vector load per `j`, the broadcast weight,
-/// vector multiply-adds, a vector store, and the ReLU reading accumulator lanes.
+/// The vector tile's C, pinned: vector accumulators, one vector load per `j`, the broadcast
+/// weight, vector multiply-adds, vector stores, and the ReLU reading accumulator lanes.
 #[test]
 fn golden_packed_tile() {
     let (k, _, _) = packed_tile();
-    let opts = CRenderOpts {
-        vector_width: 4,
-        ..CRenderOpts::default()
-    };
-    let got = render_kernel(&k, &opts).unwrap();
+    let got = render_kernel(&k, &CRenderOpts::default()).unwrap();
     let body = &got[got.find("void r_packed(").unwrap()..];
     let want = r#"void r_packed(float *restrict data0, float *restrict data1, float *restrict data2, const float *restrict data3, const float *restrict data4) {
   for (int32_t ridx0 = 0; ridx0 < 2; ridx0++) {
-    pg_f32x4 vec0 = {0.0f, 0.0f, 0.0f, 0.0f};
-    pg_f32x4 vec4 = {0.0f, 0.0f, 0.0f, 0.0f};
+    pg_f32x4 acc0 = {0.0f, 0.0f, 0.0f, 0.0f};
+    pg_f32x4 acc1 = {0.0f, 0.0f, 0.0f, 0.0f};
     for (int32_t ridx1 = 0; ridx1 < 5; ridx1++) {
-      const int32_t val21 = ridx0 * 20;
-      const int32_t val22 = ridx1 * 4;
-      const int32_t val23 = val21 + val22;
-      const float val24 = data4[ridx1];
-      const int32_t val26 = val23 + 0;
-      const pg_f32x4 vec1 = *(const pg_f32x4u *)(data3 + val26);
-      const pg_f32x4 vec2 = vec1 * val24 + vec0;
-      vec0 = vec2;
-      const pg_f32x4 vec5 = pg_fma_f32x4(vec1, pg_splat_f32x4(val24), vec4);
-      vec4 = vec5;
+      const int32_t val15 = ridx0 * 20;
+      const int32_t val16 = ridx1 * 4;
+      const int32_t val17 = val15 + val16;
+      const float val18 = data4[ridx1];
+      const pg_f32x4 val19 = *(const pg_f32x4u *)(data3 + val17);
+      const pg_f32x4 val20 = pg_splat_f32x4(val18);
+      const pg_f32x4 val21 = val19 * val20 + acc0;
+      acc0 = val21;
+      const pg_f32x4 val23 = pg_fma_f32x4(val19, val20, acc1);
+      acc1 = val23;
     }
-    const int32_t val54 = ridx0 * 4;
-    const int32_t val56 = val54 + 0;
-    const float val58 = vec0[0] < 0.0f ? 0.0f : vec0[0];
-    data1[val56] = val58;
-    const int32_t val62 = val54 + 1;
-    const float val64 = vec0[1] < 0.0f ? 0.0f : vec0[1];
-    data1[val62] = val64;
-    const int32_t val68 = val54 + 2;
-    const float val70 = vec0[2] < 0.0f ? 0.0f : vec0[2];
-    data1[val68] = val70;
-    const int32_t val74 = val54 + 3;
-    *(pg_f32x4u *)(data0 + val56) = vec0;
-    const float val76 = vec0[3] < 0.0f ? 0.0f : vec0[3];
-    data1[val74] = val76;
-    *(pg_f32x4u *)(data2 + val56) = vec4;
+    const int32_t val26 = ridx0 * 4;
+    *(pg_f32x4u *)(data0 + val26) = acc0;
+    const float val28 = acc0[0];
+    const float val29 = val28 < 0.0f ? 0.0f : val28;
+    const int32_t val31 = val26 + 0;
+    data1[val31] = val29;
+    const float val33 = acc0[1];
+    const float val34 = val33 < 0.0f ? 0.0f : val33;
+    const int32_t val36 = val26 + 1;
+    data1[val36] = val34;
+    const float val38 = acc0[2];
+    const float val39 = val38 < 0.0f ? 0.0f : val38;
+    const int32_t val41 = val26 + 2;
+    data1[val41] = val39;
+    const float val43 = acc0[3];
+    const float val44 = val43 < 0.0f ? 0.0f : val43;
+    const int32_t val46 = val26 + 3;
+    data1[val46] = val44;
+    *(pg_f32x4u *)(data2 + val26) = acc1;
   }
 }
 

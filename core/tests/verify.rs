@@ -183,3 +183,53 @@ fn real_kernels_pass_after_every_pass() {
         }
     }
 }
+
+/// `for i in 0..1: out[0..4] = x[0..4] + splat(x[0])` in vector UOps, then `out[0] = lane 1`.
+fn valid_vector() -> LinearKernel {
+    let f = DType::F32;
+    let mut k = valid();
+    k.uops = vec![
+        global(0, true),
+        global(1, false),
+        int(0),
+        int(1),
+        uop(UOpKind::Loop, DType::I32, &[2, 3]),
+        uop(UOpKind::VecLoad { lanes: 4 }, f, &[1, 2]),
+        uop(UOpKind::Load, f, &[1, 2]),
+        uop(UOpKind::Vectorize, f, &[6, 6, 6, 6]),
+        uop(
+            UOpKind::VecAlu {
+                op: AluOp::Add,
+                lanes: 4,
+            },
+            f,
+            &[5, 7],
+        ),
+        uop(UOpKind::VecStore { lanes: 4 }, f, &[0, 2, 8]),
+        uop(UOpKind::Gep(1), f, &[8]),
+        uop(UOpKind::Store, f, &[0, 2, 10]),
+        uop(UOpKind::EndLoop, DType::I32, &[4]),
+    ];
+    k
+}
+
+#[test]
+fn vector_uops_pass_and_lane_mismatches_are_named() {
+    verify_uops("hand", &valid_vector()).expect("the vector kernel is valid");
+    // A scalar op reading a vector.
+    let mut k = valid_vector();
+    k.uops[10] = uop(UOpKind::Alu(AluOp::Neg), DType::F32, &[8]);
+    assert_names(&k, &["uop 10", "source 0 has 4 lanes", "takes scalars"]);
+    // A vector op of 4 lanes reading a vector of 2.
+    let mut k = valid_vector();
+    k.uops[7] = uop(UOpKind::Vectorize, DType::F32, &[6, 6]);
+    assert_names(&k, &["uop 8", "source 1 has 2 lanes"]);
+    // A lane that is not there.
+    let mut k = valid_vector();
+    k.uops[10] = uop(UOpKind::Gep(4), DType::F32, &[8]);
+    assert_names(&k, &["uop 10", "gep reads a lane"]);
+    // A vector store of a scalar.
+    let mut k = valid_vector();
+    k.uops[9] = uop(UOpKind::VecStore { lanes: 4 }, DType::F32, &[0, 2, 6]);
+    assert_names(&k, &["uop 9", "source 2 has 1 lanes"]);
+}

@@ -1,8 +1,8 @@
 //! Host tuning knobs read from the environment: the kernel optimizer's settings
 //! (`PICOGRAD_NOOPT=1` turns it off), fused multiply-add (on when the CPU has it;
 //! `PICOGRAD_NOFMA=1` turns it off), the C rendering (`PICOGRAD_LIBM=1`: f32 exp2/log2/sin
-//! call libm instead of picograd's vectorizable math; `PICOGRAD_NOVEC=1`: no explicit vector
-//! types in reduce kernels), the thread count (`PICOGRAD_THREADS`,
+//! call libm instead of picograd's vectorizable math; `PICOGRAD_NOVEC=1`: no vector UOps, so no explicit
+//! vector types in the C), the thread count (`PICOGRAD_THREADS`,
 //! default the available parallelism) and the measured search's time bound
 //! (`PICOGRAD_SEARCH`, off by default).
 //!
@@ -34,13 +34,18 @@ pub fn host_vec_width() -> usize {
 }
 
 /// The optimizer settings for host kernels, or `None` when `PICOGRAD_NOOPT` is set: the host's
-/// vector width and its cache sizes ([`host_caches`]).
+/// vector width and its cache sizes ([`host_caches`]); vector UOps unless `PICOGRAD_NOVEC` is
+/// set (the same tiles, as scalar copies).
 pub fn host_opt_config() -> Option<OptConfig> {
     static CFG: OnceLock<Option<OptConfig>> = OnceLock::new();
     *CFG.get_or_init(|| {
         (!env_flag("PICOGRAD_NOOPT")).then(|| {
             let (l1, l2) = host_caches();
-            OptConfig::for_vec_width(host_vec_width()).with_caches(l1, l2)
+            let cfg = OptConfig::for_vec_width(host_vec_width()).with_caches(l1, l2);
+            OptConfig {
+                vector_lanes: !env_flag("PICOGRAD_NOVEC"),
+                ..cfg
+            }
         })
     })
 }
@@ -112,17 +117,11 @@ fn cpu_has_fma() -> bool {
 }
 
 /// How host kernels render: [`CRenderOpts::host`] with the host's vector width, with libm's
-/// scalar f32 transcendentals instead of the vectorizable ones when `PICOGRAD_LIBM` is set, and
-/// without explicit vector types when `PICOGRAD_NOVEC` is set.
+/// scalar f32 transcendentals instead of the vectorizable ones when `PICOGRAD_LIBM` is set.
 pub fn host_render_opts() -> CRenderOpts {
     static OPTS: OnceLock<CRenderOpts> = OnceLock::new();
     OPTS.get_or_init(|| CRenderOpts {
         vector_math: !env_flag("PICOGRAD_LIBM"),
-        vector_width: if env_flag("PICOGRAD_NOVEC") {
-            0
-        } else {
-            host_vec_width()
-        },
         ..CRenderOpts::host()
     })
     .clone()

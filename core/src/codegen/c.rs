@@ -28,7 +28,6 @@
 mod helpers;
 mod lanes;
 mod math;
-mod vectorize;
 mod vmath;
 
 use alloc::format;
@@ -37,7 +36,6 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use self::helpers::{suffix, wrap_type, Helper, Needs};
-use self::vectorize::{GroupKind, Operand, Packing};
 use super::uops::{LinearKernel, UOp, UOpKind};
 use crate::dtype::DType;
 use crate::ops::{AluOp, Scalar};
@@ -66,20 +64,15 @@ pub struct CRenderOpts {
     /// vectorizer takes such a loop first and vectorizes across iterations, gathering the
     /// copies with shuffles: the elementwise chain in `examples/bench.rs` ran 5× slower.
     pub slp_upcasts: bool,
-    /// Print reduce kernels' upcast lanes as GCC/clang vector types of up to this many f32
-    /// lanes (4, 8 or 16; below 4 off): see `c/vectorize.rs`. Results are bit-identical.
-    pub vector_width: usize,
 }
 
 impl CRenderOpts {
     /// The desktop Clang device's settings: libm, entry wrappers, vectorizable math, SLP for
-    /// upcast copies, and 8-lane vector types for reduce kernels (the std runtime sets the
-    /// host's own width).
+    /// upcast copies. (Vector types come from the kernels' vector UOps, `c/lanes.rs`.)
     pub fn host() -> CRenderOpts {
         CRenderOpts {
             vector_math: true,
             slp_upcasts: true,
-            vector_width: 8,
             ..CRenderOpts::default()
         }
     }
@@ -94,7 +87,6 @@ impl Default for CRenderOpts {
             static_kernels: false,
             vector_math: false,
             slp_upcasts: false,
-            vector_width: 0,
         }
     }
 }
@@ -214,7 +206,7 @@ impl<'a> Writer<'a> {
             opts,
             needs,
             names: vec![String::new(); k.uops.len()],
-            live: liveness(&k.uops, None),
+            live: liveness(&k.uops),
             range: int_ranges(&k.uops),
             out: String::new(),
             depth: 1,
@@ -239,25 +231,10 @@ impl<'a> Writer<'a> {
             ""
         };
         self.out = format!("{storage}void {}({}) {{\n", self.k.name, self.params());
-        // Packing moves loads to their group's last lane: only sound when no store can alias.
-        // A kernel the optimizer vectorized carries its lanes in its UOps: no packing then.
-        let has_lanes = self.k.uops.iter().any(|u| super::uops::lanes_of(&u.kind) > 1);
-        let pack = (self.opts.vector_width >= 4 && self.restrict && !has_lanes)
-            .then(|| vectorize::pack(&self.k.uops, self.opts.vector_width))
-            .flatten();
-        if let Some(p) = &pack {
-            self.live = liveness(&self.k.uops, Some(p));
-        }
         self.void_unused_params();
         for i in 0..self.k.uops.len() {
-            let replaced = pack.as_ref().is_some_and(|p| p.replaced[i]);
-            if self.live[i] && !replaced {
+            if self.live[i] {
                 self.uop(i);
-            }
-            if let Some(p) = &pack {
-                for &g in &p.after[i] {
-                    self.group(p, g as usize);
-                }
             }
         }
         self.out.push_str("}\n");
@@ -502,74 +479,6 @@ impl<'a> Writer<'a> {
         let (acc, v) = (self.src(i, 0).to_string(), self.src(i, 1));
         self.line(&format!("{acc} = {v};"));
         self.names[i] = acc;
-    }
-
-    // ---- packed lanes (see `c/vectorize.rs`) ----
-
-    /// Prints group `g` as one vector statement.
-    fn group(&mut self, p: &Packing, g: usize) {
-        let grp = &p.groups[g];
-        let w = grp.lanes.len();
-        self.needs.add(Helper::VecF32(w));
-        let t = format!("pg_f32x{w}");
-        let name = format!("vec{g}");
-        match grp.kind {
-            GroupKind::Acc(init) => {
-                let lanes = vec![literal(init); w].join(", ");
-                self.line(&format!("{t} {name} = {{{lanes}}};"));
-                for (k, &l) in grp.lanes.iter().enumerate() {
-                    self.names[l as usize] = format!("{name}[{k}]");
-                }
-            }
-            GroupKind::Load { buf, index } => {
-                let (b, i) = (&self.names[buf as usize], &self.names[index as usize]);
-                self.line(&format!("const {t} {name} = *(const {t}u *)({b} + {i});"));
-            }
-            GroupKind::Gather => {
-                let lanes: Vec<&str> = grp
-                    .lanes
-                    .iter()
-                    .map(|&l| &*self.names[l as usize])
-                    .collect();
-                self.line(&format!("const {t} {name} = {{{}}};", lanes.join(", ")));
-            }
-            GroupKind::Alu(op) => {
-                let a: Vec<String> = grp.src.iter().map(|&o| self.operand(o, w, false)).collect();
-                let e = match op {
-                    AluOp::Neg => format!("-{}", a[0]),
-                    AluOp::MulAcc => format!("{} * {} + {}", a[0], a[1], a[2]),
-                    AluOp::Fma => {
-                        let v: Vec<String> =
-                            grp.src.iter().map(|&o| self.operand(o, w, true)).collect();
-                        format!("pg_fma_f32x{w}({}, {}, {})", v[0], v[1], v[2])
-                    }
-                    _ => match arith_sym(op) {
-                        Some(sym) => format!("{} {sym} {}", a[0], a[1]),
-                        None => self.undefined(op, DType::F32),
-                    },
-                };
-                self.line(&format!("const {t} {name} = {e};"));
-            }
-            GroupKind::Assign { acc } => {
-                let v = self.operand(grp.src[0], w, true);
-                self.line(&format!("vec{acc} = {v};"));
-            }
-            GroupKind::Store { buf, index } => {
-                let v = self.operand(grp.src[0], w, true);
-                let (b, i) = (&self.names[buf as usize], &self.names[index as usize]);
-                self.line(&format!("*({t}u *)({b} + {i}) = {v};"));
-            }
-        }
-    }
-
-    /// A packed operand in C: a group's vector, or a scalar — broadcast explicitly when
-    /// `vector` is asked for (C's vector-scalar arithmetic broadcasts by itself).
-    fn operand(&self, o: Operand, w: usize, vector: bool) -> String {
-        match o {
-            Operand::Vec(g) => format!("vec{g}"),
-            Operand::Splat(u) if vector => format!("pg_splat_f32x{w}({})", self.names[u as usize]),
-            Operand::Splat(u) => self.names[u as usize].clone(),
-        }
     }
 
     // ---- memory ----
@@ -1027,25 +936,15 @@ fn straight_line_multi_store_loops(uops: &[UOp]) -> Vec<bool> {
     marked
 }
 
-/// Which UOps must be rendered as scalars: stores and loops, and everything they depend on. An
-/// `Assign` is needed when its accumulator is read by something needed (iterated to a fixpoint,
-/// because a read earlier in a loop sees the previous iteration's assignment). With a packing,
-/// the scalars its groups read are needed too, UOps a group prints are not, and accumulator
-/// lanes (read through their group's vector) are not.
-fn liveness(uops: &[UOp], pack: Option<&Packing>) -> Vec<bool> {
+/// Which UOps must be rendered: stores and loops, and everything they depend on. An `Assign`
+/// is needed when its accumulator is read by something needed (iterated to a fixpoint, because
+/// a read earlier in a loop sees the previous iteration's assignment).
+fn liveness(uops: &[UOp]) -> Vec<bool> {
     let mut live = vec![false; uops.len()];
-    for u in pack.map(Packing::needed).unwrap_or_default() {
-        live[u as usize] = true;
-    }
-    let replaced = |i: usize| pack.is_some_and(|p| p.replaced[i]);
-    let acc_lane = |i: usize| pack.is_some_and(|p| p.acc_lane[i].is_some());
     loop {
         let mut changed = false;
         for i in (0..uops.len()).rev() {
             let u = &uops[i];
-            if replaced(i) {
-                continue;
-            }
             let root = matches!(
                 u.kind,
                 UOpKind::Store | UOpKind::VecStore { .. } | UOpKind::Loop | UOpKind::EndLoop
@@ -1056,7 +955,7 @@ fn liveness(uops: &[UOp], pack: Option<&Packing>) -> Vec<bool> {
                 changed = true;
             }
             if live[i] {
-                for &s in u.src.iter().filter(|&&s| !acc_lane(s as usize)) {
+                for &s in &u.src {
                     changed |= !live[s as usize];
                     live[s as usize] = true;
                 }

@@ -32,6 +32,12 @@ pub struct OptConfig {
     /// [`UOpKind::DualMac`](super::uops::UOpKind::DualMac)s. Off by default; a target says so
     /// (`opt.dual_mac = 1`). Integer sums wrap, so pairing changes no value.
     pub dual_mac: bool,
+    /// The strategies may make an upcast's lanes vector UOps
+    /// ([`Opt::Vectorize`](super::kernel::Opt::Vectorize)), which C prints on GCC/clang vector
+    /// types: on for SIMD hosts ([`OptConfig::for_vec_width`]), off for small cores (their C
+    /// compilers would lower the vector types to scalar code anyway). A target says so with
+    /// `opt.vector_lanes = 1`.
+    pub vector_lanes: bool,
 }
 
 impl OptConfig {
@@ -47,6 +53,7 @@ impl OptConfig {
             l2_bytes: 0,
             float_registers: OptConfig::SMALL_CORE_FLOAT_REGISTERS,
             dual_mac: false,
+            vector_lanes: false,
         }
     }
 
@@ -67,6 +74,7 @@ impl OptConfig {
             l2_bytes: OptConfig::DEFAULT_L2_BYTES,
             float_registers: 0,
             dual_mac: false,
+            vector_lanes: true,
         }
     }
 

@@ -57,6 +57,12 @@ pub const OPT_KEYS: &[OptKey] = &[
         set: |c, v| c.dual_mac = v == 1,
         doc: "1: the core has a dual 16-bit multiply-accumulate (smlad) for integer kernels (default 0)",
     },
+    OptKey {
+        name: "vector_lanes",
+        range: (0, 1),
+        set: |c, v| c.vector_lanes = v == 1,
+        doc: "1: kernels may use f32 vector UOps of up to vec_width lanes, printed on GCC/clang vector types (default 0)",
+    },
 ];
 
 /// The description's [`OptConfig`]: [`OptConfig::small_device`], with each `opt.` key given

@@ -15,7 +15,9 @@
 //!   conv). Taken with the widest power-of-two lane count (up to the vector width) whose
 //!   channels lie within one block.
 //!
-//! The axis upcast last is the one the C renderer packs into vector lanes (`c/vectorize.rs`).
+//! The axis upcast last carries the vector lanes: its upcast is an `Opt::Vectorize` (plus an
+//! upcast by the rest) where the target has vector lanes, the output is f32 and a leaf is
+//! contiguous along it ([`super::facts::vector_upcast`]).
 //!
 //! Search space: both orientations for every channel count up to [`MAX_CHANNELS`] dividing the
 //! channel axis, times every power-of-two pixel count dividing the output-contiguous axis,
@@ -26,7 +28,7 @@
 
 use alloc::vec::Vec;
 
-use super::facts::{size, strides, try_opt, try_vector_upcast, upcasts};
+use super::facts::{size, strides, try_opt, try_vector_upcast, vector_upcasts};
 use super::Choice;
 use crate::codegen::kernel::{Kernel, Opt};
 use crate::codegen::opt::OptConfig;
@@ -103,7 +105,7 @@ pub(super) fn space(k: &Kernel, cfg: &OptConfig) -> Vec<Choice> {
             let tile = |picks: &[(usize, usize)]| {
                 let picks: Vec<(usize, usize)> =
                     picks.iter().copied().filter(|p| p.1 > 1).collect();
-                upcasts(k, &picks)
+                vector_upcasts(k, &picks, cfg)
             };
             out.push(Choice::new(tile(&[(channel, c), (wide, w)]), Some(wide)));
             out.push(Choice::new(tile(&[(wide, w), (channel, c)]), Some(channel)));

@@ -23,40 +23,58 @@ pub(super) fn try_opt(k: &mut Kernel, opt: Opt, applied: &mut Vec<Opt>) -> bool 
     true
 }
 
-/// Upcasts output axis `axis` by `amount` with its innermost lanes as vector UOps: an
-/// [`Opt::Vectorize`] by the widest of 16, 8 and 4 lanes within the target's vector width that
-/// divides `amount`, then an upcast by the rest — when the output is f32 and stored contiguously
-/// along the axis (one vector store per lane group). Otherwise, or when that does not apply,
-/// a plain upcast. Returns whether an opt was applied.
+/// The vector lanes for upcasting output axis `axis` by `amount`: the widest of 16, 8 and 4
+/// within the target's vector width that divides `amount`, when the output is f32 and the
+/// store or some load is contiguous along the axis (so a lane group is one vector load or
+/// store); `None` otherwise (a plain upcast: scalar copies).
+fn vector_lanes(k: &Kernel, axis: usize, amount: usize, cfg: &OptConfig) -> Option<usize> {
+    let (store, loads) = strides(k);
+    let unit = |s: &Vec<Option<i64>>| s.get(axis) == Some(&Some(1));
+    let contiguous = unit(&store) || loads.iter().any(unit);
+    if !cfg.vector_lanes || !contiguous || k.ast.dtype() != DType::F32 {
+        return None;
+    }
+    [16, 8, 4]
+        .into_iter()
+        .find(|&w| w <= cfg.vec_width && amount % w == 0)
+}
+
+/// The opts that upcast output axis `axis` by `amount` with its innermost lanes as vector UOps
+/// ([`vector_lanes`]): an [`Opt::Vectorize`] by the lanes, then an upcast by the rest (none
+/// when the lanes are the whole amount); a plain upcast when no lanes fit. `axis` is numbered
+/// for the kernel the opts apply to.
+pub(super) fn vector_upcast(k: &Kernel, (axis, amount): (usize, usize), cfg: &OptConfig) -> Vec<Opt> {
+    match vector_lanes(k, axis, amount, cfg) {
+        Some(w) if w < amount => alloc::vec![
+            Opt::Vectorize { axis, amount: w },
+            Opt::Upcast {
+                axis,
+                amount: amount / w
+            }
+        ],
+        Some(w) => alloc::vec![Opt::Vectorize { axis, amount: w }],
+        None => alloc::vec![Opt::Upcast { axis, amount }],
+    }
+}
+
+/// Applies [`vector_upcast`]'s opts if they all fit, else a plain upcast if it fits; returns
+/// whether an opt was applied.
 pub(super) fn try_vector_upcast(
     k: &mut Kernel,
-    (axis, amount): (usize, usize),
+    pick: (usize, usize),
     cfg: &OptConfig,
     applied: &mut Vec<Opt>,
 ) -> bool {
-    let contiguous = strides(k).0.get(axis) == Some(&Some(1));
-    let f32_out = k.ast.dtype() == DType::F32;
-    let lanes = [16, 8, 4]
+    let (mut next, mut opts) = (k.clone(), Vec::new());
+    if vector_upcast(k, pick, cfg)
         .into_iter()
-        .find(|&w| w <= cfg.vec_width && amount % w == 0);
-    if let (Some(w), true, true) = (lanes, contiguous, f32_out) {
-        let (mut next, mut opts) = (k.clone(), Vec::new());
-        let ok = try_opt(&mut next, Opt::Vectorize { axis, amount: w }, &mut opts)
-            && (amount == w
-                || try_opt(
-                    &mut next,
-                    Opt::Upcast {
-                        axis,
-                        amount: amount / w,
-                    },
-                    &mut opts,
-                ));
-        if ok {
-            *k = next;
-            applied.extend(opts);
-            return true;
-        }
+        .all(|o| try_opt(&mut next, o, &mut opts))
+    {
+        *k = next;
+        applied.extend(opts);
+        return true;
     }
+    let (axis, amount) = pick;
     try_opt(k, Opt::Upcast { axis, amount }, applied)
 }
 
@@ -110,6 +128,26 @@ pub(super) fn amounts(s: usize, limit: usize, tried: &[usize]) -> Vec<usize> {
         v.push(s);
     }
     v
+}
+
+/// [`upcasts`], with the last pick's innermost lanes as vector UOps when they fit
+/// ([`vector_upcast`]): the search's tiles vectorize as the heuristic's do.
+pub(super) fn vector_upcasts(k: &Kernel, picks: &[(usize, usize)], cfg: &OptConfig) -> Vec<Opt> {
+    let Some((&last, rest)) = picks.split_last() else {
+        return Vec::new();
+    };
+    let mut opts = upcasts(k, rest);
+    let mut next = k.clone();
+    if opts.iter().any(|&o| next.apply_opt(o).is_err()) {
+        // An opt that does not fit: the plain upcasts, for the search to reject.
+        return upcasts(k, picks);
+    }
+    let removed = rest
+        .iter()
+        .filter(|&&(a, n)| a < last.0 && n as i64 == size(k, a))
+        .count();
+    opts.extend(vector_upcast(&next, (last.0 - removed, last.1), cfg));
+    opts
 }
 
 /// Upcasts of (original axis, amount) in order, renumbering axes as whole-axis upcasts remove

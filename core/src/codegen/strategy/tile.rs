@@ -11,7 +11,9 @@
 
 use alloc::vec::Vec;
 
-use super::facts::{amounts, size, strides, try_opt, try_vector_upcast, upcast_product, upcasts};
+use super::facts::{
+    amounts, size, strides, try_opt, try_vector_upcast, upcast_product, vector_upcasts,
+};
 use super::Choice;
 use crate::codegen::kernel::{Kernel, Opt};
 use crate::codegen::opt::OptConfig;
@@ -89,15 +91,15 @@ pub(super) fn space(k: &Kernel, cfg: &OptConfig) -> Vec<Choice> {
     let mut out = alloc::vec![Choice::none()];
     for &a in &axes {
         for n in amounts(sz(a), cfg.max_accs, &TILE_AMOUNTS) {
-            out.push(Choice::new(upcasts(k, &[(a, n)]), Some(a)));
+            out.push(Choice::new(vector_upcasts(k, &[(a, n)], cfg), Some(a)));
         }
     }
     for (i, &a) in axes.iter().enumerate() {
         for &b in &axes[i + 1..] {
             for n in amounts(sz(a), cfg.max_accs, &TILE_AMOUNTS) {
                 for m in amounts(sz(b), cfg.max_accs / n, &TILE_AMOUNTS) {
-                    out.push(Choice::new(upcasts(k, &[(a, n), (b, m)]), Some(b)));
-                    out.push(Choice::new(upcasts(k, &[(b, m), (a, n)]), Some(a)));
+                    out.push(Choice::new(vector_upcasts(k, &[(a, n), (b, m)], cfg), Some(b)));
+                    out.push(Choice::new(vector_upcasts(k, &[(b, m), (a, n)], cfg), Some(a)));
                 }
             }
         }

@@ -10,7 +10,7 @@
 
 use alloc::vec::Vec;
 
-use super::facts::{size, strides, try_vector_upcast, upcasts};
+use super::facts::{size, strides, try_vector_upcast, vector_upcasts};
 use super::Choice;
 use crate::codegen::kernel::{Kernel, Opt};
 use crate::codegen::opt::OptConfig;
@@ -48,6 +48,6 @@ pub(super) fn space(k: &Kernel, cfg: &OptConfig) -> Vec<Choice> {
         core::iter::successors(Some(2usize), |w| Some(w * 2)).take_while(|&w| w <= cfg.vec_width);
     widths
         .filter(|&w| n > 1 && n % w as i64 == 0)
-        .map(|w| Choice::new(upcasts(k, &[(axis, w)]), Some(axis)))
+        .map(|w| Choice::new(vector_upcasts(k, &[(axis, w)], cfg), Some(axis)))
         .collect()
 }
