@@ -24,19 +24,25 @@ pub(super) fn try_opt(k: &mut Kernel, opt: Opt, applied: &mut Vec<Opt>) -> bool 
 }
 
 /// The vector lanes for upcasting output axis `axis` by `amount`: the widest of 16, 8 and 4
-/// within the target's vector width that divides `amount`, when the output is f32 and the
-/// store or some load is contiguous along the axis (so a lane group is one vector load or
-/// store); `None` otherwise (a plain upcast: scalar copies).
+/// within the target's vector width that divides `amount`, when the output is f32 and, once
+/// split off, the lanes are contiguous in the store or some load (so a lane group is one
+/// vector load or store; checked after the split, since a blocked layout — a conv's weights in
+/// channel blocks — is contiguous within a block only); `None` otherwise (a plain upcast:
+/// scalar copies).
 fn vector_lanes(k: &Kernel, axis: usize, amount: usize, cfg: &OptConfig) -> Option<usize> {
-    let (store, loads) = strides(k);
-    let unit = |s: &Vec<Option<i64>>| s.get(axis) == Some(&Some(1));
-    let contiguous = unit(&store) || loads.iter().any(unit);
-    if !cfg.vector_lanes || !contiguous || k.ast.dtype() != DType::F32 {
+    if !cfg.vector_lanes || k.ast.dtype() != DType::F32 {
         return None;
     }
-    [16, 8, 4]
-        .into_iter()
-        .find(|&w| w <= cfg.vec_width && amount % w == 0)
+    [16, 8, 4].into_iter().find(|&w| {
+        let mut split = k.clone();
+        let fits = w <= cfg.vec_width && amount % w == 0;
+        fits && split.apply_opt(Opt::Vectorize { axis, amount: w }).is_ok() && {
+            let (store, loads) = strides(&split);
+            let lane = split.rank() - 1;
+            let unit = |s: &Vec<Option<i64>>| s.get(lane) == Some(&Some(1));
+            unit(&store) || loads.iter().any(unit)
+        }
+    })
 }
 
 /// The opts that upcast output axis `axis` by `amount` with its innermost lanes as vector UOps
