@@ -178,7 +178,10 @@ fn tiled_matmuls_and_convs_are_printed_with_vector_types() {
         );
         // The lanes come from the optimizer's `Opt::Vectorize` only: without it, no vectors.
         let plain = last_kernel_c(t, tile, false, true);
-        assert!(!plain.contains("pg_f32x"), "{name}: vector types without vector lanes");
+        assert!(
+            !plain.contains("pg_f32x"),
+            "{name}: vector types without vector lanes"
+        );
     }
 }
 

@@ -43,7 +43,10 @@ fn check(name: &str, t: &Tensor, want: &[f32]) {
     let item = last_item(t);
     let vector = lowered(&item, true);
     let listing = format!("{vector}");
-    let path = format!("{}/tests/data/vector_uops_{name}.txt", env!("CARGO_MANIFEST_DIR"));
+    let path = format!(
+        "{}/tests/data/vector_uops_{name}.txt",
+        env!("CARGO_MANIFEST_DIR")
+    );
     if std::env::var("PICOGRAD_BLESS").is_ok() {
         std::fs::write(&path, &listing).unwrap();
     }
@@ -55,7 +58,10 @@ fn check(name: &str, t: &Tensor, want: &[f32]) {
     let got: Vec<f32> = got.into_iter().map(f32::from_bits).collect();
     assert_eq!(got.len(), want.len());
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        assert!((g - w).abs() <= 1e-5 * (1.0 + w.abs()), "{name}[{i}]: {g} vs {w}");
+        assert!(
+            (g - w).abs() <= 1e-5 * (1.0 + w.abs()),
+            "{name}[{i}]: {g} vs {w}"
+        );
     }
 }
 
@@ -82,6 +88,10 @@ fn conv_vector_uops_are_pinned() {
         })
         .collect();
     let xt = Tensor::from_slice(&x, &[1, 1, 3, 5]);
-    let t = xt.conv2d(&Tensor::from_slice(&w, &[2, 1, 2, 2]), None, &ConvOpts::default());
+    let t = xt.conv2d(
+        &Tensor::from_slice(&w, &[2, 1, 2, 2]),
+        None,
+        &ConvOpts::default(),
+    );
     check("conv", &t, &want);
 }

@@ -54,10 +54,7 @@ fn anchors(uops: &[UOp]) -> Vec<Option<usize>> {
     let mut open: Vec<OpenLoop> = Vec::new();
     for (i, u) in uops.iter().enumerate() {
         let depth = open.len();
-        let reads_acc = u
-            .src
-            .iter()
-            .any(|&s| uops[s as usize].kind.is_acc());
+        let reads_acc = u.src.iter().any(|&s| uops[s as usize].kind.is_acc());
         level[i] = match u.kind {
             UOpKind::DefineGlobal { .. } | UOpKind::DefineVar { .. } => 0,
             _ if pure(u) && !reads_acc => {
@@ -117,9 +114,7 @@ fn loops_with_stores(uops: &[UOp]) -> Vec<bool> {
             UOpKind::EndLoop => {
                 open.pop();
             }
-            UOpKind::Store | UOpKind::VecStore { .. } => {
-                open.iter().for_each(|&l| has[l] = true)
-            }
+            UOpKind::Store | UOpKind::VecStore { .. } => open.iter().for_each(|&l| has[l] = true),
             _ => {}
         }
     }
@@ -169,11 +164,7 @@ impl Emitter {
             dtype: old.dtype,
             src: old.src.iter().map(|&s| self.new_idx[s as usize]).collect(),
         };
-        let shareable = pure(old)
-            && !old
-                .src
-                .iter()
-                .any(|&s| uops[s as usize].kind.is_acc());
+        let shareable = pure(old) && !old.src.iter().any(|&s| uops[s as usize].kind.is_acc());
         if shareable {
             if let Some(&j) = self.cse.get(&u) {
                 self.new_idx[i] = j;

@@ -65,9 +65,7 @@ impl Lin {
                 | UOpKind::VecAlu { .. }
                 | UOpKind::Vectorize
                 | UOpKind::Gep(_)
-        ) && !src
-            .iter()
-            .any(|&s| self.uops[s as usize].kind.is_acc());
+        ) && !src.iter().any(|&s| self.uops[s as usize].kind.is_acc());
         let u = UOp { kind, dtype, src };
         if shareable {
             if let Some(&i) = self.cse.get(&u) {
@@ -525,7 +523,9 @@ fn lower(
     };
     if let Some(v) = k.vector_upcast {
         let Some(lane_axis) = global_up.iter().position(|&u| u == v) else {
-            return Err(Error::internal("linearizer: the vector axis is not a global upcast"));
+            return Err(Error::internal(
+                "linearizer: the vector axis is not a global upcast",
+            ));
         };
         let groups = lane_groups(&out_combos, lane_axis);
         let lanes_of = |g: &[usize], r: &[i64], inside: bool| -> Vec<Vec<Node>> {
@@ -626,12 +626,7 @@ fn lower(
 }
 
 /// The kernel from the lowered UOps: bytes moved, arguments, or the first broken invariant.
-fn finish(
-    mut l: Lin,
-    bufs: Vec<BufParam>,
-    name: String,
-    vars: &[Node],
-) -> Result<LinearKernel> {
+fn finish(mut l: Lin, bufs: Vec<BufParam>, name: String, vars: &[Node]) -> Result<LinearKernel> {
     l.cost.bytes = bufs
         .iter()
         .map(|b| (b.size * b.dtype.itemsize()) as u64)

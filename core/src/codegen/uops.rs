@@ -136,7 +136,10 @@ pub fn lanes(uops: &[UOp], i: usize) -> usize {
     match &u.kind {
         UOpKind::Vectorize => u.src.len(),
         // An accumulator's source is always a `DefineAcc` or `VecAcc` (verified).
-        UOpKind::Assign => u.src.first().map_or(1, |&a| lanes_of(&uops[a as usize].kind)),
+        UOpKind::Assign => u
+            .src
+            .first()
+            .map_or(1, |&a| lanes_of(&uops[a as usize].kind)),
         kind => lanes_of(kind),
     }
 }

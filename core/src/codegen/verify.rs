@@ -314,9 +314,10 @@ fn lanes_problem(lk: &LinearKernel, i: usize) -> Option<String> {
         UOpKind::Vectorize => (u.src.len() < 2)
             .then(|| format!("vectorize of {} sources", u.src.len()))
             .or_else(|| want(&|_, n| n == 1, "vectorize takes scalars")),
-        UOpKind::Gep(lane) => {
-            want(&|_, n| usize::from(*lane) < n && n > 1, "gep reads a lane of a vector")
-        }
+        UOpKind::Gep(lane) => want(
+            &|_, n| usize::from(*lane) < n && n > 1,
+            "gep reads a lane of a vector",
+        ),
         UOpKind::Assign => want(&|_, n| n == w, "the value is as wide as the accumulator"),
         UOpKind::DefineGlobal { .. }
         | UOpKind::DefineVar { .. }

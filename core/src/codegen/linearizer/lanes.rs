@@ -86,10 +86,7 @@ impl Lin {
         let dts: Vec<DType> = src.iter().map(|v| self.lane_dtype(v)).collect();
         if dtype == DType::F32 && lane_wise(op) && dts.iter().all(|&d| d == DType::F32) {
             let vs = src.iter().map(|v| self.as_vec(v, DType::F32, w)).collect();
-            let kind = UOpKind::VecAlu {
-                op,
-                lanes: w as u8,
-            };
+            let kind = UOpKind::VecAlu { op, lanes: w as u8 };
             return LaneVal::Vec(self.push(kind, dtype, vs));
         }
         LaneVal::Lanes(
@@ -257,7 +254,9 @@ impl Lin {
                 }
             }
             LaneVal::Uni(_) => {
-                return Err(Error::internal("linearizer: a shared scalar as an accumulator"))
+                return Err(Error::internal(
+                    "linearizer: a shared scalar as an accumulator",
+                ))
             }
         }
         Ok(())

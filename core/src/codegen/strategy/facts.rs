@@ -49,7 +49,11 @@ fn vector_lanes(k: &Kernel, axis: usize, amount: usize, cfg: &OptConfig) -> Opti
 /// ([`vector_lanes`]): an [`Opt::Vectorize`] by the lanes, then an upcast by the rest (none
 /// when the lanes are the whole amount); a plain upcast when no lanes fit. `axis` is numbered
 /// for the kernel the opts apply to.
-pub(super) fn vector_upcast(k: &Kernel, (axis, amount): (usize, usize), cfg: &OptConfig) -> Vec<Opt> {
+pub(super) fn vector_upcast(
+    k: &Kernel,
+    (axis, amount): (usize, usize),
+    cfg: &OptConfig,
+) -> Vec<Opt> {
     match vector_lanes(k, axis, amount, cfg) {
         Some(w) if w < amount => alloc::vec![
             Opt::Vectorize { axis, amount: w },

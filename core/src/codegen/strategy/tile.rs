@@ -98,8 +98,14 @@ pub(super) fn space(k: &Kernel, cfg: &OptConfig) -> Vec<Choice> {
         for &b in &axes[i + 1..] {
             for n in amounts(sz(a), cfg.max_accs, &TILE_AMOUNTS) {
                 for m in amounts(sz(b), cfg.max_accs / n, &TILE_AMOUNTS) {
-                    out.push(Choice::new(vector_upcasts(k, &[(a, n), (b, m)], cfg), Some(b)));
-                    out.push(Choice::new(vector_upcasts(k, &[(b, m), (a, n)], cfg), Some(a)));
+                    out.push(Choice::new(
+                        vector_upcasts(k, &[(a, n), (b, m)], cfg),
+                        Some(b),
+                    ));
+                    out.push(Choice::new(
+                        vector_upcasts(k, &[(b, m), (a, n)], cfg),
+                        Some(a),
+                    ));
                 }
             }
         }
