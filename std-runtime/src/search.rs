@@ -752,6 +752,7 @@ mod tests {
 
     fn sample() -> (u128, String, Vec<Opt>) {
         let opts = vec![
+            Opt::Vectorize { axis: 1, amount: 8 },
             Opt::Upcast {
                 axis: 1,
                 amount: 16,
