@@ -8,6 +8,8 @@
 //! straight-line code (an upcast axis is either a global one, whose copies store separately, or a
 //! reduce one, whose copies fold into the accumulator). Leaves outside the reduce have size 1 on
 //! reduce axes.
+//! At most one upcast axis, a global one, is the kernel's vector axis ([`Opt::Vectorize`]): its
+//! positions are the lanes of vector UOps.
 
 use alloc::string::String;
 use alloc::vec::Vec;

@@ -9,8 +9,10 @@
 //!   defined inside a loop is used only while that loop is open), balanced loops (each `EndLoop`
 //!   closes the innermost open `Loop`; none left open), declarations (`DefineGlobal`s match the
 //!   buffer list one to one, `DefineVar`s the variable list; loads and stores go through a
-//!   declared buffer, stores only to writable ones), arity, and dtypes (operands agree with the
-//!   result, indices and loop bounds are integers, gates are bools).
+//!   declared buffer, stores only to writable ones), arity, dtypes (operands agree with the
+//!   result, indices and loop bounds are integers, gates are bools), and lane counts (vector
+//!   UOps take vectors of their own width, `Vectorize` scalars, `Gep` a lane that exists; every
+//!   other UOp scalars).
 //!
 //! Invariant: the verifier only reads; a kernel it accepts is the kernel it was given.
 
