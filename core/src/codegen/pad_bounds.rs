@@ -12,7 +12,10 @@
 //! accumulator is not `-0.0` — always the case unless a weight is ±inf or NaN (the product would
 //! be NaN) or a fused sum of underflowing products rounded to `-0.0` (adding `+0` would give
 //! `+0`). The README's numeric-semantics section says so. Loops with symbolic bounds, without
-//! comparisons on their variable, or longer than [`MAX_TRIPS`] are left as they are.
+//! comparisons on their variable, or longer than [`MAX_TRIPS`] are left as they are, and so is a
+//! loop whose parts would take the copies of its body past the code budget (`max_copies`, the
+//! target's `OptConfig::max_unrolled`: a part is a copy of the body, and a split inside a part
+//! multiplies the copies), which keeps its gates instead.
 
 use alloc::vec;
 use alloc::vec::Vec;
@@ -31,8 +34,14 @@ const MAX_WORK: i128 = 1 << 20;
 
 type Range = Option<(i128, i128)>;
 
-/// Splits loops at their padding gates and folds the decided gates (see the module doc).
+/// Splits loops at their padding gates and folds the decided gates (see the module doc), with
+/// no code budget.
 pub fn pad_bounds(uops: Vec<UOp>) -> Vec<UOp> {
+    pad_bounds_within(uops, usize::MAX)
+}
+
+/// [`pad_bounds`] making at most `max_copies` copies of any loop body (1: no split at all).
+pub fn pad_bounds_within(uops: Vec<UOp>, max_copies: usize) -> Vec<UOp> {
     let ends = loop_ends(&uops);
     let mut e = Emitter {
         old: &uops,
@@ -40,6 +49,8 @@ pub fn pad_bounds(uops: Vec<UOp>) -> Vec<UOp> {
         map: vec![None; uops.len()],
         out: Vec::with_capacity(uops.len()),
         range: Vec::with_capacity(uops.len()),
+        copies: 1,
+        max_copies,
     };
     e.emit(0, uops.len());
     e.out
@@ -67,6 +78,10 @@ struct Emitter<'a> {
     out: Vec<UOp>,
     /// Bounds of each new UOp's integer value, where known and within its dtype.
     range: Vec<Range>,
+    /// Copies of the code being emitted the enclosing splits made (the product of their parts).
+    copies: usize,
+    /// The code budget: a loop is split only while `copies` times its parts stays within it.
+    max_copies: usize,
 }
 
 impl Emitter<'_> {
@@ -87,11 +102,14 @@ impl Emitter<'_> {
     fn emit_loop(&mut self, at: usize) {
         let end = self.ends[at];
         let runs = self.runs(at);
+        let outer = self.copies;
         match runs.as_deref() {
-            Some(runs) if runs.len() > 1 => {
+            Some(runs) if runs.len() > 1 && outer.saturating_mul(runs.len()) <= self.max_copies => {
+                self.copies = outer * runs.len();
                 for &(a, b) in runs {
                     self.emit_part(at, a, b);
                 }
+                self.copies = outer;
             }
             _ => {
                 let l = self.copy(at);
