@@ -13,9 +13,11 @@
 //! be NaN) or a fused sum of underflowing products rounded to `-0.0` (adding `+0` would give
 //! `+0`). The README's numeric-semantics section says so. Loops with symbolic bounds, without
 //! comparisons on their variable, or longer than [`MAX_TRIPS`] are left as they are, and so is a
-//! loop whose parts would take the copies of its body past the code budget (`max_copies`, the
-//! target's `OptConfig::max_unrolled`: a part is a copy of the body, and a split inside a part
-//! multiplies the copies), which keeps its gates instead.
+//! loop that would split into more parts than the code budget (`max_copies`, the target's
+//! `OptConfig::max_unrolled`: each part is a copy of the loop's body), which keeps its gates
+//! instead. The budget bounds each split, not the product over a nest: speed mode's (32) is above
+//! [`MAX_PARTS`], so it splits as it always did; size mode's (2) keeps the gates of a loop padded
+//! on both sides.
 
 use alloc::vec;
 use alloc::vec::Vec;
@@ -40,7 +42,7 @@ pub fn pad_bounds(uops: Vec<UOp>) -> Vec<UOp> {
     pad_bounds_within(uops, usize::MAX)
 }
 
-/// [`pad_bounds`] making at most `max_copies` copies of any loop body (1: no split at all).
+/// [`pad_bounds`] splitting a loop into at most `max_copies` parts (1: no split at all).
 pub fn pad_bounds_within(uops: Vec<UOp>, max_copies: usize) -> Vec<UOp> {
     let ends = loop_ends(&uops);
     let mut e = Emitter {
@@ -49,7 +51,6 @@ pub fn pad_bounds_within(uops: Vec<UOp>, max_copies: usize) -> Vec<UOp> {
         map: vec![None; uops.len()],
         out: Vec::with_capacity(uops.len()),
         range: Vec::with_capacity(uops.len()),
-        copies: 1,
         max_copies,
     };
     e.emit(0, uops.len());
@@ -78,9 +79,7 @@ struct Emitter<'a> {
     out: Vec<UOp>,
     /// Bounds of each new UOp's integer value, where known and within its dtype.
     range: Vec<Range>,
-    /// Copies of the code being emitted the enclosing splits made (the product of their parts).
-    copies: usize,
-    /// The code budget: a loop is split only while `copies` times its parts stays within it.
+    /// The code budget: a loop is split into at most this many parts.
     max_copies: usize,
 }
 
@@ -102,14 +101,11 @@ impl Emitter<'_> {
     fn emit_loop(&mut self, at: usize) {
         let end = self.ends[at];
         let runs = self.runs(at);
-        let outer = self.copies;
         match runs.as_deref() {
-            Some(runs) if runs.len() > 1 && outer.saturating_mul(runs.len()) <= self.max_copies => {
-                self.copies = outer * runs.len();
+            Some(runs) if runs.len() > 1 && runs.len() <= self.max_copies => {
                 for &(a, b) in runs {
                     self.emit_part(at, a, b);
                 }
-                self.copies = outer;
             }
             _ => {
                 let l = self.copy(at);
