@@ -135,7 +135,10 @@ fn nan_elements_are_skipped_and_an_all_nan_window_gives_the_op_of_minus_infinity
     let (_, h, p) = pooled(&x, &b, &opts);
     // Windows holding a number: both forms skip the NaNs (relu(2.25), relu(-4.75), relu(0.75)).
     let expect = |v: f32| v.to_bits();
-    assert_eq!([h[0], h[2], h[3]], [expect(2.25), expect(0.0), expect(0.75)]);
+    assert_eq!(
+        [h[0], h[2], h[3]],
+        [expect(2.25), expect(0.0), expect(0.75)]
+    );
     assert_eq!([p[0], p[2], p[3]], [h[0], h[2], h[3]]);
     // A window of only NaN: the unhoisted max gives -inf, the hoisted one relu(-inf + b) = 0.
     assert_eq!(p[1], f32::NEG_INFINITY.to_bits());
