@@ -20,6 +20,7 @@ use crate::error::{Error, Result};
 use crate::ops::{AluOp, ReduceOp, Scalar};
 use crate::shape::{ShapeTracker, Sint};
 
+mod max_hoist;
 pub mod split_reduce;
 pub use split_reduce::SPLIT_THRESHOLD;
 
@@ -414,7 +415,9 @@ impl LazyBuffer {
 
     /// Reduces over `axes`, keeping them as size 1. A float sum longer than
     /// [`SPLIT_THRESHOLD`] is built as block sums (see [`split_reduce`]): the order of its
-    /// additions is fixed here, for every device.
+    /// additions is fixed here, for every device. A float max over an elementwise op monotone in
+    /// one operand, its others constant along `axes` (`relu(x + b)` pooled), applies the op
+    /// once after the max (see `max_hoist`).
     pub fn reduce(&self, op: ReduceOp, axes: &[usize]) -> Result<LazyBuffer> {
         let mut axes: Vec<usize> = axes.to_vec();
         axes.sort_unstable();
@@ -433,6 +436,9 @@ impl LazyBuffer {
         }
         if let Some(split) = split_reduce::split_sum(self, op, &axes)? {
             return Ok(split);
+        }
+        if let Some(hoisted) = max_hoist::hoist(self, op, &axes)? {
+            return Ok(hoisted);
         }
         let shape: Vec<Sint> = self
             .shape()

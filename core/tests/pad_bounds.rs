@@ -180,3 +180,36 @@ fn the_interior_loop_has_no_gate() {
         "no taps in the interior:\n{text}"
     );
 }
+
+/// How many UOps `pick` selects in the code (copies, not executions).
+fn static_count(lk: &LinearKernel, pick: impl Fn(&UOp) -> bool) -> usize {
+    lk.uops.iter().filter(|u| pick(u)).count()
+}
+
+#[test]
+fn the_code_budget_bounds_each_split_and_keeps_gates_beyond_it() {
+    // Every loop of an 8×8 conv padded by 1 splits into 3 parts (border, interior, border).
+    // A budget of 1 or 2 copies (size mode's) keeps the gates; 3 splits every loop; all stay
+    // bit-identical to the unoptimized lowering.
+    let case = &cases()[0];
+    let item = case.item();
+    let plain = lower_ast(&item.ast, buf_params(&item), None, true).unwrap();
+    let want = run(&plain, &item);
+    for budget in [1, 2, 3] {
+        let cfg = OptConfig {
+            max_unrolled: budget,
+            max_accs: 1,
+            ..OptConfig::small_device()
+        };
+        let lk = lower_ast(&item.ast, buf_params(&item), Some(&cfg), true).unwrap();
+        assert_eq!(run(&lk, &item), want, "budget {budget}");
+        let (copies, gated) = (static_count(&lk, multiplies), executed(&lk, gated_loads));
+        if budget < 3 {
+            // The tile (c·w within the budget) makes the only copies of the tap.
+            assert!(copies <= budget, "budget {budget}: {copies} copies");
+            assert!(gated > 0, "budget {budget}: the gates were peeled");
+        } else {
+            assert_eq!(gated, 0, "budget 3: gated loads left");
+        }
+    }
+}

@@ -26,7 +26,7 @@ use super::hoist::hoist;
 use super::kernel::{Kernel, Opt};
 use super::linearizer::linearize;
 use super::opt::OptConfig;
-use super::pad_bounds::pad_bounds;
+use super::pad_bounds::pad_bounds_within;
 use super::strategy::hand_coded;
 use super::uops::{BufParam, LinearKernel, UOp};
 use super::verify::{verify_kernel, verify_uops};
@@ -44,9 +44,13 @@ pub type UOpPass = fn(Vec<UOp>) -> Vec<UOp>;
 /// verifier names the pass that broke an invariant).
 pub const UOP_PASSES: &[(&str, UOpPass)] = &[("hoist", hoist)];
 
+/// A pass run on optimized kernels only, given the code budget (the configuration's
+/// `max_unrolled`, unbounded for chosen opts without one).
+pub type OptUOpPass = fn(Vec<UOp>, usize) -> Vec<UOp>;
+
 /// The passes run before [`UOP_PASSES`] on optimized kernels only: the unoptimized lowering is
 /// the reference they are checked against (`core/tests/pad_bounds.rs`).
-pub const OPT_UOP_PASSES: &[(&str, UOpPass)] = &[("pad_bounds", pad_bounds)];
+pub const OPT_UOP_PASSES: &[(&str, OptUOpPass)] = &[("pad_bounds", pad_bounds_within)];
 
 /// Lowers a kernel AST to UOps over buffers `bufs` (output first), optimized by `cfg` when
 /// given, with fused multiply-accumulates when `fused` (see [`linearize`]). Export calls this to
@@ -82,7 +86,12 @@ pub fn lower_ast_with(
     check_uops("linearize", &lk)?;
     let optimized = cfg.is_some() || chosen.is_some();
     let opt_passes = if optimized { OPT_UOP_PASSES } else { &[] };
-    for (name, pass) in opt_passes.iter().chain(UOP_PASSES) {
+    let budget = cfg.map_or(usize::MAX, |c| c.max_unrolled);
+    for (name, pass) in opt_passes {
+        lk.uops = pass(core::mem::take(&mut lk.uops), budget);
+        check_uops(name, &lk)?;
+    }
+    for (name, pass) in UOP_PASSES {
         lk.uops = pass(core::mem::take(&mut lk.uops));
         check_uops(name, &lk)?;
     }

@@ -12,7 +12,12 @@
 //! accumulator is not `-0.0` — always the case unless a weight is ±inf or NaN (the product would
 //! be NaN) or a fused sum of underflowing products rounded to `-0.0` (adding `+0` would give
 //! `+0`). The README's numeric-semantics section says so. Loops with symbolic bounds, without
-//! comparisons on their variable, or longer than [`MAX_TRIPS`] are left as they are.
+//! comparisons on their variable, or longer than [`MAX_TRIPS`] are left as they are, and so is a
+//! loop that would split into more parts than the code budget (`max_copies`, the target's
+//! `OptConfig::max_unrolled`: each part is a copy of the loop's body), which keeps its gates
+//! instead. The budget bounds each split, not the product over a nest: speed mode's (32) is above
+//! [`MAX_PARTS`], so it splits as it always did; size mode's (2) keeps the gates of a loop padded
+//! on both sides.
 
 use alloc::vec;
 use alloc::vec::Vec;
@@ -31,8 +36,14 @@ const MAX_WORK: i128 = 1 << 20;
 
 type Range = Option<(i128, i128)>;
 
-/// Splits loops at their padding gates and folds the decided gates (see the module doc).
+/// Splits loops at their padding gates and folds the decided gates (see the module doc), with
+/// no code budget.
 pub fn pad_bounds(uops: Vec<UOp>) -> Vec<UOp> {
+    pad_bounds_within(uops, usize::MAX)
+}
+
+/// [`pad_bounds`] splitting a loop into at most `max_copies` parts (1: no split at all).
+pub fn pad_bounds_within(uops: Vec<UOp>, max_copies: usize) -> Vec<UOp> {
     let ends = loop_ends(&uops);
     let mut e = Emitter {
         old: &uops,
@@ -40,6 +51,7 @@ pub fn pad_bounds(uops: Vec<UOp>) -> Vec<UOp> {
         map: vec![None; uops.len()],
         out: Vec::with_capacity(uops.len()),
         range: Vec::with_capacity(uops.len()),
+        max_copies,
     };
     e.emit(0, uops.len());
     e.out
@@ -67,6 +79,8 @@ struct Emitter<'a> {
     out: Vec<UOp>,
     /// Bounds of each new UOp's integer value, where known and within its dtype.
     range: Vec<Range>,
+    /// The code budget: a loop is split into at most this many parts.
+    max_copies: usize,
 }
 
 impl Emitter<'_> {
@@ -88,7 +102,7 @@ impl Emitter<'_> {
         let end = self.ends[at];
         let runs = self.runs(at);
         match runs.as_deref() {
-            Some(runs) if runs.len() > 1 => {
+            Some(runs) if runs.len() > 1 && runs.len() <= self.max_copies => {
                 for &(a, b) in runs {
                     self.emit_part(at, a, b);
                 }

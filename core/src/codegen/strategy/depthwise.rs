@@ -9,7 +9,7 @@
 //! lets one row of `w + kx - 1` loaded inputs and `kx` weights feed `w·kx` multiply-adds (the
 //! linearizer loads each distinct input once). `w` is the largest divisor of the row (at most
 //! [`MAX_ROW`]) whose accumulators, inputs and weights, `w + (w + kx - 1) + kx`, fit the register
-//! file less [`RESERVED`].
+//! file less [`RESERVED`], and at most the code budget (`max_unrolled`; size mode lowers it).
 //!
 //! Invariant: only an upcast of an output axis, so each accumulator keeps its summation order
 //! and a tiled kernel computes bit-identical results to the untiled one.
@@ -60,7 +60,8 @@ fn rows(k: &Kernel, cfg: &OptConfig) -> Vec<(usize, usize)> {
     let n = size(k, wide);
     (2..=MAX_ROW)
         .rev()
-        .filter(|&w| n % w as i64 == 0 && w + (w + kx - 1) + kx <= room)
+        // A row of `w` is `w` copies of the body: the code budget bounds it (size mode).
+        .filter(|&w| n % w as i64 == 0 && w + (w + kx - 1) + kx <= room && w <= cfg.max_unrolled)
         .map(|w| (wide, w))
         .collect()
 }

@@ -8,7 +8,8 @@
 //! channels × `w` pixels (the output-contiguous axis): per reduce step, `c` weights and `w`
 //! inputs are loaded into registers and feed `c·w` accumulators. The tile is the
 //! one loading the fewest values per multiply-add, `(c + w) / (c·w)`, whose accumulators and
-//! operands, `c·w + c + w`, fit the register file less [`RESERVED`] (ties: the larger tile). A
+//! operands, `c·w + c + w`, fit the register file less [`RESERVED`] and whose `c·w` copies of
+//! the body fit the code budget (`max_unrolled`; size mode lowers it) (ties: the larger tile). A
 //! 64-channel pointwise conv over 125 pixels on 32 registers gets 4 × 5 (0.45 loads per MAC
 //! instead of the 1.25 of a 4 × 1 tile).
 //!
@@ -85,7 +86,8 @@ fn tiles(k: &Kernel, cfg: &OptConfig) -> Vec<((usize, usize), (usize, usize))> {
     let mut out: Vec<(usize, usize)> = Vec::new();
     for c in sides(size(k, channel)) {
         for &w in &sides(size(k, wide)) {
-            if c * w > 1 && c * w + c + w <= room {
+            // The tile is `c·w` copies of the body: the code budget bounds it (size mode).
+            if c * w > 1 && c * w + c + w <= room && c * w <= cfg.max_unrolled {
                 out.push((c, w));
             }
         }
