@@ -214,6 +214,21 @@ fn qconv_tensor(q: &QConv, dev: &Arc<dyn Device>) -> Tensor {
         .unwrap()
 }
 
+/// The centered input `cast(x, i16) - xz` of a padded conv is computed where the conv reads it
+/// (`schedule/widen.rs`), never stored as an i16 copy beside the u8 input (twice its memory in
+/// an exported arena); the padding taps still read 0 after centering (values against the
+/// naive reference).
+#[test]
+fn centered_input_is_not_stored() {
+    let q = qconv_case(false);
+    let dev: Arc<dyn Device> = Arc::new(Interp::new());
+    let y = qconv_tensor(&q, &dev);
+    let items = schedule(&[y.lazy().contiguous()]).unwrap();
+    let stored: Vec<DType> = items.iter().map(|i| i.out.dtype()).collect();
+    assert!(!stored.contains(&DType::I16), "an i16 buffer is stored: {stored:?}");
+    assert_eq!(y.to_vec::<u8>().unwrap(), qconv_reference(&q));
+}
+
 #[test]
 fn quantized_conv_is_bit_exact_on_interp_and_clang() {
     let devs: [Arc<dyn Device>; 2] = [Arc::new(Interp::new()), clang()];
