@@ -225,7 +225,10 @@ fn centered_input_is_not_stored() {
     let y = qconv_tensor(&q, &dev);
     let items = schedule(&[y.lazy().contiguous()]).unwrap();
     let stored: Vec<DType> = items.iter().map(|i| i.out.dtype()).collect();
-    assert!(!stored.contains(&DType::I16), "an i16 buffer is stored: {stored:?}");
+    assert!(
+        !stored.contains(&DType::I16),
+        "an i16 buffer is stored: {stored:?}"
+    );
     assert_eq!(y.to_vec::<u8>().unwrap(), qconv_reference(&q));
 }
 
@@ -353,7 +356,11 @@ fn requant_agrees_with_the_reference_at_every_shift_on_clang() {
             let (a, m) = if i < 24 {
                 // a·2^30 / 2^s = (2k+1)/2 when a = (2k+1)·2^(s-31); shifted for s < 31.
                 let k = r.range(-6, 6);
-                let tie = if s >= 31 { (2 * k + 1) << (s - 31) } else { 2 * k + 1 };
+                let tie = if s >= 31 {
+                    (2 * k + 1) << (s - 31)
+                } else {
+                    2 * k + 1
+                };
                 let a = (tie + [-1, 0, 1][i % 3]).clamp(i32::MIN as i64, i32::MAX as i64);
                 (a as i32, if s >= 31 { 1 << 30 } else { 1 << (s - 1) })
             } else {
@@ -371,7 +378,9 @@ fn requant_agrees_with_the_reference_at_every_shift_on_clang() {
     let dev = clang();
     let n = acc.len();
     let t = |v: &[i32]| Tensor::try_from_slice_on(v, &[n], &dev).unwrap();
-    let got = t(&acc).try_alu(AluOp::Requant, &[&t(&ms), &t(&sz)]).unwrap();
+    let got = t(&acc)
+        .try_alu(AluOp::Requant, &[&t(&ms), &t(&sz)])
+        .unwrap();
     assert_eq!(got.to_vec::<i32>().unwrap(), want);
 }
 

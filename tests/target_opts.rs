@@ -53,9 +53,17 @@ fn shipped_descriptions_keep_the_small_device_shape() {
 
 #[test]
 fn int_registers_are_read_and_bounded() {
-    assert_eq!(described("opt.int_registers = 0\n").unwrap().opt.int_registers, 0);
+    assert_eq!(
+        described("opt.int_registers = 0\n")
+            .unwrap()
+            .opt
+            .int_registers,
+        0
+    );
     assert_eq!(described("").unwrap().opt.int_registers, 14);
-    let e = described("opt.int_registers = 65\n").unwrap_err().to_string();
+    let e = described("opt.int_registers = 65\n")
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("`opt.int_registers` is `65`"), "{e}");
 }
 

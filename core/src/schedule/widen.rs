@@ -59,7 +59,8 @@ fn chain_op(op: &LazyOp, srcs: &[LazyBuffer], b: &LazyBuffer) -> bool {
     let int = |x: &LazyBuffer| x.dtype().is_int();
     match op {
         LazyOp::Cast => {
-            srcs.first().is_some_and(|s| int(s) && s.dtype().itemsize() <= b.dtype().itemsize())
+            srcs.first()
+                .is_some_and(|s| int(s) && s.dtype().itemsize() <= b.dtype().itemsize())
                 && int(b)
         }
         LazyOp::Alu(AluOp::Add | AluOp::Sub) => int(b),

@@ -192,11 +192,9 @@ fn zero_point_in_bias(
         })
         .collect();
     match folded {
-        Some(v) if b.len() == cout => Ok(Some(Tensor::try_from_slice_on(
-            &v,
-            &[cout],
-            &x.device(),
-        )?)),
+        Some(v) if b.len() == cout => {
+            Ok(Some(Tensor::try_from_slice_on(&v, &[cout], &x.device())?))
+        }
         _ => Ok(None),
     }
 }
