@@ -32,9 +32,7 @@ pub(super) fn widening_leaves(b: &LazyBuffer) -> Option<Vec<LazyBuffer>> {
         if base.realized().is_some() || matches!(base.op(), Some((LazyOp::Const(_), _))) {
             continue;
         }
-        let Some((op, srcs)) = base.op() else {
-            return None;
-        };
+        let (op, srcs) = base.op()?;
         if !chain_op(op, srcs, base) {
             if base.ptr_eq(b) {
                 return None;
