@@ -133,6 +133,7 @@ fn configs() -> Vec<(&'static str, Option<OptConfig>)> {
                 l1_bytes: 0,
                 l2_bytes: 0,
                 float_registers: 0,
+                int_registers: 0,
                 dual_mac: false,
                 vector_lanes: false,
             }),

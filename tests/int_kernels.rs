@@ -214,6 +214,24 @@ fn qconv_tensor(q: &QConv, dev: &Arc<dyn Device>) -> Tensor {
         .unwrap()
 }
 
+/// The centered input `cast(x, i16) - xz` of a padded conv is computed where the conv reads it
+/// (`schedule/widen.rs`), never stored as an i16 copy beside the u8 input (twice its memory in
+/// an exported arena); the padding taps still read 0 after centering (values against the
+/// naive reference).
+#[test]
+fn centered_input_is_not_stored() {
+    let q = qconv_case(false);
+    let dev: Arc<dyn Device> = Arc::new(Interp::new());
+    let y = qconv_tensor(&q, &dev);
+    let items = schedule(&[y.lazy().contiguous()]).unwrap();
+    let stored: Vec<DType> = items.iter().map(|i| i.out.dtype()).collect();
+    assert!(
+        !stored.contains(&DType::I16),
+        "an i16 buffer is stored: {stored:?}"
+    );
+    assert_eq!(y.to_vec::<u8>().unwrap(), qconv_reference(&q));
+}
+
 #[test]
 fn quantized_conv_is_bit_exact_on_interp_and_clang() {
     let devs: [Arc<dyn Device>; 2] = [Arc::new(Interp::new()), clang()];
@@ -321,6 +339,49 @@ fn requantize_ties_agree_on_interp_and_clang() {
             );
         }
     }
+}
+
+/// The C requantize against the exact reference at every shift 1..=62 (the Clang device's
+/// `pg_requant` has a 32-bit path for shifts above 32 and a 64-bit one below): per shift, exact
+/// ties of both parities and their neighbours (multiplier 2^30), random accumulators with random
+/// 31-bit multipliers, and a zero point in the tie (`Ties::WithZeroPoint`'s packed shift). The
+/// raw i32 `Requant` ALU op, so no clamp hides a wrong value.
+#[test]
+fn requant_agrees_with_the_reference_at_every_shift_on_clang() {
+    let mut r = Rng(0x5eed_0017);
+    let (mut acc, mut ms, mut sz, mut want) = (vec![], vec![], vec![], vec![]);
+    for s in 1..=62i32 {
+        let z = r.range(-130, 130) as i32;
+        for i in 0..48 {
+            let (a, m) = if i < 24 {
+                // a·2^30 / 2^s = (2k+1)/2 when a = (2k+1)·2^(s-31); shifted for s < 31.
+                let k = r.range(-6, 6);
+                let tie = if s >= 31 {
+                    (2 * k + 1) << (s - 31)
+                } else {
+                    2 * k + 1
+                };
+                let a = (tie + [-1, 0, 1][i % 3]).clamp(i32::MIN as i64, i32::MAX as i64);
+                (a as i32, if s >= 31 { 1 << 30 } else { 1 << (s - 1) })
+            } else {
+                let a = r.range(i32::MIN as i64, i32::MAX as i64) as i32;
+                (a, r.range(1 << 30, (1 << 31) - 1) as i32)
+            };
+            let packed = if i % 2 == 0 { s } else { pack_shift(s, z) };
+            let zr = if i % 2 == 0 { 0 } else { z };
+            acc.push(a);
+            ms.push(m);
+            sz.push(packed);
+            want.push(reference_requant_z(a, m, s, zr));
+        }
+    }
+    let dev = clang();
+    let n = acc.len();
+    let t = |v: &[i32]| Tensor::try_from_slice_on(v, &[n], &dev).unwrap();
+    let got = t(&acc)
+        .try_alu(AluOp::Requant, &[&t(&ms), &t(&sz)])
+        .unwrap();
+    assert_eq!(got.to_vec::<i32>().unwrap(), want);
 }
 
 #[test]

@@ -52,6 +52,22 @@ fn shipped_descriptions_keep_the_small_device_shape() {
 }
 
 #[test]
+fn int_registers_are_read_and_bounded() {
+    assert_eq!(
+        described("opt.int_registers = 0\n")
+            .unwrap()
+            .opt
+            .int_registers,
+        0
+    );
+    assert_eq!(described("").unwrap().opt.int_registers, 14);
+    let e = described("opt.int_registers = 65\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("`opt.int_registers` is `65`"), "{e}");
+}
+
+#[test]
 fn dual_mac_is_a_yes_or_no() {
     assert!(described("opt.dual_mac = 1\n").unwrap().opt.dual_mac);
     assert!(!described("opt.dual_mac = 0\n").unwrap().opt.dual_mac);

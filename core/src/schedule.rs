@@ -6,7 +6,8 @@
 //! element) or a padding view (ops applied to padding are not zero in general); at a second
 //! reduce in one kernel; where a reduce's output is read through anything but a contiguous
 //! reshape; and where a source holding a reduce has several consumers (no reduce runs twice).
-//! Realized buffers and constants are read through any view. Two depth rules bound a kernel's
+//! Realized buffers and constants are read through any view, and so are short integer widening
+//! chains over them (`widen.rs`: a quantized conv's centered input). Two depth rules bound a kernel's
 //! size and the work two kernels may repeat: no fused expression is deeper than
 //! [`MAX_FUSED_DEPTH`] ops, and a node read by a reduce and by another op no deeper than
 //! [`MAX_SHARED_DEPTH`]; and a node several kernels compute is realized when
@@ -34,6 +35,7 @@ use crate::shape::ShapeTracker;
 
 mod layout;
 mod vars;
+mod widen;
 
 pub use layout::{MIN_REUSE_VECTORS, UNPAD_MIN_READS};
 
@@ -114,6 +116,20 @@ fn initial_realizes(outs: &[LazyBuffer], g: &Graph) -> HashSet<usize> {
             }
             let reduce_src = matches!(sb.op(), Some((LazyOp::Reduce(..), _)));
             let unsafe_view = s.st().has_expand() || s.st().has_mask();
+            if unsafe_view {
+                // An integer widening chain (a quantized conv's centered input) is computed
+                // where it is read; its leaves are the boundary instead (`widen.rs`).
+                if let Some(leaves) = widen::widening_leaves(sb) {
+                    for l in leaves {
+                        crate::context::log(
+                            5,
+                            &alloc::format!("schedule: realize {l:?}: a widening chain's leaf"),
+                        );
+                        r.insert(l.id());
+                    }
+                    continue;
+                }
+            }
             let reduce_needs = reduce_src
                 && (g.consumers.get(&sb.id()).copied().unwrap_or(0) > 1 || !s.st().contiguous());
             if unsafe_view || reduce_needs || matches!(op, LazyOp::Copy) {

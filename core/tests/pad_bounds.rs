@@ -213,3 +213,54 @@ fn the_code_budget_bounds_each_split_and_keeps_gates_beyond_it() {
         }
     }
 }
+
+/// `out[i - 5] = in[(i + 7995) % 8000]` for `i` in `[lo, 10)`, as UOps: the wrapped index of a
+/// padded view, read where its bounds may or may not prove the wrap.
+fn wrapped_index(lo: i64) -> Vec<UOp> {
+    use picograd_core::dtype::DType;
+    use picograd_core::ops::Scalar;
+    let u = |kind, dtype, src: Vec<u32>| UOp { kind, dtype, src };
+    let c = |v: i64| {
+        u(
+            UOpKind::Const(Scalar::from_i64(v, DType::I32)),
+            DType::I32,
+            vec![],
+        )
+    };
+    let g = |idx, writable| u(UOpKind::DefineGlobal { idx, writable }, DType::I8, vec![]);
+    let alu = |op, src| u(UOpKind::Alu(op), DType::I32, src);
+    vec![
+        g(0, true),                                   // 0
+        g(1, false),                                  // 1
+        c(lo),                                        // 2
+        c(10),                                        // 3
+        u(UOpKind::Loop, DType::I32, vec![2, 3]),     // 4
+        c(7995),                                      // 5
+        alu(AluOp::Add, vec![4, 5]),                  // 6
+        c(8000),                                      // 7
+        alu(AluOp::Mod, vec![6, 7]),                  // 8
+        u(UOpKind::Load, DType::I8, vec![1, 8]),      // 9
+        c(-5),                                        // 10
+        alu(AluOp::Add, vec![4, 10]),                 // 11
+        u(UOpKind::Store, DType::I8, vec![0, 11, 9]), // 12
+        u(UOpKind::EndLoop, DType::I32, vec![4]),     // 13
+    ]
+}
+
+/// `x % c` whose operand the loop's bounds keep in `[c, 2c)` becomes `x - c` (`(i + 7995) %
+/// 8000` for `i >= 5`); when the bounds span a wrap, the `%` stays.
+#[test]
+fn a_bounded_wrapped_index_loses_its_modulo() {
+    use picograd_core::codegen::pad_bounds::pad_bounds;
+    let has_mod = |us: &[UOp]| us.iter().any(|u| u.kind == UOpKind::Alu(AluOp::Mod));
+    let folded = pad_bounds(wrapped_index(5));
+    assert!(!has_mod(&folded), "{folded:?}");
+    let minus_c = folded
+        .iter()
+        .any(|u| matches!(u.kind, UOpKind::Const(s) if s.as_i64() == -8000));
+    assert!(minus_c, "no `- 8000` offset: {folded:?}");
+    assert!(
+        has_mod(&pad_bounds(wrapped_index(0))),
+        "i + 7995 spans 8000 for i in [0, 10)"
+    );
+}

@@ -27,6 +27,12 @@ pub struct OptConfig {
     /// tiles are sized by `max_accs` alone. The small-core conv tile
     /// (`strategy/small_core.rs`) sizes accumulators plus the values feeding them by it.
     pub float_registers: usize,
+    /// General-purpose registers a register tile of an integer sum (a quantized conv: i32
+    /// accumulators, 8/16-bit operands) may fill: 14 on a Cortex-M (r0–r12 and lr); 0 for no
+    /// integer tiles (desktop descriptions: their integer sums take the vector shapes). The
+    /// small-core conv and depthwise tiles size integer sums by it instead of
+    /// `float_registers`.
+    pub int_registers: usize,
     /// The core has a dual 16-bit multiply-accumulate (Arm's `smlad`, DSP extension): the
     /// linearizer pairs the products of an integer sum into
     /// [`UOpKind::DualMac`](super::uops::UOpKind::DualMac)s. Off by default; a target says so
@@ -52,6 +58,7 @@ impl OptConfig {
             l1_bytes: 0,
             l2_bytes: 0,
             float_registers: OptConfig::SMALL_CORE_FLOAT_REGISTERS,
+            int_registers: OptConfig::SMALL_CORE_INT_REGISTERS,
             dual_mac: false,
             vector_lanes: false,
         }
@@ -60,6 +67,11 @@ impl OptConfig {
     /// Single-precision registers of the FPUs of the shipped small targets (Cortex-M4F's
     /// FPv4-SP: s0–s31; RISC-V F: f0–f31).
     pub const SMALL_CORE_FLOAT_REGISTERS: usize = 32;
+
+    /// General-purpose registers free for values on the smallest shipped core (Armv7-M:
+    /// r0–r12 and lr; the stack pointer and pc are not). RISC-V cores have more, so this is
+    /// the conservative default for every small target.
+    pub const SMALL_CORE_INT_REGISTERS: usize = 14;
 
     /// A configuration for a vector width, with register budgets that suit it and the caches of
     /// a typical desktop core ([`OptConfig::DEFAULT_L1_BYTES`], [`OptConfig::DEFAULT_L2_BYTES`];
@@ -73,6 +85,7 @@ impl OptConfig {
             l1_bytes: OptConfig::DEFAULT_L1_BYTES,
             l2_bytes: OptConfig::DEFAULT_L2_BYTES,
             float_registers: 0,
+            int_registers: 0,
             dual_mac: false,
             vector_lanes: true,
         }

@@ -5,6 +5,8 @@
 //! the part's bounds become constants and fold away: a load whose gate always holds is a plain
 //! load, one whose gate never holds is the padding value 0, and a multiply-accumulate of a
 //! constant zero (`fma(0, w, acc)`) is the accumulator itself: padding taps are never multiplied.
+//! An index `x % c` or `x / c` whose operand the part's bounds keep in `[k·c, (k+1)·c)` is
+//! `x - k·c` or `k`.
 //!
 //! Invariants: the parts cover the loop's range in order, so every accumulator folds the same
 //! values in the same order; the only values dropped are products with the constant 0 added to
@@ -282,9 +284,37 @@ impl Emitter<'_> {
             {
                 Some(src[2])
             }
+            // x % c = x - k·c and x / c = k when k·c <= x < (k+1)·c, k >= 0 (a part's bounds
+            // often prove it for a padded view's index that wraps the buffer's size,
+            // `(i + 7995) % 8000`).
+            AluOp::Mod | AluOp::FloorMod | AluOp::Div | AluOp::FloorDiv if dtype.is_int() => {
+                match (self.quotient(src), op) {
+                    (Some(0), AluOp::Mod | AluOp::FloorMod) => Some(src[0]),
+                    (Some(k), AluOp::Mod | AluOp::FloorMod) => {
+                        let c = self.const_of(src[1])?.as_i64();
+                        let off = self.konst(Scalar::from_i64(-(k as i64) * c, dtype));
+                        Some(self.push(UOp {
+                            kind: UOpKind::Alu(AluOp::Add),
+                            dtype,
+                            src: vec![src[0], off],
+                        }))
+                    }
+                    (Some(k), _) => Some(self.konst(Scalar::from_i64(k as i64, dtype))),
+                    (None, _) => self.fold_int(op, dtype, src),
+                }
+            }
             _ if dtype.is_int() => self.fold_int(op, dtype, src),
             _ => None,
         }
+    }
+
+    /// The quotient `k >= 0` of operand 0 by operand 1, a constant `c > 0`, when the bounds
+    /// of operand 0 keep it within `[k·c, (k+1)·c)`.
+    fn quotient(&self, src: &[u32]) -> Option<i128> {
+        let c = i128::from(self.const_of(src[1])?.as_i64());
+        let (lo, hi) = self.range[src[0] as usize]?;
+        let k = lo.checked_div(c)?;
+        (c > 0 && lo >= 0 && hi / c == k).then_some(k)
     }
 
     /// Integer arithmetic on constants (a peeled loop's variable) folds to a constant.

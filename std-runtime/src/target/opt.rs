@@ -52,6 +52,12 @@ pub const OPT_KEYS: &[OptKey] = &[
         doc: "scalar float registers a conv tile may fill; 0 without an FPU (default 32)",
     },
     OptKey {
+        name: "int_registers",
+        range: (0, 64),
+        set: |c, v| c.int_registers = v,
+        doc: "general-purpose registers an integer (quantized) conv tile may fill; 0: none (default 14)",
+    },
+    OptKey {
         name: "dual_mac",
         range: (0, 1),
         set: |c, v| c.dual_mac = v == 1,

@@ -1,5 +1,6 @@
 //! Row tiles for depthwise (and other per-channel windowed) convs on cores without float SIMD,
-//! sized by the target's float registers ([`OptConfig::float_registers`]): a strategy-table
+//! sized by the target's float registers ([`OptConfig::float_registers`]; an integer sum's by
+//! [`OptConfig::int_registers`]): a strategy-table
 //! entry tried after the small-core conv tile ([`super::small_core`]), which takes the convs
 //! whose input is shared by several output channels.
 //!
@@ -48,10 +49,11 @@ fn rows(k: &Kernel, cfg: &OptConfig) -> Vec<(usize, usize)> {
     let Some(wide) = row_axis(k) else {
         return Vec::new();
     };
-    if cfg.float_registers == 0 {
+    let registers = super::facts::tile_registers(k, cfg);
+    if registers == 0 {
         return Vec::new();
     }
-    let room = cfg.float_registers.saturating_sub(RESERVED);
+    let room = registers.saturating_sub(RESERVED);
     // The innermost reduce axis is the window's row when it is small (unrolled later).
     let kx = match k.first_upcast.checked_sub(1) {
         Some(a) if a >= k.first_reduce && (1..=8).contains(&size(k, a)) => size(k, a) as usize,

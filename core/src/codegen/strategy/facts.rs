@@ -114,6 +114,15 @@ fn collect_strides(ast: &Ast, store: &mut Vec<Option<i64>>, loads: &mut Vec<Vec<
     }
 }
 
+/// The register file a register tile of `k` fills: the general-purpose registers when its
+/// reduce sums integers (a quantized conv's i32 accumulators), the float registers otherwise.
+pub(super) fn tile_registers(k: &Kernel, cfg: &crate::codegen::opt::OptConfig) -> usize {
+    match k.ast.find_reduce() {
+        Some(r) if !r.dtype().is_float() => cfg.int_registers,
+        _ => cfg.float_registers,
+    }
+}
+
 /// The size of `axis` (0 when it is symbolic).
 pub(super) fn size(k: &Kernel, axis: usize) -> i64 {
     k.full_shape[axis].as_const().unwrap_or(0)

@@ -1,6 +1,8 @@
 //! Conv register tiles for cores without float SIMD, sized by the target's float register file
-//! ([`OptConfig::float_registers`]): the first entry of the strategy table, taken only when the
-//! configuration names a register count and the kernel sums floats.
+//! ([`OptConfig::float_registers`]), or for an integer sum by its general-purpose registers
+//! ([`OptConfig::int_registers`]): the first entry of the strategy table, taken only when the
+//! configuration names a register count (and, for an integer sum, has no dual
+//! multiply-accumulate, whose pairs come from the unrolled reduce instead).
 //!
 //! A reduce kernel with two output axes that each of two loads broadcasts — a conv's output
 //! channels (the input broadcasts them) and pixels (the weight does), for pointwise,
@@ -67,17 +69,17 @@ pub(super) fn space(k: &Kernel, cfg: &OptConfig) -> Vec<Choice> {
 /// `((channel axis, c), (pixel axis, w))` for every tile within the register file that tiles
 /// something, best first (fewest loads per multiply-add, then the larger tile).
 fn tiles(k: &Kernel, cfg: &OptConfig) -> Vec<((usize, usize), (usize, usize))> {
-    // An integer sum (a quantized conv) lives in the integer registers, and its reduce is
-    // left to unroll so the linearizer can pair products into dual multiply-accumulates: the
-    // float register file says nothing about it.
+    // An integer sum (a quantized conv) lives in the integer registers; with a dual
+    // multiply-accumulate its reduce is left to unroll so the linearizer can pair products.
     let integer = k.ast.find_reduce().is_some_and(|r| !r.dtype().is_float());
-    if cfg.float_registers == 0 || integer {
+    let registers = super::facts::tile_registers(k, cfg);
+    if registers == 0 || (integer && cfg.dual_mac) {
         return Vec::new();
     }
     let Some((channel, wide)) = tile_axes(k) else {
         return Vec::new();
     };
-    let room = cfg.float_registers.saturating_sub(RESERVED);
+    let room = registers.saturating_sub(RESERVED);
     let sides = |n: i64| {
         (1..=MAX_SIDE)
             .filter(move |&d| n % d as i64 == 0)

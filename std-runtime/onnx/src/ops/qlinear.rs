@@ -138,9 +138,11 @@ fn conv_integer(n: &Node) -> Result<Vec<Tensor>> {
 fn qlinear_conv(n: &Node) -> Result<Vec<Tensor>> {
     let (x, w) = (q8(n, 0)?, q8(n, 3)?);
     let opts = super::nn::conv_opts(n, x, w)?;
-    let xc = centered(x, Some(n.input(2)?), 1)?;
     let wc = centered(w, n.opt(5), 0)?;
-    let acc = xc.try_conv2d_int(&wc, n.opt(8), &opts)?;
+    let acc = match zero_point_in_bias(x, n.input(2)?, &wc, n.opt(8), &opts)? {
+        Some(bias) => x.try_conv2d_int(&wc, Some(&bias), &opts)?,
+        None => centered(x, Some(n.input(2)?), 1)?.try_conv2d_int(&wc, n.opt(8), &opts)?,
+    };
     let r = ratio(
         "QLinearConv",
         &scales(n.input(1)?)?,
@@ -155,6 +157,46 @@ fn qlinear_conv(n: &Node) -> Result<Vec<Tensor>> {
         n.input(7)?,
         Ties::BeforeZeroPoint,
     )?)
+}
+
+/// For an unpadded conv with a scalar input zero point `xz`, the bias that lets the kernel
+/// multiply the stored 8-bit input as it is: `Σ (x − xz)·w + b = Σ x·w + (b − xz·Σw)`, `Σw`
+/// per output channel over the (centered, constant) weights `wc`. No i16 value is computed per
+/// input read. `None` (keep the centered input) when the conv pads — its padding taps must
+/// read 0 after centering, which a folded constant cannot know — or when `xz` is 0, per
+/// channel, or the folded bias would leave i32.
+fn zero_point_in_bias(
+    x: &Tensor,
+    xz: &Tensor,
+    wc: &Tensor,
+    bias: Option<&Tensor>,
+    opts: &picograd_core::ConvOpts,
+) -> Result<Option<Tensor>> {
+    let dims = x.ndim().saturating_sub(2);
+    let unpadded = (opts.padding.resolve("QLinearConv", dims)?.iter()).all(|&p| p == (0, 0));
+    let z = to_i64s(xz)?;
+    if !unpadded || z.len() != 1 || z[0] == 0 {
+        return Ok(None);
+    }
+    let cout = wc.shape()[0];
+    let w = to_i64s(wc)?;
+    let per = w.len() / cout.max(1);
+    let b = match bias {
+        Some(b) => to_i64s(b)?,
+        None => vec![0; cout],
+    };
+    let folded: Option<Vec<i32>> = (0..cout)
+        .map(|c| {
+            let sum: i64 = w[c * per..(c + 1) * per].iter().sum();
+            i32::try_from(b.get(c).copied().unwrap_or(0) - z[0] * sum).ok()
+        })
+        .collect();
+    match folded {
+        Some(v) if b.len() == cout => {
+            Ok(Some(Tensor::try_from_slice_on(&v, &[cout], &x.device())?))
+        }
+        _ => Ok(None),
+    }
 }
 
 /// The integer product of centered `a` `[.., m, k]` (or `[k]`) and `b` `[.., k, n]`.
