@@ -158,6 +158,7 @@ fn jit_on(dev: Arc<dyn Device>) {
         "a fixed length replayed"
     );
     assert_eq!(jit.replays(), 7);
+    assert_eq!(jit.captures(), 1, "a symbolic function was specialized");
     let st = cache.stats();
     assert_eq!((st.captures, st.replays, st.reruns), (1, 5, 0));
     assert_eq!(a.compiled, b.compiled, "replays compiled on {}", dev.name());
@@ -168,6 +169,35 @@ fn jit_on(dev: Arc<dyn Device>) {
         "replays scheduled on {}",
         dev.name()
     );
+}
+
+/// A function that reads a symbolic dimension's value as a number (`shape()`, here to divide
+/// by the row count) is specialized to it: the JIT and the `SignatureCache` capture again at
+/// each new value and replay only at a value they captured, so every result equals the eager
+/// function's (a replay of the first capture would divide by a stale count).
+fn jit_specialized_on(dev: Arc<dyn Device>) {
+    let seq = Variable::new("rows", 1, 32).unwrap();
+    let f = |x: &[Tensor]| -> picograd::Result<Vec<Tensor>> {
+        let n = x[0].shape()[0] as f64;
+        Ok(vec![x[0].try_sum(&[0], false)?.div(n).add(1.0)])
+    };
+    let jit = Jit::new(f);
+    let cache = picograd::jit::SignatureCache::new();
+    for len in [3usize, 3, 7, 3, 12, 7] {
+        let xs = vals(len * 4, len as f32 * 0.3);
+        let dims = [seq.bind(len as i64).unwrap(), Node::cst(4)];
+        let x = Tensor::try_from_slice_sym_on(&xs, &dims, &dev).unwrap();
+        let eager = f(std::slice::from_ref(&x)).unwrap()[0]
+            .to_vec::<f32>()
+            .unwrap();
+        let got = jit.call(std::slice::from_ref(&x)).unwrap();
+        assert_eq!(got[0].to_vec::<f32>().unwrap(), eager, "jit, len {len}");
+        let got = cache.call(std::slice::from_ref(&x), f).unwrap();
+        assert_eq!(got[0].to_vec::<f32>().unwrap(), eager, "cache, len {len}");
+    }
+    assert_eq!((jit.captures(), jit.replays()), (3, 3), "on {}", dev.name());
+    let st = cache.stats();
+    assert_eq!((st.captures, st.replays, st.reruns), (3, 3, 0));
 }
 
 /// The KV-cache decoder of `examples/kv_decode.rs`: every position runs the kernels of the
@@ -184,6 +214,7 @@ fn kv_decode_on(dev: Arc<dyn Device>) {
     assert_eq!(d.tokens.len(), 8);
     assert_eq!(d.compiled_after_first, 0, "compiled after the first token");
     assert_eq!(d.lowered_after_first, 0, "lowered after the first token");
+    assert_eq!(d.captures, 1, "the step was specialized to a position");
     assert!(d.max_diff <= 1e-5, "cached logits differ by {}", d.max_diff);
 }
 
@@ -196,6 +227,7 @@ fn symbolic_batch_and_jit() {
     batches_on(clang.clone(), &[1, 6, 16], false);
     jit_on(picograd::context::interp());
     jit_on(clang.clone());
+    jit_specialized_on(picograd::context::interp());
     kv_decode_on(picograd::context::interp());
     kv_decode_on(clang);
 }

@@ -277,6 +277,17 @@ impl Tensor {
             .collect()
     }
 
+    /// [`Tensor::shape`] without specializing a capture in progress to the bound values
+    /// ([`crate::symbolic::Watch`]): for ranks and error messages only, never for a number that
+    /// ends up in the graph.
+    pub(crate) fn shape_quiet(&self) -> Vec<usize> {
+        self.lazy()
+            .shape()
+            .iter()
+            .map(|d| d.resolved_quiet().max(0) as usize)
+            .collect()
+    }
+
     /// The element dtype.
     pub fn dtype(&self) -> DType {
         self.lazy().dtype()

@@ -93,8 +93,13 @@ impl Tensor {
             return Ok(self.clone());
         }
         let (a, b) = (prod(&own), prod(shape));
-        let symbolic_both = !a.is_const() && !b.is_const();
-        if a.resolved() != b.resolved() || (symbolic_both && a.unbind() != b.unbind()) {
+        // Both symbolic: equal expressions are equal at every value (no specialization);
+        // otherwise the reshape holds only at the bound values, and reading them says so.
+        let differ = match !a.is_const() && !b.is_const() {
+            true => a.unbind() != b.unbind() || a.resolved_quiet() != b.resolved_quiet(),
+            false => a.resolved() != b.resolved(),
+        };
+        if differ {
             return Err(Error::shape(
                 "reshape",
                 alloc::format!("cannot reshape {} to {}", fmt_list(&own), fmt_list(shape)),
