@@ -9,6 +9,7 @@ mod activation;
 mod argminmax;
 mod compare;
 mod conv;
+mod count;
 mod create;
 mod cumulative;
 mod element;
