@@ -2,7 +2,9 @@
 //! bias and relu, a second matmul, a row sum) run at every batch size in the variable's bounds
 //! compiles each kernel once, gives the fixed-shape run's values at each size, and on the
 //! interpreter does work proportional to the batch (no padding to the maximum); a JIT capture
-//! over a sequence length replays at any length. One test function, so no other test in this
+//! over a sequence length replays at any length (a function that reads the length as a number
+//! captures again per length instead); mean/var/std over the symbolic axis compile once. One
+//! test function, so no other test in this
 //! binary moves the global counters while it measures.
 
 use std::sync::Arc;
@@ -200,6 +202,77 @@ fn jit_specialized_on(dev: Arc<dyn Device>) {
     assert_eq!((st.captures, st.replays, st.reruns), (3, 3, 0));
 }
 
+fn close(got: &[f32], want: &[f32], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}");
+    for (g, w) in got.iter().zip(want) {
+        assert!(
+            (g - w).abs() <= 1e-6 * (1.0 + w.abs()),
+            "{what}: {got:?} vs {want:?}"
+        );
+    }
+}
+
+/// `mean`, `var`, `std` and `mean_all` over a symbolic axis divide by the count at each bound
+/// value: equal to the fixed-shape ops at every length, the kernels compiled and lowered once,
+/// and a JIT'd normalization over the axis replays at every length from one capture.
+fn stats_on(dev: Arc<dyn Device>, lens: &[usize]) {
+    let n = Variable::new("rows", 1, 16).unwrap();
+    let ops = |x: &Tensor| {
+        vec![
+            x.mean(&[0], false),
+            x.var(&[0], true, 1.0),
+            x.std(&[-2], false, 0.0),
+            x.mean_all(),
+        ]
+    };
+    let mut first = None;
+    for &len in lens {
+        let xs = vals(len * 5, len as f32 * 0.7);
+        let dims = [n.bind(len as i64).unwrap(), Node::cst(5)];
+        let x = Tensor::try_from_slice_sym_on(&xs, &dims, &dev).unwrap();
+        let c0 = counters();
+        let got: Vec<Vec<f32>> = ops(&x).iter().map(|t| t.to_vec::<f32>().unwrap()).collect();
+        let c1 = counters();
+        match first {
+            None => first = Some(()),
+            Some(()) => {
+                assert_eq!(c1.compiled, c0.compiled, "len {len}: compiled again");
+                assert_eq!(c1.lowered, c0.lowered, "len {len}: lowered again");
+            }
+        }
+        let fixed = Tensor::try_from_slice_on(&xs, &[len, 5], &dev).unwrap();
+        for (k, (g, w)) in got.iter().zip(ops(&fixed)).enumerate() {
+            close(
+                g,
+                &w.to_vec::<f32>().unwrap(),
+                &format!("op {k} at len {len}"),
+            );
+        }
+    }
+    let f = |x: &[Tensor]| -> picograd::Result<Vec<Tensor>> {
+        let centered = x[0].try_sub(x[0].try_mean(&[0], true)?)?;
+        Ok(vec![
+            centered.try_div(x[0].try_std(&[0], true, 0.0)?.add(1.0))?
+        ])
+    };
+    let jit = Jit::new(f);
+    for len in [4usize, 9, 1, 16] {
+        let xs = vals(len * 5, len as f32);
+        let dims = [n.bind(len as i64).unwrap(), Node::cst(5)];
+        let x = Tensor::try_from_slice_sym_on(&xs, &dims, &dev).unwrap();
+        let want = f(std::slice::from_ref(&x)).unwrap()[0]
+            .to_vec::<f32>()
+            .unwrap();
+        let got = jit.call(std::slice::from_ref(&x)).unwrap();
+        close(
+            &got[0].to_vec::<f32>().unwrap(),
+            &want,
+            &format!("jit at len {len}"),
+        );
+    }
+    assert_eq!((jit.captures(), jit.replays()), (1, 3), "on {}", dev.name());
+}
+
 /// The KV-cache decoder of `examples/kv_decode.rs`: every position runs the kernels of the
 /// first step (no compile after it), and each step's logits match the uncached model's.
 fn kv_decode_on(dev: Arc<dyn Device>) {
@@ -228,6 +301,9 @@ fn symbolic_batch_and_jit() {
     jit_on(picograd::context::interp());
     jit_on(clang.clone());
     jit_specialized_on(picograd::context::interp());
+    stats_on(picograd::context::interp(), &[3, 2, 16, 7]);
+    // Each fixed length compiles its own kernels: a few on Clang.
+    stats_on(clang.clone(), &[3, 16]);
     kv_decode_on(picograd::context::interp());
     kv_decode_on(clang);
 }

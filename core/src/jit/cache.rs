@@ -163,7 +163,11 @@ impl SignatureCache {
         let vals = super::shape_vals(&refs)?;
         match entry {
             Some(Entry::Replay(caps)) => {
-                match caps.iter().rev().find(|c| c.lock().specialization().fits(&vals)) {
+                match caps
+                    .iter()
+                    .rev()
+                    .find(|c| c.lock().specialization().fits(&vals))
+                {
                     Some(cap) => {
                         self.stats.lock().replays += 1;
                         let out = cap.lock().replay_detached(&refs);

@@ -62,7 +62,11 @@ impl Tensor {
         // Counted in f32 (f64 for f64) so a half-precision mean counts exactly too, then
         // rounded to the dtype as the fixed count is.
         let dtype = self.float().dtype();
-        let wide = if dtype == DType::F64 { DType::F64 } else { DType::F32 };
+        let wide = if dtype == DType::F64 {
+            DType::F64
+        } else {
+            DType::F32
+        };
         let one = Scalar::from_f64(1.0, wide);
         let ones = Tensor::from_lazy(LazyBuffer::constant(self.lazy().device(), one, &sym));
         let all: Vec<isize> = (0..sym.len() as isize).collect();

@@ -108,7 +108,9 @@ impl Tensor {
         let buf = node
             .realized()
             .ok_or_else(|| Error::internal("bind_shape: not realized"))?;
-        Ok(Tensor::from_lazy(LazyBuffer::from_shared_buffer(buf, shape)))
+        Ok(Tensor::from_lazy(LazyBuffer::from_shared_buffer(
+            buf, shape,
+        )))
     }
 
     /// Reshapes to a shape that may hold bound variables. The element counts must agree (at

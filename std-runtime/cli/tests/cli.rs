@@ -351,7 +351,12 @@ fn run_takes_shapes_and_benches_warm() {
 
 /// x[batch, 3] → Relu, `batch` a `dim_param`.
 fn batch_relu() -> ModelProto {
-    let mut m = model(vec![node("Relu", &["x"], "y", vec![])], vec![], &[1, 3], &[1, 3]);
+    let mut m = model(
+        vec![node("Relu", &["x"], "y", vec![])],
+        vec![],
+        &[1, 3],
+        &[1, 3],
+    );
     let g = m.graph.as_mut().unwrap();
     for v in g.input.iter_mut().chain(g.output.iter_mut()) {
         let t = v.r#type.as_mut().unwrap().tensor_type.as_mut().unwrap();
@@ -373,7 +378,10 @@ fn run_max_bounds_a_dim_param_axis() {
     let xs: Vec<f32> = (0..15).map(|i| i as f32 - 7.0).collect();
     let x = dir.join("x.npy");
     picograd_onnx::npy::write(&x, &picograd_core::Tensor::from_slice(&xs, &[5, 3])).unwrap();
-    let (x, out) = (x.display().to_string(), dir.join("out").display().to_string());
+    let (x, out) = (
+        x.display().to_string(),
+        dir.join("out").display().to_string(),
+    );
     let o = picograd(&["run", &m, "-i", &x, "--max", "batch=8", "-o", &out], &[]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let y = picograd_onnx::npy::read(&dir.join("out").join("y.npy")).unwrap();

@@ -128,7 +128,9 @@ fn reference(x: &[f32], batch: usize) -> [Vec<f64>; 3] {
     for row in x.chunks(IN) {
         let r: Vec<f64> = (0..HID)
             .map(|j| {
-                let dot: f64 = (0..IN).map(|k| row[k] as f64 * w1[k * HID + j] as f64).sum();
+                let dot: f64 = (0..IN)
+                    .map(|k| row[k] as f64 * w1[k * HID + j] as f64)
+                    .sum();
                 (dot + b1[j] as f64).max(0.0)
             })
             .collect();
@@ -148,7 +150,10 @@ fn reference(x: &[f32], batch: usize) -> [Vec<f64>; 3] {
 fn assert_close(what: &str, got: &[f64], want: &[f64]) {
     assert_eq!(got.len(), want.len(), "{what}: length");
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        assert!((g - w).abs() <= 1e-5 * (1.0 + w.abs()), "{what}[{i}]: {g} vs {w}");
+        assert!(
+            (g - w).abs() <= 1e-5 * (1.0 + w.abs()),
+            "{what}[{i}]: {g} vs {w}"
+        );
     }
 }
 
@@ -156,7 +161,10 @@ fn assert_close(what: &str, got: &[f64], want: &[f64]) {
 fn a_dim_param_batch_runs_every_size_with_one_capture() {
     let m = model();
     assert_eq!(m.dim_params(), vec!["batch".to_string()]);
-    assert_eq!(m.dim_bounds("batch"), (1, picograd_onnx::dims::DEFAULT_MAX_DIM));
+    assert_eq!(
+        m.dim_bounds("batch"),
+        (1, picograd_onnx::dims::DEFAULT_MAX_DIM)
+    );
     let mut first = None;
     for (k, batch) in [3usize, 1, 8, 5, 2, 8].into_iter().enumerate() {
         let xs = ramp(batch * IN, 0.3, k as f32 * 0.1);
@@ -166,20 +174,34 @@ fn a_dim_param_batch_runs_every_size_with_one_capture() {
         let after = counters();
         assert_eq!(outs[0].shape(), vec![batch, OUT], "batch {batch}");
         let want = reference(&xs, batch);
-        for (name, (o, w)) in ["softmax", "sum", "mean"].iter().zip(outs.iter().zip(&want)) {
-            assert_close(&format!("{name} at batch {batch}"), &o.to_f64_vec().unwrap(), w);
+        for (name, (o, w)) in ["softmax", "sum", "mean"]
+            .iter()
+            .zip(outs.iter().zip(&want))
+        {
+            assert_close(
+                &format!("{name} at batch {batch}"),
+                &o.to_f64_vec().unwrap(),
+                w,
+            );
         }
         match first {
             None => first = Some(after.compiled - before.compiled),
             Some(_) => {
-                assert_eq!(after.scheduled, before.scheduled, "batch {batch}: scheduled");
+                assert_eq!(
+                    after.scheduled, before.scheduled,
+                    "batch {batch}: scheduled"
+                );
                 assert_eq!(after.lowered, before.lowered, "batch {batch}: lowered");
                 assert_eq!(after.compiled, before.compiled, "batch {batch}: compiled");
             }
         }
     }
     let s = m.cache_stats();
-    assert_eq!((s.captures, s.replays, s.reruns), (1, 5, 0), "one capture for every batch");
+    assert_eq!(
+        (s.captures, s.replays, s.reruns),
+        (1, 5, 0),
+        "one capture for every batch"
+    );
     // Above the maximum: an error naming the dimension and how to raise it.
     let big = Tensor::from_slice(&ramp(65 * IN, 0.3, 0.0), &[65, IN]);
     let e = m.run(&[big]).unwrap_err().to_string();
@@ -188,7 +210,16 @@ fn a_dim_param_batch_runs_every_size_with_one_capture() {
     assert_eq!(m.dim_bounds("batch"), (1, 8));
     let e = m.run(&[Tensor::from_slice(&ramp(9 * IN, 0.3, 0.0), &[9, IN])]);
     assert!(e.unwrap_err().to_string().contains("maximum 8"));
-    let outs = m.run(&[Tensor::from_slice(&ramp(8 * IN, 0.3, 0.0), &[8, IN])]).unwrap();
-    assert_close("softmax at max", &outs[0].to_f64_vec().unwrap(), &reference(&ramp(8 * IN, 0.3, 0.0), 8)[0]);
-    assert!(model().with_max_dim("seq", 8).is_err(), "an unknown name is refused");
+    let outs = m
+        .run(&[Tensor::from_slice(&ramp(8 * IN, 0.3, 0.0), &[8, IN])])
+        .unwrap();
+    assert_close(
+        "softmax at max",
+        &outs[0].to_f64_vec().unwrap(),
+        &reference(&ramp(8 * IN, 0.3, 0.0), 8)[0],
+    );
+    assert!(
+        model().with_max_dim("seq", 8).is_err(),
+        "an unknown name is refused"
+    );
 }
