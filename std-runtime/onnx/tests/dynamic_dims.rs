@@ -6,6 +6,7 @@
 //!
 //! The work counters are process-wide: one test function measures.
 
+#[allow(dead_code)] // the shared builders; this test uses two
 mod common;
 
 use picograd_core::realize::counters;
