@@ -41,10 +41,13 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
     println!("device {}: tokens {:?}", dev.name(), d.tokens);
     println!(
         "max |cached - uncached| logit: {:e}; kernels compiled after the first token: {}, \
-         lowered: {}",
-        d.max_diff, d.compiled_after_first, d.lowered_after_first
+         lowered: {}; JIT captures: {}",
+        d.max_diff, d.compiled_after_first, d.lowered_after_first, d.captures
     );
-    let ok = d.max_diff <= 1e-5 && d.compiled_after_first == 0 && d.lowered_after_first == 0;
+    let ok = d.max_diff <= 1e-5
+        && d.compiled_after_first == 0
+        && d.lowered_after_first == 0
+        && d.captures == 1;
 
     // Per-token time at length 16: the symbolic JIT (captured at length 1) against a JIT
     // captured for length 16 exactly. Replays rewrite row 15 of the cache with the same values.

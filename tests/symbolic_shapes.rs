@@ -2,7 +2,9 @@
 //! bias and relu, a second matmul, a row sum) run at every batch size in the variable's bounds
 //! compiles each kernel once, gives the fixed-shape run's values at each size, and on the
 //! interpreter does work proportional to the batch (no padding to the maximum); a JIT capture
-//! over a sequence length replays at any length. One test function, so no other test in this
+//! over a sequence length replays at any length (a function that reads the length as a number
+//! captures again per length instead); mean/var/std over the symbolic axis compile once. One
+//! test function, so no other test in this
 //! binary moves the global counters while it measures.
 
 use std::sync::Arc;
@@ -158,6 +160,7 @@ fn jit_on(dev: Arc<dyn Device>) {
         "a fixed length replayed"
     );
     assert_eq!(jit.replays(), 7);
+    assert_eq!(jit.captures(), 1, "a symbolic function was specialized");
     let st = cache.stats();
     assert_eq!((st.captures, st.replays, st.reruns), (1, 5, 0));
     assert_eq!(a.compiled, b.compiled, "replays compiled on {}", dev.name());
@@ -168,6 +171,106 @@ fn jit_on(dev: Arc<dyn Device>) {
         "replays scheduled on {}",
         dev.name()
     );
+}
+
+/// A function that reads a symbolic dimension's value as a number (`shape()`, here to divide
+/// by the row count) is specialized to it: the JIT and the `SignatureCache` capture again at
+/// each new value and replay only at a value they captured, so every result equals the eager
+/// function's (a replay of the first capture would divide by a stale count).
+fn jit_specialized_on(dev: Arc<dyn Device>) {
+    let seq = Variable::new("rows", 1, 32).unwrap();
+    let f = |x: &[Tensor]| -> picograd::Result<Vec<Tensor>> {
+        let n = x[0].shape()[0] as f64;
+        Ok(vec![x[0].try_sum(&[0], false)?.div(n).add(1.0)])
+    };
+    let jit = Jit::new(f);
+    let cache = picograd::jit::SignatureCache::new();
+    for len in [3usize, 3, 7, 3, 12, 7] {
+        let xs = vals(len * 4, len as f32 * 0.3);
+        let dims = [seq.bind(len as i64).unwrap(), Node::cst(4)];
+        let x = Tensor::try_from_slice_sym_on(&xs, &dims, &dev).unwrap();
+        let eager = f(std::slice::from_ref(&x)).unwrap()[0]
+            .to_vec::<f32>()
+            .unwrap();
+        let got = jit.call(std::slice::from_ref(&x)).unwrap();
+        assert_eq!(got[0].to_vec::<f32>().unwrap(), eager, "jit, len {len}");
+        let got = cache.call(std::slice::from_ref(&x), f).unwrap();
+        assert_eq!(got[0].to_vec::<f32>().unwrap(), eager, "cache, len {len}");
+    }
+    assert_eq!((jit.captures(), jit.replays()), (3, 3), "on {}", dev.name());
+    let st = cache.stats();
+    assert_eq!((st.captures, st.replays, st.reruns), (3, 3, 0));
+}
+
+fn close(got: &[f32], want: &[f32], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}");
+    for (g, w) in got.iter().zip(want) {
+        assert!(
+            (g - w).abs() <= 1e-6 * (1.0 + w.abs()),
+            "{what}: {got:?} vs {want:?}"
+        );
+    }
+}
+
+/// `mean`, `var`, `std` and `mean_all` over a symbolic axis divide by the count at each bound
+/// value: equal to the fixed-shape ops at every length, the kernels compiled and lowered once,
+/// and a JIT'd normalization over the axis replays at every length from one capture.
+fn stats_on(dev: Arc<dyn Device>, lens: &[usize]) {
+    let n = Variable::new("rows", 1, 16).unwrap();
+    let ops = |x: &Tensor| {
+        vec![
+            x.mean(&[0], false),
+            x.var(&[0], true, 1.0),
+            x.std(&[-2], false, 0.0),
+            x.mean_all(),
+        ]
+    };
+    let mut first = None;
+    for &len in lens {
+        let xs = vals(len * 5, len as f32 * 0.7);
+        let dims = [n.bind(len as i64).unwrap(), Node::cst(5)];
+        let x = Tensor::try_from_slice_sym_on(&xs, &dims, &dev).unwrap();
+        let c0 = counters();
+        let got: Vec<Vec<f32>> = ops(&x).iter().map(|t| t.to_vec::<f32>().unwrap()).collect();
+        let c1 = counters();
+        match first {
+            None => first = Some(()),
+            Some(()) => {
+                assert_eq!(c1.compiled, c0.compiled, "len {len}: compiled again");
+                assert_eq!(c1.lowered, c0.lowered, "len {len}: lowered again");
+            }
+        }
+        let fixed = Tensor::try_from_slice_on(&xs, &[len, 5], &dev).unwrap();
+        for (k, (g, w)) in got.iter().zip(ops(&fixed)).enumerate() {
+            close(
+                g,
+                &w.to_vec::<f32>().unwrap(),
+                &format!("op {k} at len {len}"),
+            );
+        }
+    }
+    let f = |x: &[Tensor]| -> picograd::Result<Vec<Tensor>> {
+        let centered = x[0].try_sub(x[0].try_mean(&[0], true)?)?;
+        Ok(vec![
+            centered.try_div(x[0].try_std(&[0], true, 0.0)?.add(1.0))?
+        ])
+    };
+    let jit = Jit::new(f);
+    for len in [4usize, 9, 1, 16] {
+        let xs = vals(len * 5, len as f32);
+        let dims = [n.bind(len as i64).unwrap(), Node::cst(5)];
+        let x = Tensor::try_from_slice_sym_on(&xs, &dims, &dev).unwrap();
+        let want = f(std::slice::from_ref(&x)).unwrap()[0]
+            .to_vec::<f32>()
+            .unwrap();
+        let got = jit.call(std::slice::from_ref(&x)).unwrap();
+        close(
+            &got[0].to_vec::<f32>().unwrap(),
+            &want,
+            &format!("jit at len {len}"),
+        );
+    }
+    assert_eq!((jit.captures(), jit.replays()), (1, 3), "on {}", dev.name());
 }
 
 /// The KV-cache decoder of `examples/kv_decode.rs`: every position runs the kernels of the
@@ -184,6 +287,7 @@ fn kv_decode_on(dev: Arc<dyn Device>) {
     assert_eq!(d.tokens.len(), 8);
     assert_eq!(d.compiled_after_first, 0, "compiled after the first token");
     assert_eq!(d.lowered_after_first, 0, "lowered after the first token");
+    assert_eq!(d.captures, 1, "the step was specialized to a position");
     assert!(d.max_diff <= 1e-5, "cached logits differ by {}", d.max_diff);
 }
 
@@ -196,6 +300,10 @@ fn symbolic_batch_and_jit() {
     batches_on(clang.clone(), &[1, 6, 16], false);
     jit_on(picograd::context::interp());
     jit_on(clang.clone());
+    jit_specialized_on(picograd::context::interp());
+    stats_on(picograd::context::interp(), &[3, 2, 16, 7]);
+    // Each fixed length compiles its own kernels: a few on Clang.
+    stats_on(clang.clone(), &[3, 16]);
     kv_decode_on(picograd::context::interp());
     kv_decode_on(clang);
 }

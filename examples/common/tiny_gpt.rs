@@ -165,6 +165,8 @@ pub struct Decoded {
     pub max_diff: f32,
     pub compiled_after_first: u64,
     pub lowered_after_first: u64,
+    /// Captures the JIT made (1: every position replayed the first step's capture).
+    pub captures: u64,
 }
 
 /// Greedy decoding of `n_new` tokens after `prompt` with the KV cache, one JIT for every
@@ -209,5 +211,6 @@ pub fn decode(
         max_diff,
         compiled_after_first: end.compiled - first.compiled,
         lowered_after_first: end.lowered - first.lowered,
+        captures: jit.captures(),
     })
 }

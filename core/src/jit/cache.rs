@@ -10,6 +10,10 @@
 //!   a tensor, a shape computed from data, `to_vec` of anything input-derived, an eager
 //!   `realize` of input-derived work; see [`super::trace`]) is never replayed for that
 //!   signature: it runs again on every call, as if uncached.
+//! - A function that read a bound symbolic dimension's value as a number (see
+//!   [`crate::symbolic::Watch`]) made a capture valid only at that value: a call binding
+//!   another value captures again (the signature keeps up to [`DEFAULT_SIGNATURES`] such
+//!   captures), never replays a stale constant.
 //! - Outputs never alias a buffer a later call writes: each replay computes its outputs into
 //!   new buffers (the capture's intermediates are reused, so replays of one signature take turns).
 //! - At most `capacity` signatures are kept (least recently used go first); each keeps its
@@ -28,6 +32,7 @@ use crate::error::{Error, Result};
 use crate::lazy::LazyBuffer;
 use crate::lru::Lru;
 use crate::shape::Sint;
+use crate::symbolic::Watch;
 use crate::tensor::Tensor;
 
 /// How many signatures a cache keeps by default: a model is usually called with one or a few
@@ -52,8 +57,9 @@ type Signature = Vec<(Vec<Sint>, DType, usize)>;
 
 #[derive(Clone)]
 enum Entry {
-    /// Calls replay the capture, one at a time (its intermediates are shared).
-    Replay(Arc<Mutex<Capture>>),
+    /// Calls replay a capture whose specialization fits them, one at a time (its
+    /// intermediates are shared); most recent last.
+    Replay(Vec<Arc<Mutex<Capture>>>),
     /// The function reads its inputs' values: calls run it again.
     Rerun,
 }
@@ -152,27 +158,39 @@ impl SignatureCache {
             .map(|(n, b)| (super::unbound(n.shape()), n.dtype(), device_addr(b)))
             .collect();
         let entry = self.entries.lock().get(&sig);
+        let ins: Vec<Tensor> = nodes.iter().cloned().map(Tensor::from_lazy).collect();
+        let refs: Vec<&Tensor> = ins.iter().collect();
+        let vals = super::shape_vals(&refs)?;
         match entry {
-            Some(Entry::Replay(cap)) => {
-                self.stats.lock().replays += 1;
-                let ins: Vec<Tensor> = nodes.into_iter().map(Tensor::from_lazy).collect();
-                let refs: Vec<&Tensor> = ins.iter().collect();
-                let out = cap.lock().replay_detached(&refs);
-                out
+            Some(Entry::Replay(caps)) => {
+                match caps
+                    .iter()
+                    .rev()
+                    .find(|c| c.lock().specialization().fits(&vals))
+                {
+                    Some(cap) => {
+                        self.stats.lock().replays += 1;
+                        let out = cap.lock().replay_detached(&refs);
+                        out
+                    }
+                    None => self.capture(sig, caps, &nodes, &bufs, f),
+                }
             }
             Some(Entry::Rerun) => {
                 self.stats.lock().reruns += 1;
                 f(inputs)
             }
-            None => self.capture(sig, &nodes, &bufs, f),
+            None => self.capture(sig, Vec::new(), &nodes, &bufs, f),
         }
     }
 
     /// A miss: runs `f` on fresh nodes over the input buffers while a trace watches them, then
-    /// captures its outputs — or, when `f` read an input's values, remembers to rerun it.
+    /// captures its outputs beside the signature's earlier captures `held` — or, when `f` read
+    /// an input's values, remembers to rerun it.
     fn capture<F>(
         &self,
         sig: Signature,
+        mut held: Vec<Arc<Mutex<Capture>>>,
         nodes: &[LazyBuffer],
         bufs: &[Arc<Buffer>],
         f: F,
@@ -188,7 +206,10 @@ impl SignatureCache {
             .map(|(n, b)| Tensor::from_lazy(LazyBuffer::from_shared_buffer(b.clone(), n.shape())))
             .collect();
         let trace = Trace::begin(bufs);
+        let watch = Watch::begin();
         let outs = f(&fresh)?;
+        let spec = watch.specialization();
+        drop(watch);
         let tainted = trace.tainted();
         drop(trace);
         if tainted {
@@ -198,9 +219,13 @@ impl SignatureCache {
         }
         let in_refs: Vec<&Tensor> = fresh.iter().collect();
         let out_refs: Vec<&Tensor> = outs.iter().collect();
-        let (cap, results) = Capture::record(&in_refs, &out_refs)?;
-        let entry = Entry::Replay(Arc::new(Mutex::new(cap)));
-        self.entries.lock().insert(sig, entry);
+        let (mut cap, results) = Capture::record(&in_refs, &out_refs)?;
+        cap.spec = spec;
+        if held.len() >= DEFAULT_SIGNATURES {
+            held.remove(0);
+        }
+        held.push(Arc::new(Mutex::new(cap)));
+        self.entries.lock().insert(sig, Entry::Replay(held));
         self.stats.lock().captures += 1;
         Ok(results)
     }

@@ -29,7 +29,7 @@ use crate::error::{Error, Result};
 use crate::lazy::{fmt_shape, LazyBuffer};
 use crate::realize::realize_recorded;
 use crate::shape::Sint;
-use crate::symbolic::VarVals;
+use crate::symbolic::{Specialization, VarVals, Watch};
 use crate::tensor::Tensor;
 
 mod cache;
@@ -67,6 +67,9 @@ pub struct Capture {
     /// Slots some step allocates (not inputs, weights or buffers written in place): a detached
     /// replay gives these new buffers, so earlier results keep their values.
     fresh: Vec<usize>,
+    /// The bound values the function read as numbers while it built the graph: the capture
+    /// is valid only where the inputs bind those values (see [`crate::symbolic::Watch`]).
+    spec: Specialization,
 }
 
 /// The slot table of a capture being recorded: buffers by position, and each buffer's slot by
@@ -146,6 +149,7 @@ impl Capture {
                 inputs: ins,
                 outputs: outs,
                 fresh,
+                spec: Specialization::default(),
             },
             results,
         ))
@@ -336,6 +340,7 @@ impl Capture {
             inputs: self.inputs.clone(),
             outputs: self.outputs.clone(),
             fresh: self.fresh.clone(),
+            spec: self.spec.clone(),
         })
     }
 
@@ -350,6 +355,18 @@ impl Capture {
                 u.kind = UOpKind::Alu(AluOp::MulAcc);
             }
         }
+    }
+
+    /// The bound values the captured function read as numbers (a shape or a constant computed
+    /// from them): replays at other values of those variables must capture again.
+    pub fn specialization(&self) -> &Specialization {
+        &self.spec
+    }
+
+    /// Whether a replay on `inputs` may run this capture: its specialization agrees with the
+    /// values the inputs' shapes bind.
+    pub fn fits(&self, inputs: &[&Tensor]) -> Result<bool> {
+        Ok(self.spec.fits(&shape_vals(inputs)?))
     }
 
     /// The recorded steps, in order.
@@ -414,6 +431,36 @@ fn step_vars(k: &LinearKernel, recorded: &VarVals, vals: &VarVals) -> Result<Vec
         .collect()
 }
 
+/// The values the inputs' shapes bind, by name.
+pub(crate) fn shape_vals(inputs: &[&Tensor]) -> Result<VarVals> {
+    let mut vals = VarVals::new();
+    for t in inputs {
+        for d in t.lazy().shape() {
+            for (k, v) in d.var_vals()? {
+                crate::symbolic::merge_val(&mut vals, &k, v)?;
+            }
+        }
+    }
+    Ok(vals)
+}
+
+/// Runs `f` on `inputs` and records what it computes; the capture is specialized to the bound
+/// values `f` read as numbers while it ran.
+fn capture_fn<F>(f: F, inputs: &[Tensor]) -> Result<(Capture, Vec<Tensor>)>
+where
+    F: FnOnce(&[Tensor]) -> Result<Vec<Tensor>>,
+{
+    let watch = Watch::begin();
+    let outs = f(inputs)?;
+    let spec = watch.specialization();
+    drop(watch);
+    let out_refs: Vec<&Tensor> = outs.iter().collect();
+    let in_refs: Vec<&Tensor> = inputs.iter().collect();
+    let (mut cap, results) = Capture::record(&in_refs, &out_refs)?;
+    cap.spec = spec;
+    Ok((cap, results))
+}
+
 /// A shape with its bound variables unbound: what a capture's inputs must match.
 pub(crate) fn unbound(shape: &[Sint]) -> Vec<Sint> {
     shape.iter().map(Sint::unbind).collect()
@@ -424,7 +471,11 @@ pub(crate) fn unbound(shape: &[Sint]) -> Vec<Sint> {
 /// The function returns `Result`, so errors inside it (a shape that does not fit, a failed
 /// `backward`) propagate with `?` out of [`Jit::call`] instead of panicking; and it is `FnMut`,
 /// so it may own or mutably borrow what it updates (an optimizer) without a `RefCell`. It runs
-/// once, on the first call; later calls replay the kernels it ran.
+/// once, on the first call; later calls replay the kernels it ran. Over a symbolic dimension, a
+/// function that read the dimension's value as a number (`shape()`, a reshape to `&[isize]`, an
+/// op that computes a constant from the shape) made a capture valid only at that value: a call
+/// binding another value runs the function again and captures anew (the last
+/// [`DEFAULT_SIGNATURES`] captures are kept), so no replay computes with a stale constant.
 ///
 /// ```
 /// use picograd_core::{jit::Jit, Tensor};
@@ -442,8 +493,10 @@ pub(crate) fn unbound(shape: &[Sint]) -> Vec<Sint> {
 /// ```
 pub struct Jit<F> {
     f: Mutex<F>,
-    capture: Mutex<Option<Arc<Capture>>>,
+    /// Captures, most recent last: one unless the function specialized to bound values.
+    captures: Mutex<Vec<Arc<Capture>>>,
     replays: Mutex<u64>,
+    recorded: Mutex<u64>,
 }
 
 impl<F: FnMut(&[Tensor]) -> Result<Vec<Tensor>>> Jit<F> {
@@ -451,32 +504,53 @@ impl<F: FnMut(&[Tensor]) -> Result<Vec<Tensor>>> Jit<F> {
     pub fn new(f: F) -> Jit<F> {
         Jit {
             f: Mutex::new(f),
-            capture: Mutex::new(None),
+            captures: Mutex::new(Vec::new()),
             replays: Mutex::new(0),
+            recorded: Mutex::new(0),
         }
     }
 
-    /// Calls the function: captures on the first call, replays the capture afterwards. An
-    /// error from the function (first call) or from a replay is returned; after a failed first
-    /// call the next call runs the function again.
+    /// Calls the function: captures on the first call, replays the capture afterwards (a
+    /// capture specialized to other bound values is not replayed: the function runs and is
+    /// captured again). An error from the function or from a replay is returned; after a failed
+    /// capture the next call runs the function again.
     pub fn call(&self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
-        let cap = self.capture.lock().clone();
-        if let Some(c) = cap {
-            *self.replays.lock() += 1;
-            let refs: Vec<&Tensor> = inputs.iter().collect();
-            return c.replay(&refs);
+        let refs: Vec<&Tensor> = inputs.iter().collect();
+        let caps = self.captures.lock().clone();
+        if let Some(first) = caps.first() {
+            let vals = shape_vals(&refs)?;
+            let fit = caps.iter().rev().find(|c| c.spec.fits(&vals));
+            // No specialized capture fits: replay the first one when it is not specialized at
+            // all (its replay checks the inputs and errors on a wrong signature).
+            if let Some(c) = fit.or((first.spec == Specialization::default()).then_some(first)) {
+                *self.replays.lock() += 1;
+                return c.replay(&refs);
+            }
+        }
+        if let Some(first) = caps.first() {
+            // Another capture serves the same signature only: a wrong one is the error a replay
+            // gives.
+            first.bind_inputs(&refs)?;
         }
         // `f` must read the very buffers the capture records as inputs.
         let realized = inputs
             .iter()
             .map(|t| realized_node(t).map(Tensor::from_lazy))
             .collect::<Result<Vec<_>>>()?;
-        let outs = (self.f.lock())(&realized)?;
-        let out_refs: Vec<&Tensor> = outs.iter().collect();
-        let in_refs: Vec<&Tensor> = realized.iter().collect();
-        let (cap, results) = Capture::record(&in_refs, &out_refs)?;
-        *self.capture.lock() = Some(Arc::new(cap));
+        let (cap, results) = capture_fn(&mut *self.f.lock(), &realized)?;
+        let mut held = self.captures.lock();
+        if held.len() >= DEFAULT_SIGNATURES {
+            held.remove(0);
+        }
+        held.push(Arc::new(cap));
+        *self.recorded.lock() += 1;
         Ok(results)
+    }
+
+    /// How many calls ran the function and captured it (1, plus one per call at bound values
+    /// no specialized capture fits).
+    pub fn captures(&self) -> u64 {
+        *self.recorded.lock()
     }
 
     /// How many calls replayed the capture.
@@ -484,8 +558,8 @@ impl<F: FnMut(&[Tensor]) -> Result<Vec<Tensor>>> Jit<F> {
         *self.replays.lock()
     }
 
-    /// The capture, once the first call has made it.
+    /// The most recent capture, once a call has made it.
     pub fn capture(&self) -> Option<Arc<Capture>> {
-        self.capture.lock().clone()
+        self.captures.lock().last().cloned()
     }
 }

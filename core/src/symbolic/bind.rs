@@ -88,8 +88,18 @@ impl Node {
     }
 
     /// The value with every bound variable at its bound value (unbound variables at their
-    /// largest value): the concrete size of a bound symbolic dimension.
+    /// largest value): the concrete size of a bound symbolic dimension. Reading a bound value
+    /// this way specializes a capture in progress to it (see [`super::Watch`]); checks that stay
+    /// valid at every value use [`Node::resolved_quiet`].
     pub fn resolved(&self) -> i64 {
+        super::watch::note(self);
+        self.resolved_quiet()
+    }
+
+    /// [`Node::resolved`] without noting the read: for checks that hold at every value of the
+    /// variables (comparing two expressions over the same variables), never for a number that
+    /// ends up in a graph.
+    pub(crate) fn resolved_quiet(&self) -> i64 {
         // Fast paths: shapes are mostly constants and lone variables (replays ask per call).
         match (self.as_const(), self.bound_value()) {
             (Some(c), _) | (None, Some(c)) => return c,

@@ -14,8 +14,10 @@
 mod bind;
 mod render;
 mod simplify;
+mod watch;
 
 pub use bind::{fmt_vals, merge_val, VarVals, Variable};
+pub use watch::{Specialization, Watch};
 
 use alloc::sync::Arc;
 use alloc::vec::Vec;

@@ -27,7 +27,8 @@ impl Tensor {
     /// assert_eq!(v.matmul(&a).to_vec::<f32>().unwrap(), vec![4.0, 6.0]);
     /// ```
     pub fn try_matmul(&self, rhs: &Tensor) -> Result<Tensor> {
-        let (sa, sb) = (self.shape(), rhs.shape());
+        // Ranks and messages only: the product itself is built over the symbolic shapes.
+        let (sa, sb) = (self.shape_quiet(), rhs.shape_quiet());
         if sa.is_empty() || sb.is_empty() {
             return Err(mismatch(&sa, &sb, "include a 0-d tensor"));
         }

@@ -9,6 +9,7 @@ mod activation;
 mod argminmax;
 mod compare;
 mod conv;
+mod count;
 mod create;
 mod cumulative;
 mod element;
@@ -274,6 +275,17 @@ impl Tensor {
             .shape()
             .iter()
             .map(|d| d.resolved().max(0) as usize)
+            .collect()
+    }
+
+    /// [`Tensor::shape`] without specializing a capture in progress to the bound values
+    /// ([`crate::symbolic::Watch`]): for ranks and error messages only, never for a number that
+    /// ends up in the graph.
+    pub(crate) fn shape_quiet(&self) -> Vec<usize> {
+        self.lazy()
+            .shape()
+            .iter()
+            .map(|d| d.resolved_quiet().max(0) as usize)
             .collect()
     }
 

@@ -115,8 +115,8 @@ impl Tensor {
     /// Mean over `axes` (ints are averaged as f32).
     pub fn try_mean(&self, axes: &[isize], keepdim: bool) -> Result<Tensor> {
         let ax = self.resolve_axes("mean", axes)?;
-        let count: usize = ax.iter().map(|&a| self.shape()[a]).product();
-        Ok(self.float().try_sum(axes, keepdim)?.div(count as f64))
+        let count = self.reduced_count(&ax)?;
+        count.divide(&self.float().try_sum(axes, keepdim)?)
     }
     /// [`Tensor::try_mean`], panicking on a bad axis.
     #[track_caller]
@@ -125,7 +125,9 @@ impl Tensor {
     }
     /// Mean of every element.
     pub fn mean_all(&self) -> Tensor {
-        self.float().sum_all().div(self.numel() as f64)
+        let all: Vec<usize> = (0..self.ndim()).collect();
+        let sum = self.float().sum_all();
+        must(self.reduced_count(&all).and_then(|c| c.divide(&sum)))
     }
 
     /// Product over `axes`, by multiplying halves pairwise (odd lengths padded with 1).

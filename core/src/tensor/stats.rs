@@ -18,11 +18,11 @@ impl Tensor {
     /// ```
     pub fn try_var(&self, axes: &[isize], keepdim: bool, correction: f64) -> Result<Tensor> {
         let ax = self.resolve_axes("var", axes)?;
-        let n: usize = ax.iter().map(|&a| self.shape()[a]).product();
+        let n = self.reduced_count(&ax)?;
         let x = self.float();
         let dev = x.try_sub(x.try_mean(axes, true)?)?;
         let squares = dev.mul(&dev).try_sum(axes, keepdim)?;
-        let denom = squares.const_like(n as f64 - correction).relu();
+        let denom = n.corrected(&squares, correction)?;
         squares.try_div(&denom)
     }
     /// [`Tensor::try_var`], panicking on a bad axis.

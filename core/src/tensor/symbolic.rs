@@ -84,6 +84,35 @@ impl Tensor {
         Ok(Tensor::from_lazy(LazyBuffer::from_buffer(buf, shape)))
     }
 
+    /// The same values with a shape that may hold bound variables whose bound values are
+    /// `self`'s shape (an ONNX input whose `batch` axis becomes a variable): no copy when
+    /// `self` is a realized contiguous buffer, else one realize. The buffer holds exactly the
+    /// bound elements (kernels read a symbolic tensor only up to its bound values), so this
+    /// view is an input to compute from, not a max-sized buffer to write into.
+    pub fn try_bind_shape(&self, shape: &[Sint]) -> Result<Tensor> {
+        check_dims("bind_shape", shape)?;
+        if resolved(shape) != self.shape() {
+            return Err(Error::shape(
+                "bind_shape",
+                alloc::format!(
+                    "{} does not bind to the shape {:?}",
+                    fmt_list(shape),
+                    self.shape()
+                ),
+            ));
+        }
+        let node = self.lazy().contiguous();
+        if node.realized().is_none() {
+            crate::realize::realize(core::slice::from_ref(&node))?;
+        }
+        let buf = node
+            .realized()
+            .ok_or_else(|| Error::internal("bind_shape: not realized"))?;
+        Ok(Tensor::from_lazy(LazyBuffer::from_shared_buffer(
+            buf, shape,
+        )))
+    }
+
     /// Reshapes to a shape that may hold bound variables. The element counts must agree (at
     /// the bound values; symbolically where both shapes are symbolic).
     pub fn try_reshape_sym(&self, shape: &[Sint]) -> Result<Tensor> {
@@ -93,8 +122,13 @@ impl Tensor {
             return Ok(self.clone());
         }
         let (a, b) = (prod(&own), prod(shape));
-        let symbolic_both = !a.is_const() && !b.is_const();
-        if a.resolved() != b.resolved() || (symbolic_both && a.unbind() != b.unbind()) {
+        // Both symbolic: equal expressions are equal at every value (no specialization);
+        // otherwise the reshape holds only at the bound values, and reading them says so.
+        let differ = match !a.is_const() && !b.is_const() {
+            true => a.unbind() != b.unbind() || a.resolved_quiet() != b.resolved_quiet(),
+            false => a.resolved() != b.resolved(),
+        };
+        if differ {
             return Err(Error::shape(
                 "reshape",
                 alloc::format!("cannot reshape {} to {}", fmt_list(&own), fmt_list(shape)),

@@ -54,6 +54,10 @@ enum Command {
         /// ones); with them, each given shape must be the file's.
         #[arg(long = "shape", value_name = "NAME=DIMS")]
         shapes: Vec<String>,
+        /// The largest size of the input axes named NAME by a `dim_param` (repeatable; default
+        /// 64). Those axes are symbolic: sizes 1 to N share one set of compiled kernels.
+        #[arg(long = "max", value_name = "NAME=N")]
+        max: Vec<String>,
         /// Quantize the float model before use: `int8` (the only scheme) rewrites its Conv
         /// (with a following BatchNormalization and Relu/Clip(0,6) folded in) and Gemm layers
         /// into int8 operators; needs `--calibrate`.
@@ -207,12 +211,15 @@ fn main() -> ExitCode {
             out,
             interp,
             shapes,
+            max,
             bench,
             quantize,
             calibrate,
             percentile,
-        } => Quant::parse(quantize, calibrate, percentile)
-            .and_then(|q| run(&model, &inputs, &out, interp, &shapes, bench, &q)),
+        } => Quant::parse(quantize, calibrate, percentile).and_then(|q| {
+            let dims = RunDims { shapes, max };
+            run(&model, &inputs, &out, interp, &dims, bench, &q)
+        }),
         Command::Compile(args) => compile(args),
         Command::Inspect { model } => inspect(&model).map_err(Failure::from),
     };
@@ -307,23 +314,51 @@ fn load(path: &Path) -> Result<Model> {
     Ok(m)
 }
 
+/// `run`'s `--shape` and `--max` arguments, unparsed.
+struct RunDims {
+    shapes: Vec<String>,
+    max: Vec<String>,
+}
+
+/// `--max NAME=N` arguments, parsed; a bad one is a usage error.
+fn parse_max(args: &[String]) -> std::result::Result<Vec<(String, i64)>, Failure> {
+    args.iter()
+        .map(|a| {
+            let bad = || Failure::Usage(format!("--max {a}: expected NAME=N with N >= 1"));
+            let (name, n) = a.split_once('=').ok_or_else(bad)?;
+            let n: i64 = n.trim().parse().map_err(|_| bad())?;
+            match (name.trim().is_empty(), n >= 1) {
+                (false, true) => Ok((name.trim().to_string(), n)),
+                _ => Err(bad()),
+            }
+        })
+        .collect()
+}
+
 fn run(
     path: &Path,
     inputs: &[PathBuf],
     out: &Path,
     interp: bool,
-    shapes: &[String],
+    dims: &RunDims,
     bench: Option<u32>,
     q: &Quant,
 ) -> CliResult {
-    let shapes = parse_shapes(shapes)?;
+    let shapes = parse_shapes(&dims.shapes)?;
+    let max = parse_max(&dims.max)?;
     // The runtime installs itself on first use anyway; `--interp` chooses the interpreter over
     // it (and over PICOGRAD_DEVICE).
     picograd_runtime::install();
     if interp {
         picograd_runtime::install::set_default_device(DeviceKind::Interp)?;
     }
-    let model = load_as(path, q)?;
+    let mut model = load_as(path, q)?;
+    for (name, n) in max {
+        // A name no input axis has is a usage error, like a bad --shape.
+        model = model
+            .with_max_dim(&name, n)
+            .map_err(|e| Failure::Usage(format!("--max {name}={n}: {e}")))?;
+    }
     model.check_supported()?;
     let tensors = if inputs.is_empty() {
         picograd_cli::compile::zero_inputs(&model, &shapes)?

@@ -1,7 +1,7 @@
 //! The `picograd` binary as a user meets it: `--help` shows the CLI's description, unknown
 //! targets and budgets are usage errors (exit 2), a model too big for the selected part fails
 //! before anything is built naming flash/RAM needed and available, `compile --input --check`
-//! compares the device with the desktop, `run --shape`/`--bench` work, and invalid
+//! compares the device with the desktop, `run --shape`/`--bench`/`--max` work, and invalid
 //! `PICOGRAD_DEBUG`/`PICOGRAD_DEVICE` values are warned about once.
 
 #[path = "../../onnx/tests/common/mod.rs"]
@@ -345,6 +345,53 @@ fn run_takes_shapes_and_benches_warm() {
         assert!((g - w).abs() < 1e-6, "{y:?} vs {want:?}");
     }
     let o = picograd(&["run", &m, "--shape", "nope=1,2"], &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// x[batch, 3] → Relu, `batch` a `dim_param`.
+fn batch_relu() -> ModelProto {
+    let mut m = model(
+        vec![node("Relu", &["x"], "y", vec![])],
+        vec![],
+        &[1, 3],
+        &[1, 3],
+    );
+    let g = m.graph.as_mut().unwrap();
+    for v in g.input.iter_mut().chain(g.output.iter_mut()) {
+        let t = v.r#type.as_mut().unwrap().tensor_type.as_mut().unwrap();
+        t.shape.as_mut().unwrap().dim[0] = Dimension {
+            dim_value: None,
+            dim_param: Some("batch".into()),
+        };
+    }
+    m
+}
+
+/// `run --max batch=N` bounds the symbolic `batch` axis: within it the output is right (and
+/// written at the input's size), above it an error names the maximum, an unknown name is a
+/// usage error.
+#[test]
+fn run_max_bounds_a_dim_param_axis() {
+    let dir = scratch("run-max");
+    let m = write_model(&dir, "relu.onnx", &batch_relu());
+    let xs: Vec<f32> = (0..15).map(|i| i as f32 - 7.0).collect();
+    let x = dir.join("x.npy");
+    picograd_onnx::npy::write(&x, &picograd_core::Tensor::from_slice(&xs, &[5, 3])).unwrap();
+    let (x, out) = (
+        x.display().to_string(),
+        dir.join("out").display().to_string(),
+    );
+    let o = picograd(&["run", &m, "-i", &x, "--max", "batch=8", "-o", &out], &[]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let y = picograd_onnx::npy::read(&dir.join("out").join("y.npy")).unwrap();
+    assert_eq!(y.shape(), vec![5, 3]);
+    let want: Vec<f32> = xs.iter().map(|v| v.max(0.0)).collect();
+    assert_eq!(y.to_vec::<f32>().unwrap(), want);
+    let o = picograd(&["run", &m, "-i", &x, "--max", "batch=4"], &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("maximum 4"), "{}", text(&o.stderr));
+    let o = picograd(&["run", &m, "-i", &x, "--max", "seq=4"], &[]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
     let _ = std::fs::remove_dir_all(&dir);
 }

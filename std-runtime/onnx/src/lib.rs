@@ -8,6 +8,7 @@
 #![deny(missing_docs)]
 
 pub mod control;
+pub mod dims;
 pub mod external;
 pub mod lowbit_types;
 pub mod model;

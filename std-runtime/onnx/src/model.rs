@@ -9,15 +9,19 @@
 //! [`Model::run`] evaluates through a [`SignatureCache`]: the graph is built, scheduled and
 //! compiled once per input signature (shapes, dtypes, device) and replayed afterwards;
 //! [`Model::graph`] builds the lazy outputs without running anything (what export captures).
+//! In `run`, input axes declared with a `dim_param` are symbolic ([`super::dims`]), so one
+//! capture serves every size up to the name's maximum.
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use picograd_core::jit::{CacheStats, SignatureCache};
 use picograd_core::lowbit::LowBit;
 use picograd_core::{Error, Result, Tensor};
 use prost::Message;
 
+use super::dims::{symbolic_inputs, DimBounds};
 use super::external::{is_external, read_tensor};
 use super::node::{in_node, Node};
 use super::proto::{GraphProto, ModelProto, NodeProto, ValueInfoProto};
@@ -38,6 +42,9 @@ pub struct ValueSpec {
     /// The dims; `None` marks a symbolic or unknown axis. `None` for the whole shape when the
     /// rank is unknown.
     pub shape: Option<Vec<Option<i64>>>,
+    /// Each axis's `dim_param` name (`batch`), where it has one; empty when the rank is
+    /// unknown.
+    pub dim_params: Vec<Option<String>>,
 }
 
 impl ValueSpec {
@@ -52,6 +59,18 @@ impl ValueSpec {
                     .map(|d| d.dim_value.filter(|&v| v > 0))
                     .collect()
             }),
+            dim_params: tt
+                .and_then(|t| t.shape.as_ref())
+                .map(|s| {
+                    s.dim
+                        .iter()
+                        .map(|d| match d.dim_value {
+                            Some(v) if v > 0 => None,
+                            _ => d.dim_param.clone().filter(|p| !p.is_empty()),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
         }
     }
 
@@ -99,6 +118,11 @@ pub struct Model {
     pub producer: String,
     /// Captures of [`Model::run`], one per input signature.
     cache: SignatureCache,
+    /// The bounds of the `dim_param` axes [`Model::run`] makes symbolic.
+    dims: DimBounds,
+    /// Set once building the graph over symbolic inputs failed (an operator that needs a
+    /// concrete size and refuses a symbolic one): `run` then uses the sizes as given.
+    concrete_only: AtomicBool,
 }
 
 /// An unsupported operator, with the node that uses it.
@@ -230,7 +254,44 @@ impl Model {
             outputs,
             producer: proto.producer_name,
             cache: SignatureCache::new(),
+            dims: DimBounds::default(),
+            concrete_only: AtomicBool::new(false),
         })
+    }
+
+    /// Sets the largest size of the input axes named `name` by a `dim_param` (default
+    /// [`DEFAULT_MAX_DIM`](super::dims::DEFAULT_MAX_DIM)); [`Model::run`] accepts sizes 1 to `max` with one capture. An error
+    /// when no input axis has that name, or `max` is below 1.
+    pub fn with_max_dim(mut self, name: &str, max: i64) -> Result<Model> {
+        if !self.dim_params().iter().any(|p| p == name) {
+            return Err(Error::shape(
+                "onnx",
+                format!(
+                    "no input axis is named '{name}' (dim_params: {})",
+                    self.dim_params().join(", ")
+                ),
+            ));
+        }
+        self.dims.set_max(name, max)?;
+        self.cache.clear();
+        Ok(self)
+    }
+
+    /// The `dim_param` names of the input axes, sorted, each once.
+    pub fn dim_params(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .inputs
+            .iter()
+            .flat_map(|i| i.dim_params.iter().flatten().cloned())
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+
+    /// The bounds `[1, max]` of the input axes named `name` in [`Model::run`].
+    pub fn dim_bounds(&self, name: &str) -> (i64, i64) {
+        self.dims.bounds(name)
     }
 
     /// The inputs a caller supplies (graph inputs that are not weights), in order.
@@ -346,8 +407,27 @@ impl Model {
     /// (least recently used go first; [`Model::set_cache_capacity`]); each holds its
     /// intermediate buffers. `run` may be called from several threads; replays of one
     /// signature take turns.
+    ///
+    /// Input axes declared with a `dim_param` are symbolic here: sizes 1 to the name's maximum
+    /// ([`Model::with_max_dim`], default [`DEFAULT_MAX_DIM`](super::dims::DEFAULT_MAX_DIM)) share one capture and one set of
+    /// compiled kernels (a size above it is an error). Operators that compute a shape or a
+    /// constant from such a size specialize the capture to it (the cache captures again at
+    /// other sizes); an operator that refuses a symbolic size makes `run` use concrete sizes
+    /// from then on.
     pub fn run(&self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
         self.check_arity(inputs)?;
+        if !self.concrete_only.load(Ordering::Relaxed) {
+            if let Some(sym) = symbolic_inputs(&self.inputs, &self.dims, inputs)? {
+                if let Ok(out) = self.cache.call(&sym, |ins| self.graph(ins)) {
+                    return Ok(out);
+                }
+                // Bad input fails with concrete sizes too (and its error is returned); a
+                // model that runs with them refused a symbolic size.
+                let out = self.cache.call(inputs, |ins| self.graph(ins))?;
+                self.concrete_only.store(true, Ordering::Relaxed);
+                return Ok(out);
+            }
+        }
         self.cache.call(inputs, |ins| self.graph(ins))
     }
 
@@ -463,7 +543,9 @@ impl Model {
         // As onnxruntime does: the element type must be the declared one (no silent casts,
         // no f64 run of an f32 model), and every fixed axis its declared size; symbolic axes
         // take any size.
-        let shape = t.shape();
+        // Symbolic sizes are compared as expressions (reading their values would specialize
+        // the capture in progress to them).
+        let shape = t.sym_shape();
         let got = || {
             format!(
                 "{}[{}]",
@@ -484,7 +566,7 @@ impl Model {
                 && dims
                     .iter()
                     .zip(&shape)
-                    .all(|(d, &s)| d.is_none_or(|d| d as usize == s))
+                    .all(|(d, s)| d.is_none_or(|d| s.as_const() == Some(d)))
         });
         if type_ok && shape_ok {
             return Ok(());

@@ -97,12 +97,13 @@ fn shrink(n: &Node) -> Result<Vec<Tensor>> {
 /// Applies `f` over one axis (opset ≥ 13) or over the axes from `axis` on, flattened (older).
 fn softmax_like(n: &Node, f: fn(&Tensor, isize) -> Result<Tensor>) -> Result<Vec<Tensor>> {
     let x = n.input(0)?;
-    let shape = x.shape();
-    let rank = shape.len();
+    // The rank, not the sizes: a symbolic axis stays symbolic (opset >= 13).
+    let rank = x.ndim();
     if n.opset >= 13 {
         let a = norm_axis(n.op(), n.int("axis", -1), rank)?;
         return one(f(x, a as isize)?);
     }
+    let shape = x.shape();
     let a = norm_axis(n.op(), n.int("axis", 1), rank)?;
     let outer: usize = shape[..a].iter().product();
     let flat = x.try_reshape(&[outer as isize, -1])?;

@@ -5,7 +5,6 @@
 use picograd_core::{DType, Result, Tensor};
 
 use super::super::node::{bad, Node};
-use super::shape::isz;
 use super::{norm_axis, one, Handler};
 
 /// The handler for `op` if it is a reduction.
@@ -75,14 +74,15 @@ fn reduce(
     if n.int("keepdims", 1) != 0 {
         return one(y);
     }
-    let out: Vec<usize> = x
-        .shape()
-        .iter()
+    // Symbolic sizes of the kept axes stay symbolic.
+    let out: Vec<_> = x
+        .sym_shape()
+        .into_iter()
         .enumerate()
         .filter(|(i, _)| !axes.contains(&(*i as isize)))
-        .map(|(_, &d)| d)
+        .map(|(_, d)| d)
         .collect();
-    one(y.try_reshape(&isz(&out))?)
+    one(y.try_reshape_sym(&out)?)
 }
 
 /// Index (i64, kept axis) of the max (`max`) or min along `axis`, the first or the `last`
