@@ -22,6 +22,7 @@
 mod budget;
 mod build;
 mod bundle;
+mod size_expr;
 pub mod icount;
 mod opt;
 mod search;
@@ -36,9 +37,10 @@ use picograd_core::{Error, Result};
 
 pub use budget::{Budget, Need, Overflow};
 pub use build::{
-    build_and_run, BuildOptions, BuildStage, CompilerKind, OptLevel, RunReport, StageHook,
+    build_and_run, build_and_run_feeds, BuildOptions, BuildStage, CompilerKind, FeedRun,
+    OptLevel, RunReport, StageHook,
 };
-pub use bundle::{Bundle, Param, Values};
+pub use bundle::{Bundle, Param, SizeMacro, Values};
 pub use opt::{OptKey, OPT_KEYS};
 pub use search::{kernel_opts, DeviceSearch, DeviceSearchStats, KernelChoice, DEFAULT_CANDIDATES};
 
