@@ -236,3 +236,30 @@ fn compile_with_a_run_time_batch() {
     assert!(parse_free_shape_arg("x=N,0").is_err() && parse_max_arg("N=0").is_err());
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// Two captures at different values of a dimension must be one program: a function that
+/// computes with the bound value itself (here `x * rows`) captures a different constant at each
+/// value, which `check_same_program` refuses, naming the dimension; a symbolic one passes.
+#[test]
+fn a_program_that_bakes_the_value_is_refused() {
+    use picograd_cli::free_dims::check_same_program;
+    use picograd_core::jit::Capture;
+    use picograd_core::symbolic::{Node, Variable};
+    use picograd_core::Tensor;
+    let dev = picograd_core::context::interp();
+    let n = Variable::new("N", 1, 8).unwrap();
+    let capture = |rows: i64, bake: bool| {
+        let dims = [n.bind(rows).unwrap(), Node::cst(2)];
+        let data = vec![1.5f32; rows as usize * 2];
+        let x = Tensor::try_from_slice_sym_on(&data, &dims, &dev).unwrap();
+        x.realize().unwrap();
+        let y = match bake {
+            true => x.mul(x.shape()[0] as f32),
+            false => x.mul(2.0).sum(&[0], false),
+        };
+        Capture::record(&[&x], &[&y]).unwrap().0
+    };
+    check_same_program(&capture(2, false), &capture(5, false), "N").unwrap();
+    let e = check_same_program(&capture(2, true), &capture(5, true), "N").unwrap_err();
+    assert!(e.to_string().contains("depend on the value of N"), "{e}");
+}

@@ -557,9 +557,30 @@ mod tests {
             h.contains("0x3f800000ull, 0xbf000000ull, 0x3dcccccdull"),
             "{h}"
         );
-        assert!(h.contains("#define HARNESS_RUN() model_run(pg_in_x.v, pg_out_y.v, pg_out_idx.v, pg_out_out_191.v)"));
+        assert!(h.contains("#define HARNESS_RUN() model_run(pg_in_x_0.v, pg_out_y.v, pg_out_idx.v, pg_out_out_191.v)"));
         assert!(b.inputs_header(&[("x", Values::f32(&[1.0]))]).is_err());
         assert!(b.inputs_header(&[]).is_err());
+    }
+
+    const SYM: &str = "#define MODEL_DIM_N_MIN 1\n#define MODEL_DIM_N_MAX 4\n\
+        #define MODEL_INPUT_X_SIZE(N) ((N)*2)\n#define MODEL_INPUT_X_MAX_SIZE 8\n\
+        #define MODEL_OUTPUT_Y_SIZE 3\n\
+        int model_run(int32_t N, const float *x, float *y);\n";
+
+    #[test]
+    fn run_time_dimensions_size_the_arrays() {
+        let b = Bundle::parse(SYM, "model.h").unwrap();
+        assert!(b.returns_status);
+        assert_eq!(b.dims().next().and_then(|p| p.dim), Some((1, 4)));
+        assert_eq!(b.inputs().map(|p| p.size).collect::<Vec<_>>(), [8]);
+        let n = |v: i32| ("N", Values::i32(&[v]));
+        let x3 = ("x", Values::f32(&[0.5; 6]));
+        let h = b.feeds_header(&[&[n(3), x3.clone()], &[n(9), x3.clone()]]).unwrap();
+        assert!(h.contains("#define HARNESS_RUN() pg_status = model_run(3, pg_in_x_0.v, pg_out_y.v)"), "{h}");
+        assert!(h.contains("pg_status = model_run(9, pg_in_x_1.v, pg_out_y.v); printf(\"feed 1\\n\");"), "{h}");
+        // In bounds the length must be the size at N; out of bounds any length is passed on.
+        assert!(b.inputs_header(&[n(2), x3.clone()]).is_err());
+        assert!(b.inputs_header(&[x3]).is_err());
     }
 
     #[test]
