@@ -70,7 +70,13 @@ fn write(bundle: &Bundle, tag: &str) -> PathBuf {
 }
 
 /// The export of the model captured at batch `b` (`sym`: over the variable bound to `b`).
-fn export_at(m: &Model, dev: &Arc<dyn Device>, b: usize, sym: bool, opts: &ExportOptions) -> Bundle {
+fn export_at(
+    m: &Model,
+    dev: &Arc<dyn Device>,
+    b: usize,
+    sym: bool,
+    opts: &ExportOptions,
+) -> Bundle {
     let x = if sym {
         let batch = Variable::new("batch", 1, 8).unwrap();
         let dims = [batch.bind(b as i64).unwrap(), Node::cst(6)];
@@ -86,7 +92,10 @@ fn export_at(m: &Model, dev: &Arc<dyn Device>, b: usize, sym: bool, opts: &Expor
 
 fn feed(b: i64) -> Vec<(&'static str, Values)> {
     let n = usize::try_from(b).unwrap_or(0);
-    vec![("batch", Values::i32(&[b as i32])), ("x", Values::f32(&input(n)))]
+    vec![
+        ("batch", Values::i32(&[b as i32])),
+        ("x", Values::f32(&input(n))),
+    ]
 }
 
 /// The feeds every program runs: the sizes, then the out-of-range 0 and 9.
@@ -106,14 +115,23 @@ fn runs(r: &RunReport) -> Vec<(Option<i64>, Vec<f32>, Vec<f32>)> {
         .map(|f| (f.status, f.output("y").cloned(), f.output("s").cloned()));
     std::iter::once(first)
         .chain(later)
-        .map(|(st, y, s)| (st, y.unwrap().to_f32().unwrap(), s.unwrap().to_f32().unwrap()))
+        .map(|(st, y, s)| {
+            (
+                st,
+                y.unwrap().to_f32().unwrap(),
+                s.unwrap().to_f32().unwrap(),
+            )
+        })
         .collect()
 }
 
 fn close(got: &[f32], want: &[f32], what: &str) {
     assert_eq!(got.len(), want.len(), "{what}: {got:?} vs {want:?}");
     for (g, w) in got.iter().zip(want) {
-        assert!((g - w).abs() <= 1e-6 + 1e-5 * w.abs(), "{what}: {got:?} vs {want:?}");
+        assert!(
+            (g - w).abs() <= 1e-6 + 1e-5 * w.abs(),
+            "{what}: {got:?} vs {want:?}"
+        );
     }
 }
 
@@ -132,22 +150,40 @@ fn runtime_batch_export_matches_fixed_shapes_on_host_and_cortex_m4() {
     assert_eq!(sym.dims.len(), 1);
     assert_eq!((sym.dims[0].min, sym.dims[0].max), (1, 8));
     let fixed8 = export_at(&m, &dev, 8, false, &opts);
-    assert_eq!(sym.arena_bytes, sym.lower_bound_bytes, "arena above the bound");
-    assert_eq!(sym.arena_bytes, fixed8.arena_bytes, "arena differs from batch 8's");
+    assert_eq!(
+        sym.arena_bytes, sym.lower_bound_bytes,
+        "arena above the bound"
+    );
+    assert_eq!(
+        sym.arena_bytes, fixed8.arena_bytes,
+        "arena differs from batch 8's"
+    );
     let h = c_text(&sym, "model.h");
     assert!(
         h.contains("int model_run(int32_t batch, const float *x, float *y, float *s);"),
         "{h}"
     );
-    assert!(h.contains("#define MODEL_DIM_BATCH_MAX 8") && h.contains("#define MODEL_ERR_DIM (-1)"));
-    assert!(h.contains("#define MODEL_INPUT_X_SIZE(batch) ((batch)*6)"), "{h}");
+    assert!(
+        h.contains("#define MODEL_DIM_BATCH_MAX 8") && h.contains("#define MODEL_ERR_DIM (-1)")
+    );
+    assert!(
+        h.contains("#define MODEL_INPUT_X_SIZE(batch) ((batch)*6)"),
+        "{h}"
+    );
     assert!(h.contains("#define MODEL_INPUT_X_MAX_SIZE 48"), "{h}");
-    assert!(sym.manifest_json.contains(r#"{"name": "batch", "min": 1, "max": 8}"#));
+    assert!(sym
+        .manifest_json
+        .contains(r#"{"name": "batch", "min": 1, "max": 8}"#));
     // One compiled kernel per step, whatever the batch; 32-bit indices.
     let c = c_text(&sym, "model.c");
     let defs = c.matches("\nstatic void model_k").count();
     assert_eq!(defs, sym.plan.steps.len(), "{c}");
-    assert_eq!(defs, c_text(&fixed8, "model.c").matches("\nstatic void model_k").count());
+    assert_eq!(
+        defs,
+        c_text(&fixed8, "model.c")
+            .matches("\nstatic void model_k")
+            .count()
+    );
     assert!(!c.contains("int64_t"), "64-bit indices: {c}");
     let sym_dir = write(&sym, "sym");
 
@@ -176,14 +212,25 @@ fn runtime_batch_export_matches_fixed_shapes_on_host_and_cortex_m4() {
         let x = [("x", Values::f32(&input(b)))];
         let r = build_and_run(&host, &dir, &x, &build).unwrap();
         assert_eq!(r.status, None, "a fixed-shape model_run returns nothing");
-        assert_eq!(Some(y), r.output("y").and_then(Values::to_f32).as_ref(), "y at {b}");
-        assert_eq!(Some(s), r.output("s").and_then(Values::to_f32).as_ref(), "s at {b}");
+        assert_eq!(
+            Some(y),
+            r.output("y").and_then(Values::to_f32).as_ref(),
+            "y at {b}"
+        );
+        assert_eq!(
+            Some(s),
+            r.output("s").and_then(Values::to_f32).as_ref(),
+            "s at {b}"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
     for (status, y, s) in &on_host[SIZES.len()..] {
         assert_eq!(*status, Some(ERR_DIM));
         assert_eq!((y.len(), s.len()), (32, 4), "the whole arrays are printed");
-        assert!(y.iter().chain(s).all(|v| v.to_bits() == 0), "written after an error");
+        assert!(
+            y.iter().chain(s).all(|v| v.to_bits() == 0),
+            "written after an error"
+        );
     }
 
     // One Cortex-M4 firmware runs every feed: the host's bits.

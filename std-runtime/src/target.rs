@@ -22,10 +22,10 @@
 mod budget;
 mod build;
 mod bundle;
-mod size_expr;
 pub mod icount;
 mod opt;
 mod search;
+mod size_expr;
 pub mod symbols;
 
 use std::collections::BTreeMap;
@@ -37,8 +37,8 @@ use picograd_core::{Error, Result};
 
 pub use budget::{Budget, Need, Overflow};
 pub use build::{
-    build_and_run, build_and_run_feeds, BuildOptions, BuildStage, CompilerKind, FeedRun,
-    OptLevel, RunReport, StageHook,
+    build_and_run, build_and_run_feeds, BuildOptions, BuildStage, CompilerKind, FeedRun, OptLevel,
+    RunReport, StageHook,
 };
 pub use bundle::{Bundle, Param, SizeMacro, Values};
 pub use opt::{OptKey, OPT_KEYS};

@@ -155,12 +155,22 @@ impl fmt::Display for CompileReport {
         writeln!(f, "bundle:       {}", self.out.display())?;
         writeln!(f, "kernels:      {}", self.kernels)?;
         if !self.dims.is_empty() {
-            let list: Vec<String> = self
+            let bounds: Vec<String> = self
                 .dims
                 .iter()
-                .map(|(d, v)| format!("{} in [{}, {}] (measured at {v})", d.name, d.min, d.max))
+                .map(|(d, _)| format!("{} in [{}, {}]", d.name, d.min, d.max))
                 .collect();
-            writeln!(f, "dimensions:   {} (taken by model_run)", list.join(", "))?;
+            let at: Vec<String> = self
+                .dims
+                .iter()
+                .map(|(d, v)| format!("{}={v}", d.name))
+                .collect();
+            writeln!(
+                f,
+                "dimensions:   {}, taken by model_run at run time; measured at {}",
+                bounds.join(", "),
+                at.join(", ")
+            )?;
         }
         writeln!(
             f,
@@ -276,7 +286,13 @@ pub fn compile(model: &Model, opts: &CompileOptions) -> Result<CompileReport> {
             .vars
             .iter()
             .zip(&values)
-            .map(|(v, &x)| if x == v.bounds().0 { v.bounds().1 } else { v.bounds().0 })
+            .map(|(v, &x)| {
+                if x == v.bounds().0 {
+                    v.bounds().1
+                } else {
+                    v.bounds().0
+                }
+            })
             .collect();
         let (_, again) = capture_at(model, &free, &shapes, &other)?;
         let names: Vec<&str> = free.vars.iter().map(|v| v.name()).collect();

@@ -68,7 +68,12 @@ pub fn parse_max_arg(arg: &str) -> Result<(String, i64)> {
         )
     };
     let (name, v) = arg.split_once('=').ok_or_else(bad)?;
-    let v = v.trim().parse::<i64>().ok().filter(|&v| v >= 1).ok_or_else(bad)?;
+    let v = v
+        .trim()
+        .parse::<i64>()
+        .ok()
+        .filter(|&v| v >= 1)
+        .ok_or_else(bad)?;
     Ok((name.trim().to_string(), v))
 }
 
@@ -100,7 +105,10 @@ impl FreeDims {
         let vars = names
             .iter()
             .map(|&n| {
-                let hi = max.iter().find(|m| m.0 == n).map_or(DEFAULT_DIM_MAX, |m| m.1);
+                let hi = max
+                    .iter()
+                    .find(|m| m.0 == n)
+                    .map_or(DEFAULT_DIM_MAX, |m| m.1);
                 // [1, 1] is one value: a fixed size, not a variable.
                 Variable::new(n, 1, hi.max(2))
             })
@@ -274,7 +282,10 @@ pub fn check_same_program(a: &Capture, b: &Capture, names: &str) -> Result<()> {
     for (i, (x, y)) in a.steps().iter().zip(b.steps()).enumerate() {
         let text = |s: &picograd_core::jit::CapturedStep| s.ast.as_ref().map(|t| t.to_string());
         if x.slots != y.slots || text(x) != text(y) {
-            let name = x.kernel.as_ref().map_or("copy".to_string(), |k| k.name.clone());
+            let name = x
+                .kernel
+                .as_ref()
+                .map_or("copy".to_string(), |k| k.name.clone());
             return differ(format!("kernel {i} ({name}) differs"));
         }
     }

@@ -166,7 +166,8 @@ fn mlp_dynamic() -> ModelProto {
         output: vec![out.into()],
         ..Default::default()
     };
-    let w = |n: usize, s: f32| (0..n).map(move |i| ((i as f32 * 0.7 + s).sin() * 4.0).round() / 8.0);
+    let w =
+        |n: usize, s: f32| (0..n).map(move |i| ((i as f32 * 0.7 + s).sin() * 4.0).round() / 8.0);
     let mut x = common::value("x", &[1, 6]);
     let mut y = common::value("y", &[1, 3]);
     for v in [&mut x, &mut y] {
@@ -222,17 +223,25 @@ fn compile_with_a_run_time_batch() {
     };
     let report = compile(&model, &opts).unwrap();
     let h = std::fs::read_to_string(out.join("model.h")).unwrap();
-    assert!(h.contains("int model_run(int32_t N, const float *x, float *y);"), "{h}");
+    assert!(
+        h.contains("int model_run(int32_t N, const float *x, float *y);"),
+        "{h}"
+    );
     assert!(h.contains("#define MODEL_DIM_N_MAX 4"), "{h}");
     let check = report.check.as_ref().unwrap();
     assert!(check.passed(), "{check}");
     assert_eq!(report.run.output("y").unwrap().len(), 9);
     assert_eq!(report.inputs, vec![("x".to_string(), vec![3, 6])]);
     assert_eq!((report.dims[0].0.max, report.dims[0].1), (4, 3));
-    assert!(report.to_string().contains("N in [1, 4] (measured at 3)"));
+    assert!(report
+        .to_string()
+        .contains("N in [1, 4], taken by model_run at run time; measured at N=3"));
     opts.dim_max = vec![parse_max_arg("M=4").unwrap()];
     let e = compile(&model, &opts).unwrap_err();
-    assert!(e.to_string().contains("--max M=...: no --shape names"), "{e}");
+    assert!(
+        e.to_string().contains("--max M=...: no --shape names"),
+        "{e}"
+    );
     assert!(parse_free_shape_arg("x=N,0").is_err() && parse_max_arg("N=0").is_err());
     let _ = std::fs::remove_dir_all(&out);
 }

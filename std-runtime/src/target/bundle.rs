@@ -144,11 +144,12 @@ impl Bundle {
         };
         // The prototype, not a mention of `model_run()` in a comment: `void model_run(`, or
         // `int model_run(` when it returns a status.
-        let (start, returns_status) = match (text.find("void model_run("), text.find("int model_run(")) {
-            (Some(v), _) => (v + "void ".len(), false),
-            (None, Some(i)) => (i + "int ".len(), true),
-            (None, None) => return Err(err(0, "no `void model_run(` prototype".into())),
-        };
+        let (start, returns_status) =
+            match (text.find("void model_run("), text.find("int model_run(")) {
+                (Some(v), _) => (v + "void ".len(), false),
+                (None, Some(i)) => (i + "int ".len(), true),
+                (None, None) => return Err(err(0, "no `void model_run(` prototype".into())),
+            };
         let open = start + "model_run(".len();
         let close = text[open..]
             .find(')')
@@ -218,7 +219,10 @@ impl Bundle {
             .cloned()
             .ok_or_else(|| Error::shape("model_run", "no feed given".to_string()))?;
         let _ = writeln!(h, "#define HARNESS_RUN() {run}");
-        let _ = writeln!(h, "#define HARNESS_PRINT_OUTPUTS() do {{ {print} }} while (0)");
+        let _ = writeln!(
+            h,
+            "#define HARNESS_PRINT_OUTPUTS() do {{ {print} }} while (0)"
+        );
         if calls.len() > 1 {
             let clear: Vec<String> = self
                 .outputs()
@@ -229,7 +233,10 @@ impl Bundle {
                 .enumerate()
                 .skip(1)
                 .map(|(k, (run, print))| {
-                    format!("{} {run}; printf(\"feed {k}\\n\"); {print}", clear.join(" "))
+                    format!(
+                        "{} {run}; printf(\"feed {k}\\n\"); {print}",
+                        clear.join(" ")
+                    )
                 })
                 .collect();
             let _ = writeln!(
@@ -242,7 +249,12 @@ impl Bundle {
     }
 
     /// Writes feed `k`'s input arrays into `h`; returns its call and its print statements.
-    fn feed(&self, h: &mut String, inputs: &[(&str, Values)], k: usize) -> Result<(String, String)> {
+    fn feed(
+        &self,
+        h: &mut String,
+        inputs: &[(&str, Values)],
+        k: usize,
+    ) -> Result<(String, String)> {
         let dims = self.dim_values(inputs)?;
         let in_bounds = self
             .dims()
@@ -260,7 +272,11 @@ impl Bundle {
                 continue;
             }
             // Out of bounds, `model_run` must refuse before reading: any length will do.
-            let want = if in_bounds { Some(self.size_at(p, &dims)?) } else { None };
+            let want = if in_bounds {
+                Some(self.size_at(p, &dims)?)
+            } else {
+                None
+            };
             let v = find_input(inputs, p, want)?;
             let var = format!("pg_in_{}_{k}", p.name);
             let n = v.len().max(1);
@@ -291,7 +307,11 @@ impl Bundle {
             print.push_str("printf(\"status: %d\\n\", pg_status); ");
         }
         for p in self.outputs() {
-            let n = if in_bounds { self.size_at(p, &dims)? } else { p.size };
+            let n = if in_bounds {
+                self.size_at(p, &dims)?
+            } else {
+                p.size
+            };
             // After an error every element is printed: none may have been written.
             let count = if self.returns_status {
                 format!("(pg_status == 0 ? {n}u : {}u)", p.size)
@@ -344,7 +364,10 @@ impl Bundle {
             .ok_or_else(|| {
                 Error::shape(
                     "model_run",
-                    format!("`{}` would hold {n} elements, above its largest {}", p.name, p.size),
+                    format!(
+                        "`{}` would hold {n} elements, above its largest {}",
+                        p.name, p.size
+                    ),
                 )
             })
     }
@@ -425,7 +448,10 @@ fn parse_param(decl: &str, header: &str) -> std::result::Result<Param, String> {
         let fixed = define_value(header, &size_macro(PREFIX, side, n)).map(|s| (s, None));
         fixed.or_else(|| {
             let m = define_fn(header, &size_macro(PREFIX, side, n))?;
-            Some((define_value(header, &max_size_macro(PREFIX, side, n))?, Some(m)))
+            Some((
+                define_value(header, &max_size_macro(PREFIX, side, n))?,
+                Some(m),
+            ))
         })
     };
     let (name, (size, size_of)) = std::iter::once(ident)
@@ -575,9 +601,17 @@ mod tests {
         assert_eq!(b.inputs().map(|p| p.size).collect::<Vec<_>>(), [8]);
         let n = |v: i32| ("N", Values::i32(&[v]));
         let x3 = ("x", Values::f32(&[0.5; 6]));
-        let h = b.feeds_header(&[&[n(3), x3.clone()], &[n(9), x3.clone()]]).unwrap();
-        assert!(h.contains("#define HARNESS_RUN() pg_status = model_run(3, pg_in_x_0.v, pg_out_y.v)"), "{h}");
-        assert!(h.contains("pg_status = model_run(9, pg_in_x_1.v, pg_out_y.v); printf(\"feed 1\\n\");"), "{h}");
+        let h = b
+            .feeds_header(&[&[n(3), x3.clone()], &[n(9), x3.clone()]])
+            .unwrap();
+        assert!(
+            h.contains("#define HARNESS_RUN() pg_status = model_run(3, pg_in_x_0.v, pg_out_y.v)"),
+            "{h}"
+        );
+        assert!(
+            h.contains("pg_status = model_run(9, pg_in_x_1.v, pg_out_y.v); printf(\"feed 1\\n\");"),
+            "{h}"
+        );
         // In bounds the length must be the size at N; out of bounds any length is passed on.
         assert!(b.inputs_header(&[n(2), x3.clone()]).is_err());
         assert!(b.inputs_header(&[x3]).is_err());

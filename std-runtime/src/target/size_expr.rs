@@ -30,7 +30,10 @@ fn tokenize(s: &str) -> Result<Vec<String>, String> {
             chars.next();
         } else if c.is_ascii_alphanumeric() || c == '_' {
             let mut w = String::new();
-            while let Some(&d) = chars.peek().filter(|d| d.is_ascii_alphanumeric() || **d == '_') {
+            while let Some(&d) = chars
+                .peek()
+                .filter(|d| d.is_ascii_alphanumeric() || **d == '_')
+            {
                 w.push(d);
                 chars.next();
             }
@@ -62,7 +65,11 @@ impl Parser<'_> {
             let add = op == "+";
             self.at += 1;
             let r = self.product()?;
-            let next = if add { v.checked_add(r) } else { v.checked_sub(r) };
+            let next = if add {
+                v.checked_add(r)
+            } else {
+                v.checked_sub(r)
+            };
             v = next.ok_or("overflow")?;
         }
         Ok(v)
