@@ -8,6 +8,9 @@
 //! writes nothing. The arena equals the liveness bound and the fixed-shape export's arena at the
 //! maximum; each kernel is in `model.c` once, with 32-bit indices.
 
+#[path = "../core/tests/common/strict_cc.rs"]
+mod strict_cc;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -238,6 +241,57 @@ fn runtime_batch_export_matches_fixed_shapes_on_host_and_cortex_m4() {
     let on_m4 = runs(&build_and_run_feeds(&m4, &sym_dir, &refs, &build).unwrap());
     assert_eq!(on_m4, on_host, "Cortex-M4 differs from the host");
     let _ = std::fs::remove_dir_all(&sym_dir);
+
+    // Inputs and outputs in the arena: `int model_run(int32_t batch)`, the host's bits at 5.
+    let arena_opts = ExportOptions {
+        io_in_arena: true,
+        ..opts
+    };
+    let in_arena = export_at(&m, &dev, 3, true, &arena_opts);
+    let h = c_text(&in_arena, "model.h");
+    assert!(h.contains("int model_run(int32_t batch);"), "{h}");
+    if let Some(y) = run_in_arena(&in_arena, 5) {
+        assert_eq!(y, on_host[1].1, "in-arena run at batch 5");
+    }
+}
+
+/// Builds `bundle` (I/O in the arena) with a `main` that writes batch `b`'s input, runs it,
+/// checks batch 9 is refused, and prints `y`'s bits; `None` when cc is absent (outside CI).
+fn run_in_arena(bundle: &Bundle, b: usize) -> Option<Vec<f32>> {
+    let dir = write(bundle, "arena");
+    let xs: Vec<String> = input(b)
+        .iter()
+        .map(|v| format!("{}u", v.to_bits()))
+        .collect();
+    let main = format!(
+        "#include <stdio.h>\n#include <string.h>\n#include \"model.h\"\n\
+         static const uint32_t xs[] = {{{}}};\n\
+         int main(void) {{\n  int i;\n  memcpy(model_input_x(), xs, sizeof(xs));\n\
+         if (model_run(9) != MODEL_ERR_DIM) return 3;\n\
+         if (model_run({b}) != MODEL_OK) return 4;\n\
+         for (i = 0; i < MODEL_OUTPUT_Y_SIZE({b}); i++) {{\n    uint32_t u;\n\
+         memcpy(&u, &model_output_y()[i], 4);\n    printf(\"%lu\\n\", (unsigned long)u);\n  }}\n\
+         return 0;\n}}\n",
+        xs.join(", ")
+    );
+    std::fs::write(dir.join("main.c"), main).unwrap();
+    let exe = dir.join("prog");
+    let srcs = [dir.join("model.c"), dir.join("model_weights.c")];
+    let extra: Vec<&str> = srcs
+        .iter()
+        .map(|p| p.to_str().unwrap())
+        .chain(["-lm"])
+        .collect();
+    strict_cc::compile_strict("cc", &dir.join("main.c"), &exe, &extra)?;
+    let out = std::process::Command::new(&exe).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let y = String::from_utf8(out.stdout).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    Some(
+        y.lines()
+            .map(|l| f32::from_bits(l.parse().unwrap()))
+            .collect(),
+    )
 }
 
 /// A variable must not take the name of an input or output (`model_run`'s parameters): an
