@@ -16,6 +16,12 @@
 //! assert_eq!(names, ["model.h", "model.c", "model_weights.c", "model.json"]);
 //! ```
 //!
+//! A capture over bound [`Variable`](crate::symbolic::Variable)s (a batch size, a sequence
+//! length) exports with run-time dimensions ([`dims`]): `int PREFIX_run(int32_t N, ...)` takes
+//! each variable first and returns `PREFIX_OK`, or `PREFIX_ERR_DIM` without touching memory
+//! when one is outside its bounds; the memory plan is made at the largest values and holds for
+//! every value in bounds. A fixed-shape capture keeps `void PREFIX_run(...)`, byte for byte.
+//!
 //! Invariants: the same capture and options give byte-identical files; the generated C has no
 //! `malloc`, no stdio, no libm in freestanding mode, weights are `const` (flash) or typed RAM
 //! arrays filled by the loader, every buffer is a typed, 16-byte aligned array (never bytes
