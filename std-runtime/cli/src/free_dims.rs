@@ -109,8 +109,17 @@ impl FreeDims {
                     .iter()
                     .find(|m| m.0 == n)
                     .map_or(DEFAULT_DIM_MAX, |m| m.1);
-                // [1, 1] is one value: a fixed size, not a variable.
-                Variable::new(n, 1, hi.max(2))
+                if hi < 2 {
+                    // [1, 1] is one value: a fixed size, not a run-time dimension.
+                    return Err(Error::shape(
+                        "compile",
+                        format!(
+                            "--max {n}={hi}: a run-time dimension needs a maximum above 1; \
+                             give the size itself in --shape"
+                        ),
+                    ));
+                }
+                Variable::new(n, 1, hi)
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(FreeDims {

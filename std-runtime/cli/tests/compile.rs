@@ -242,6 +242,9 @@ fn compile_with_a_run_time_batch() {
         e.to_string().contains("--max M=...: no --shape names"),
         "{e}"
     );
+    opts.dim_max = vec![parse_max_arg("N=1").unwrap()];
+    let e = compile(&model, &opts).unwrap_err();
+    assert!(e.to_string().contains("needs a maximum above 1"), "{e}");
     assert!(parse_free_shape_arg("x=N,0").is_err() && parse_max_arg("N=0").is_err());
     let _ = std::fs::remove_dir_all(&out);
 }
