@@ -294,10 +294,10 @@ fn run_in_arena(bundle: &Bundle, b: usize) -> Option<Vec<f32>> {
     )
 }
 
-/// A variable must not take the name of an input or output (`model_run`'s parameters): an
-/// error naming it.
+/// A variable must not take the name of an input or output (`model_run`'s parameters) or of a
+/// kernel's parameter: an error naming it.
 #[test]
-fn a_dimension_named_like_an_input_is_an_error() {
+fn badly_named_dimensions_are_errors() {
     let dev = interp();
     let m = Model::new(&dev);
     let v = Variable::new("x", 1, 8).unwrap();
@@ -308,4 +308,17 @@ fn a_dimension_named_like_an_input_is_an_error() {
     let cap = Capture::record(&[&x], &[&y, &s]).unwrap().0;
     let e = export(&cap, &names(), &ExportOptions::default()).unwrap_err();
     assert!(e.to_string().contains("variable x has the name"), "{e}");
+    // Nor that of a kernel's parameter: `int32_t data1` beside `const float *data1`.
+    let v = Variable::new("data1", 1, 8).unwrap();
+    let dims = [v.bind(2).unwrap(), Node::cst(6)];
+    let x = Tensor::try_from_slice_sym_on(&input(2), &dims, &dev).unwrap();
+    x.realize().unwrap();
+    let (y, s) = m.forward(&x);
+    let cap = Capture::record(&[&x], &[&y, &s]).unwrap().0;
+    let e = export(&cap, &names(), &ExportOptions::default()).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("variable data1 has the name of a kernel"),
+        "{e}"
+    );
 }

@@ -4,7 +4,7 @@
 //!
 //! Invariants: every variable has one pair of bounds across the capture, `0 <= min < max <=
 //! i32::MAX` (kernels take `int32_t` arguments); its name is a usable C identifier distinct from
-//! the model's input and output names; and every buffer a symbolic kernel loads or stores is
+//! the model's input and output names and from the kernels' own names (`data0`, `val3`, ...); and every buffer a symbolic kernel loads or stores is
 //! reached only below the size the memory plan gives it, for every value of every variable in
 //! its bounds. The plan sizes each buffer by the product of its dimensions' upper bounds, and an
 //! access is checked by its index expression's upper bound over the variables' whole ranges, so
@@ -117,6 +117,13 @@ fn check_dim(d: &Dim, io: &ExportNames, prefix: &str) -> Result<()> {
             d.name
         )));
     }
+    if kernel_local(&d.name) {
+        return Err(unsupported(format!(
+            "variable {} has the name of a kernel's own parameter or local (dataN, valN, \
+             accN, vecN, ridxN, core_id, core_count); name the Variable otherwise",
+            d.name
+        )));
+    }
     let taken = io.inputs.iter().chain(&io.outputs);
     if let Some(n) = taken.into_iter().find(|n| n.eq_ignore_ascii_case(&d.name)) {
         return Err(unsupported(format!(
@@ -125,6 +132,15 @@ fn check_dim(d: &Dim, io: &ExportNames, prefix: &str) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// Is `name` spelled like a name the C renderer gives a kernel's parameters and locals?
+fn kernel_local(name: &str) -> bool {
+    let numbered = ["data", "val", "acc", "vec", "ridx"].iter().any(|p| {
+        name.strip_prefix(p)
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    });
+    numbered || name == "core_id" || name == "core_count"
 }
 
 /// Every symbolic access of every running step stays below its buffer's planned size for all
