@@ -1,12 +1,13 @@
 //! Exported C with a run-time dimension: a model captured over a batch `Variable` in [1, 8]
 //! (matmul + bias + relu + matmul, and the column sums over the batch) exports once to C whose
-//! `model_run(int32_t batch, ...)` takes the batch at run time. One host program and one
-//! Cortex-M4 firmware each run it at batch 1, 5 and 8 and at the out-of-range 0 and 9: inside
-//! the bounds the outputs equal, bit for bit, the fixed-shape exports of the same model at
-//! those sizes (host) and the host run (Cortex-M4, same C, same fused multiply-adds), and are
-//! within 1e-5 of the desktop interpreter; outside them `model_run` returns `MODEL_ERR_DIM` and
-//! writes nothing. The arena equals the liveness bound and the fixed-shape export's arena at the
-//! maximum; each kernel is in `model.c` once, with 32-bit indices.
+//! `model_run(int32_t batch, ...)` takes the batch at run time. Host programs (gcc, clang) and
+//! one Cortex-M4 firmware each run it at batch 1, 5 and 8 and at the out-of-range 0 and 9:
+//! inside the bounds the outputs equal, bit for bit, the fixed-shape exports of the same model
+//! at those sizes (host) and the host's gcc run (clang, and Cortex-M4: same C, same fused
+//! multiply-adds), and are within 1e-5 of the desktop interpreter; outside them `model_run`
+//! returns `MODEL_ERR_DIM` and writes nothing. The arena equals the liveness bound and the
+//! fixed-shape export's arena at the maximum; each kernel is in `model.c` once, with 32-bit
+//! indices. Inputs and outputs in the arena give `int model_run(int32_t batch)`.
 
 #[path = "../core/tests/common/strict_cc.rs"]
 mod strict_cc;
@@ -19,7 +20,7 @@ use picograd::device::Device;
 use picograd::export::{export, Bundle, ExportNames, ExportOptions};
 use picograd::jit::Capture;
 use picograd::runtime::target::{
-    build_and_run, build_and_run_feeds, BuildOptions, RunReport, Target, Values,
+    build_and_run, build_and_run_feeds, BuildOptions, CompilerKind, RunReport, Target, Values,
 };
 use picograd::symbolic::{Node, Variable};
 use picograd::Tensor;
@@ -235,6 +236,14 @@ fn runtime_batch_export_matches_fixed_shapes_on_host_and_cortex_m4() {
             "written after an error"
         );
     }
+
+    // clang on the host: the same bits.
+    let clang = BuildOptions {
+        compiler: CompilerKind::Clang,
+        ..BuildOptions::default()
+    };
+    let with_clang = runs(&build_and_run_feeds(&host, &sym_dir, &refs, &clang).unwrap());
+    assert_eq!(with_clang, on_host, "clang differs from gcc on the host");
 
     // One Cortex-M4 firmware runs every feed: the host's bits.
     let m4 = Target::by_name("cortex-m4").unwrap();
