@@ -25,6 +25,7 @@ mod bundle;
 pub mod icount;
 mod opt;
 mod search;
+mod size_expr;
 pub mod symbols;
 
 use std::collections::BTreeMap;
@@ -36,9 +37,10 @@ use picograd_core::{Error, Result};
 
 pub use budget::{Budget, Need, Overflow};
 pub use build::{
-    build_and_run, BuildOptions, BuildStage, CompilerKind, OptLevel, RunReport, StageHook,
+    build_and_run, build_and_run_feeds, BuildOptions, BuildStage, CompilerKind, FeedRun, OptLevel,
+    RunReport, StageHook,
 };
-pub use bundle::{Bundle, Param, Values};
+pub use bundle::{Bundle, Param, SizeMacro, Values};
 pub use opt::{OptKey, OPT_KEYS};
 pub use search::{kernel_opts, DeviceSearch, DeviceSearchStats, KernelChoice, DEFAULT_CANDIDATES};
 

@@ -10,6 +10,11 @@
  *   output <name> <hex bits> <hex bits> ...   one line per output, every element's bit pattern
  *   instructions: <N>                          when the target has a counter
  *   stack: <N> bytes                           high-water mark of the stack during model_run
+ *   status: <S>                                model_run's status, when it returns one (a
+ *                                              bundle with run-time dimensions), before its
+ *                                              outputs
+ *   feed <K>                                   then the outputs (and status) of feed K >= 1,
+ *                                              when inputs.h defines HARNESS_MORE_FEEDS()
  *
  * PICOGRAD_STACK_NONE (sanitizer builds) skips the probe and prints no stack line.
  * PICOGRAD_COUNT_RUNS=K (the exact counter's builds, see targets/common/icount.c) calls
@@ -252,6 +257,9 @@ int main(void)
 #endif
 #if HAVE_STACK_PROBE
     printf("stack: %lu bytes\n", (unsigned long)used);
+#endif
+#if defined(HARNESS_MORE_FEEDS)
+    HARNESS_MORE_FEEDS();
 #endif
     return 0;
 }

@@ -7,9 +7,10 @@
 //! `<stdint.h>` (and `<math.h>` when freestanding math is off).
 
 use alloc::format;
-use alloc::string::String;
+use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
+use super::dims::{macro_body, numel, Dim};
 use super::names::{self, Side};
 use super::plan::{BufferPlan, Home, MemoryPlan, Role};
 use super::weights::{blob, initializer, BLOB_HEADER};
@@ -33,6 +34,8 @@ struct Ctx<'a> {
     kernels: Vec<Option<LinearKernel>>,
     /// Weight slots, in slot order, with their bytes.
     weights: Vec<(usize, Vec<u8>)>,
+    /// The run-time dimensions (empty: a fixed-shape model, `PREFIX_run` returns nothing).
+    dims: Vec<Dim>,
 }
 
 pub(crate) fn emit(
@@ -40,8 +43,9 @@ pub(crate) fn emit(
     names: &ExportNames,
     opts: &ExportOptions,
     plan: MemoryPlan,
+    dims: Vec<Dim>,
 ) -> Result<Bundle> {
-    let ctx = Ctx::new(capture, names, opts, &plan)?;
+    let ctx = Ctx::new(capture, names, opts, &plan, dims)?;
     let p = &opts.prefix;
     let (weights_file, blob_offsets) = ctx.weights_file();
     let mut files = Vec::new();
@@ -52,6 +56,8 @@ pub(crate) fn emit(
     let manifest = ctx.manifest(&blob_offsets, &names_list);
     files.push((format!("{p}.json"), manifest.clone().into_bytes()));
     let weight_bytes = ctx.weights.iter().map(|w| w.1.len()).sum();
+    let dims = ctx.dims.clone();
+    drop(ctx);
     Ok(Bundle {
         files,
         manifest_json: manifest,
@@ -59,6 +65,7 @@ pub(crate) fn emit(
         lower_bound_bytes: plan.lower_bound_bytes,
         plan,
         weight_bytes,
+        dims,
     })
 }
 
@@ -80,6 +87,7 @@ impl<'a> Ctx<'a> {
         names: &'a ExportNames,
         opts: &'a ExportOptions,
         plan: &'a MemoryPlan,
+        dims: Vec<Dim>,
     ) -> Result<Self> {
         let p = opts.prefix.as_str();
         let kernels = plan
@@ -106,6 +114,7 @@ impl<'a> Ctx<'a> {
             up: p.to_ascii_uppercase(),
             kernels,
             weights,
+            dims,
         })
     }
 
@@ -196,6 +205,9 @@ impl<'a> Ctx<'a> {
             " * The model uses static memory only (not reentrant), no heap and no I/O; the\n \
              * same inputs always give the same outputs.\n",
         );
+        if !self.dims.is_empty() {
+            u.push_str(&self.dims_usage());
+        }
         for note in &self.opts.header_notes {
             u.push_str(" *\n");
             for line in wrap(note, 92) {
@@ -214,7 +226,7 @@ impl<'a> Ctx<'a> {
     }
 
     fn size_macros(&self) -> String {
-        let mut m = String::new();
+        let mut m = self.dim_macros();
         for (name, slot, is_out) in self.io() {
             let b = self.buf(slot);
             let side = if is_out { Side::Output } else { Side::Input };
@@ -224,12 +236,34 @@ impl<'a> Ctx<'a> {
                 self.capture.input_shapes()
             };
             let n = self.io_index(slot, is_out);
+            let shape: Vec<_> = shapes[n].iter().map(|d| d.unbind()).collect();
+            let size = names::size_macro(self.p, side, name);
+            let what = if is_out { "Output" } else { "Input" };
+            let count = numel(&shape);
+            if count.is_const() {
+                m.push_str(&format!(
+                    "/** {what} `{name}`: {}, shape {}. */\n#define {size} {}\n",
+                    b.dtype,
+                    fmt_shape(&shape),
+                    b.elements
+                ));
+                continue;
+            }
+            let args: Vec<String> = count
+                .vars()
+                .iter()
+                .filter_map(|v| v.var_name().map(String::from))
+                .collect();
             m.push_str(&format!(
-                "/** {} `{name}`: {}, shape {}. */\n#define {} {}\n",
-                if is_out { "Output" } else { "Input" },
+                "/** {what} `{name}`: {}, shape {}: {size}({}) elements, at most {}. */\n\
+                 #define {size}({}) {}\n#define {} {}\n",
                 b.dtype,
-                fmt_shape(shapes[n]),
-                names::size_macro(self.p, side, name),
+                fmt_shape(&shape),
+                args.join(", "),
+                names::max_size_macro(self.p, side, name),
+                args.join(", "),
+                macro_body(&count),
+                names::max_size_macro(self.p, side, name),
                 b.elements
             ));
         }
@@ -288,24 +322,75 @@ impl<'a> Ctx<'a> {
         s
     }
 
+    /// `void PREFIX_run(inputs, outputs)` for a fixed-shape model; with run-time dimensions
+    /// `int PREFIX_run(int32_t DIM, ..., inputs, outputs)`, returning a status.
     fn run_signature(&self) -> String {
-        if self.opts.io_in_arena {
-            return format!("void {}_run(void)", self.p);
-        }
-        let params: Vec<String> = self
-            .io()
-            .into_iter()
-            .map(|(name, slot, is_out)| {
+        let mut params: Vec<String> = self
+            .dims
+            .iter()
+            .map(|d| format!("int32_t {}", d.name))
+            .collect();
+        if !self.opts.io_in_arena {
+            params.extend(self.io().into_iter().map(|(name, slot, is_out)| {
                 let c = if is_out { "" } else { "const " };
                 format!("{c}{} *{name}", self.buf(slot).dtype.c_storage())
-            })
-            .collect();
+            }));
+        }
         let params = if params.is_empty() {
             String::from("void")
         } else {
             params.join(", ")
         };
-        format!("void {}_run({params})", self.p)
+        let ret = if self.dims.is_empty() { "void" } else { "int" };
+        format!("{ret} {}_run({params})", self.p)
+    }
+
+    /// What `PREFIX.h` says of the run-time dimensions.
+    fn dims_usage(&self) -> String {
+        let (p, up) = (self.p, &self.up);
+        let list: Vec<String> = self
+            .dims
+            .iter()
+            .map(|d| format!("{} in [{}, {}]", d.name, d.min, d.max))
+            .collect();
+        let mut u = format!(
+            " *\n * Run-time dimensions: {}. {p}_run() takes them first, then the arrays; an\n \
+             * array holds its SIZE(...) macro's elements at those values. {p}_run() returns\n \
+             * {up}_OK, or {up}_ERR_DIM when a dimension is outside its bounds: then it reads\n \
+             * and writes nothing. The static arena is sized for the largest dimensions and\n \
+             * serves every value in bounds; kernel indices are 32-bit where the bounds allow.\n",
+            list.join(", ")
+        );
+        if self.opts.io_in_arena {
+            u.push_str(&format!(
+                " * Inputs and outputs in the arena are laid out for the largest dimensions: an\n \
+                 * array starts where {p}_input_NAME() / {p}_output_NAME() say whatever the values.\n"
+            ));
+        }
+        u
+    }
+
+    /// `PREFIX_DIM_NAME_MIN/MAX` and the status codes, for a model with run-time dimensions.
+    fn dim_macros(&self) -> String {
+        let up = &self.up;
+        let mut m = String::new();
+        for d in &self.dims {
+            let n = d.name.to_ascii_uppercase();
+            m.push_str(&format!(
+                "/** Run-time dimension `{}`: {up}_DIM_{n}_MIN <= {} <= {up}_DIM_{n}_MAX. */\n\
+                 #define {up}_DIM_{n}_MIN {}\n#define {up}_DIM_{n}_MAX {}\n",
+                d.name, d.name, d.min, d.max
+            ));
+        }
+        if !self.dims.is_empty() {
+            m.push_str(&format!(
+                "/** {p}_run() succeeded. */\n#define {up}_OK 0\n\
+                 /** A dimension passed to {p}_run() is outside its bounds; nothing was read or written. */\n\
+                 #define {up}_ERR_DIM (-1)\n",
+                p = self.p
+            ));
+        }
+        m
     }
 
     // ---- model.c ----
@@ -413,6 +498,15 @@ impl<'a> Ctx<'a> {
 
     fn run_c(&self) -> String {
         let mut c = format!("\n{} {{\n", self.run_signature());
+        for d in &self.dims {
+            let n = d.name.to_ascii_uppercase();
+            c.push_str(&format!(
+                "  if ({} < {up}_DIM_{n}_MIN || {} > {up}_DIM_{n}_MAX) return {up}_ERR_DIM;\n",
+                d.name,
+                d.name,
+                up = self.up
+            ));
+        }
         for (name, slot, _) in self.io() {
             if self.buf(slot).home == Home::Caller && !self.touched(slot) {
                 c.push_str(&format!("  (void){name};\n"));
@@ -420,9 +514,13 @@ impl<'a> Ctx<'a> {
         }
         for (n, s) in self.plan.steps.iter().enumerate() {
             let slots = &self.capture.steps()[s.step].slots;
-            let args: Vec<String> = slots.iter().map(|&x| self.expr(x)).collect();
+            let mut args: Vec<String> = slots.iter().map(|&x| self.expr(x)).collect();
             c.push_str(&match &self.kernels[n] {
-                Some(k) => format!("  {}({});\n", k.name, args.join(", ")),
+                Some(k) => {
+                    // The kernel's variables are `PREFIX_run`'s parameters of the same names.
+                    args.extend(k.vars.iter().map(|(v, _, _)| v.to_string()));
+                    format!("  {}({});\n", k.name, args.join(", "))
+                }
                 None => format!(
                     "  {{\n    uint32_t i;\n    for (i = 0u; i < {}u; i++) {}[i] = {}[i];\n  }}\n",
                     self.buf(slots[0]).elements,
@@ -430,6 +528,9 @@ impl<'a> Ctx<'a> {
                     args[1]
                 ),
             });
+        }
+        if !self.dims.is_empty() {
+            c.push_str(&format!("  return {}_OK;\n", self.up));
         }
         c.push_str("}\n");
         c
@@ -484,7 +585,7 @@ impl<'a> Ctx<'a> {
             Weights::Blob => "blob",
         };
         let file_list: Vec<String> = files.iter().map(|f| json::string(f)).collect();
-        let fields = [
+        let mut fields = alloc::vec![
             ("format", json::string("picograd-export-1")),
             ("prefix", json::string(self.p)),
             ("io_in_arena", format!("{}", o.io_in_arena)),
@@ -502,11 +603,28 @@ impl<'a> Ctx<'a> {
             ("kernels", json::array(&self.kernels_json(), 2)),
             ("folded_steps", format!("{:?}", self.plan.folded)),
         ];
+        if !self.dims.is_empty() {
+            // A fixed-shape manifest stays as it was; run-time dimensions add their bounds.
+            fields.insert(8, ("dims", json::array(&self.dims_json(), 2)));
+            fields.insert(9, ("run_returns_status", String::from("true")));
+        }
         let body: Vec<String> = fields
             .iter()
             .map(|(k, v)| format!("  {}: {v}", json::string(k)))
             .collect();
         format!("{{\n{}\n}}\n", body.join(",\n"))
+    }
+
+    fn dims_json(&self) -> Vec<String> {
+        let dims = self.dims.iter();
+        dims.map(|d| {
+            json::object(&[
+                ("name", json::string(&d.name)),
+                ("min", format!("{}", d.min)),
+                ("max", format!("{}", d.max)),
+            ])
+        })
+        .collect()
     }
 
     fn arenas_json(&self) -> Vec<String> {
@@ -537,7 +655,7 @@ impl<'a> Ctx<'a> {
                 _ => (None, None),
             };
             let w = self.weights.iter().position(|w| w.0 == b.slot);
-            json::object(&[
+            let mut fields = alloc::vec![
                 ("slot", format!("{}", b.slot)),
                 ("role", json::string(role)),
                 ("name", name),
@@ -551,9 +669,28 @@ impl<'a> Ctx<'a> {
                     "blob_offset",
                     json::opt_num(w.and_then(|w| blob_offsets.get(w).map(|o| o + BLOB_HEADER))),
                 ),
-            ])
+            ];
+            if !self.dims.is_empty() {
+                // `elements` is the count at the largest dimensions; the shape says how it
+                // varies.
+                if let Some(shape) = self.io_shape(b) {
+                    fields.insert(5, ("shape", json::string(&shape)));
+                }
+            }
+            json::object(&fields)
         })
         .collect()
+    }
+
+    /// The unbound shape of an input or output buffer, as text.
+    fn io_shape(&self, b: &BufferPlan) -> Option<String> {
+        let shape = match b.role {
+            Role::Input(i) => self.capture.input_shapes()[i],
+            Role::Output(o) => self.capture.output_shapes()[o],
+            _ => return None,
+        };
+        let unbound: Vec<_> = shape.iter().map(|d| d.unbind()).collect();
+        Some(fmt_shape(&unbound))
     }
 
     fn kernels_json(&self) -> Vec<String> {

@@ -16,11 +16,18 @@
 //! assert_eq!(names, ["model.h", "model.c", "model_weights.c", "model.json"]);
 //! ```
 //!
+//! A capture over bound [`Variable`](crate::symbolic::Variable)s (a batch size, a sequence
+//! length) exports with run-time dimensions ([`dims`]): `int PREFIX_run(int32_t N, ...)` takes
+//! each variable first and returns `PREFIX_OK`, or `PREFIX_ERR_DIM` without touching memory
+//! when one is outside its bounds; the memory plan is made at the largest values and holds for
+//! every value in bounds. A fixed-shape capture keeps `void PREFIX_run(...)`, byte for byte.
+//!
 //! Invariants: the same capture and options give byte-identical files; the generated C has no
 //! `malloc`, no stdio, no libm in freestanding mode, weights are `const` (flash) or typed RAM
 //! arrays filled by the loader, every buffer is a typed, 16-byte aligned array (never bytes
 //! cast to `float *`), and every kernel is `static` with a unique name.
 
+pub mod dims;
 mod emit;
 mod json;
 pub mod names;
@@ -34,6 +41,7 @@ use alloc::vec::Vec;
 use crate::error::{Error, Result};
 use crate::jit::Capture;
 
+pub use dims::Dim;
 pub use plan::MemoryPlan;
 
 /// Names of the exported model's inputs and outputs (C identifiers), in capture order.
@@ -131,6 +139,9 @@ pub struct Bundle {
     pub lower_bound_bytes: usize,
     /// Bytes of weights.
     pub weight_bytes: usize,
+    /// The dimensions `PREFIX_run` takes at run time (variables of the capture), by name; empty
+    /// for a fixed-shape model. With any, `PREFIX_run` returns a status (see `PREFIX.h`).
+    pub dims: Vec<Dim>,
 }
 
 impl Bundle {
@@ -157,7 +168,9 @@ pub fn export(capture: &Capture, names: &ExportNames, opts: &ExportOptions) -> R
     let capture = &capture;
     check_names(capture, names, opts)?;
     let plan = plan::plan(capture, opts.io_in_arena)?;
-    emit::emit(capture, names, opts, plan)
+    let running: Vec<usize> = plan.steps.iter().map(|s| s.step).collect();
+    let dims = dims::free_dims(capture, &running, names, &opts.prefix)?;
+    emit::emit(capture, names, opts, plan, dims)
 }
 
 fn bad_name(what: String) -> Error {

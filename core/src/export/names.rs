@@ -172,6 +172,13 @@ pub fn size_macro(prefix: &str, side: Side, ident: &str) -> String {
     )
 }
 
+/// The largest element count of input or output `ident` whose size depends on run-time
+/// dimensions: `MODEL_INPUT_X_MAX_SIZE` beside the function-like `MODEL_INPUT_X_SIZE(N)`.
+pub fn max_size_macro(prefix: &str, side: Side, ident: &str) -> String {
+    let s = size_macro(prefix, side, ident);
+    format!("{}_MAX_SIZE", s.trim_end_matches("_SIZE"))
+}
+
 /// One name made into an identifier, before making it distinct: every character other than
 /// an ASCII letter, digit or `_` becomes `_`; an empty, reserved or digit-led result gets
 /// `in_`/`out_` in front (`191` → `out_191`, `int` → `in_int`, `model_x` → `in_model_x`).

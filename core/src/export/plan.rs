@@ -238,12 +238,6 @@ fn check_steps(capture: &Capture, roles: &[Role], steps: &[usize]) -> Result<()>
 }
 
 fn check_params(capture: &Capture, k: &LinearKernel, slots: &[usize], i: usize) -> Result<()> {
-    if !k.vars.is_empty() {
-        return Err(unsupported(format!(
-            "kernel {} (step {i}) takes symbolic variables",
-            k.name
-        )));
-    }
     if k.bufs.len() != slots.len() {
         return Err(unsupported(format!(
             "kernel {} (step {i}) has {} buffer parameters but ran on {} buffers",

@@ -9,6 +9,11 @@
 //! checked against the selected [`Budget`] and the emulated board; with given inputs, the
 //! device's outputs are compared with the desktop's ([`crate::check`]).
 //!
+//! With run-time dimensions (`--shape x=N,3,32,32 --max N=8`, see [`crate::free_dims`]) the
+//! placeholders are symbolic, the model is captured at two values and must give one program,
+//! and the exported `model_run` takes `N`; the measuring run is at the largest value, or at the
+//! given inputs' value.
+//!
 //! Invariant: the bundle's input and output names are the ONNX names made into C identifiers
 //! ([`bundle_names`], by the exporter's one rule), in the model's order; [`CompileReport`] carries them so callers can feed the
 //! bundle by name.
@@ -28,6 +33,7 @@ use picograd_runtime::target::{
 };
 
 use crate::check::{compare, CheckReport};
+use crate::free_dims::{check_same_program, FreeDims, ShapeDim};
 
 /// Calls of `model_run` the exact instruction count runs (against a run with none).
 pub const ICOUNT_RUNS: u32 = 2;
@@ -45,6 +51,12 @@ pub struct CompileOptions {
     pub out: PathBuf,
     /// Shapes for inputs, by ONNX name; required for inputs with a symbolic axis.
     pub shapes: Vec<(String, Vec<usize>)>,
+    /// Shapes with run-time dimensions, by ONNX name (`x=N,3,32,32`): the bundle's
+    /// `model_run` takes each named dimension at run time.
+    pub free_shapes: Vec<(String, Vec<ShapeDim>)>,
+    /// The largest value of each run-time dimension, by name (`--max N=8`); unnamed ones get
+    /// [`crate::free_dims::DEFAULT_DIM_MAX`]. The smallest is 1.
+    pub dim_max: Vec<(String, i64)>,
     /// How the measuring build is made (`opt` also picks the export's unroll budget). On an
     /// emulated target, instructions are counted exactly ([`BuildOptions::icount_runs`]; unset:
     /// [`ICOUNT_RUNS`]).
@@ -88,6 +100,8 @@ impl CompileOptions {
             target_dir: None,
             out: out.into(),
             shapes: Vec::new(),
+            free_shapes: Vec::new(),
+            dim_max: Vec::new(),
             build: BuildOptions::default(),
             budget: None,
             inputs: Vec::new(),
@@ -103,8 +117,12 @@ pub struct CompileReport {
     pub target: String,
     /// Where the bundle was written.
     pub out: PathBuf,
-    /// C names of the inputs, in model order, with their shapes.
+    /// C names of the inputs, in model order, with their shapes (at the measuring run's
+    /// dimensions).
     pub inputs: Vec<(String, Vec<usize>)>,
+    /// The run-time dimensions `model_run` takes (empty for a fixed-shape bundle), with the
+    /// value the measuring run used.
+    pub dims: Vec<(picograd_core::export::Dim, i64)>,
     /// C names of the outputs, in model order.
     pub outputs: Vec<String>,
     /// Kernels in the exported model.
@@ -136,6 +154,24 @@ impl fmt::Display for CompileReport {
         writeln!(f, "target:       {}", self.target)?;
         writeln!(f, "bundle:       {}", self.out.display())?;
         writeln!(f, "kernels:      {}", self.kernels)?;
+        if !self.dims.is_empty() {
+            let bounds: Vec<String> = self
+                .dims
+                .iter()
+                .map(|(d, _)| format!("{} in [{}, {}]", d.name, d.min, d.max))
+                .collect();
+            let at: Vec<String> = self
+                .dims
+                .iter()
+                .map(|(d, v)| format!("{}={v}", d.name))
+                .collect();
+            writeln!(
+                f,
+                "dimensions:   {}, taken by model_run at run time; measured at {}",
+                bounds.join(", "),
+                at.join(", ")
+            )?;
+        }
         writeln!(
             f,
             "flash:        {} bytes (model text {} + data {}): code {} + weights {} (arrays {}); \
@@ -233,26 +269,48 @@ pub fn compile(model: &Model, opts: &CompileOptions) -> Result<CompileReport> {
         None => Target::by_name(&opts.target)?,
     };
     let budget = target.budget(opts.budget.as_deref())?.cloned();
+    let free = FreeDims::new(&opts.free_shapes, &opts.dim_max)?;
+    let largest: Vec<i64> = free.vars.iter().map(|v| v.bounds().1).collect();
     let shapes = if opts.inputs.is_empty() {
-        input_shapes(model, &opts.shapes)?
+        let mut given = opts.shapes.clone();
+        given.extend(free.concrete(&largest));
+        input_shapes(model, &given)?
     } else {
         given_shapes(model, &opts.inputs)?
     };
-    let inputs = placeholders(model.inputs(), &shapes)?;
-    let outputs = stage("building the graph", || model.graph(&inputs))?;
-    let (ins, outs): (Vec<&Tensor>, Vec<&Tensor>) =
-        (inputs.iter().collect(), outputs.iter().collect());
-    let (capture, _) = stage("compiling kernels", || Capture::record(&ins, &outs))?;
+    let values = free.values_in(model.inputs(), &shapes)?;
+    let (inputs, capture) = capture_at(model, &free, &shapes, &values)?;
+    if !free.is_empty() {
+        // Another value must give the same program (no kernel computes with the value).
+        let other: Vec<i64> = free
+            .vars
+            .iter()
+            .zip(&values)
+            .map(|(v, &x)| {
+                if x == v.bounds().0 {
+                    v.bounds().1
+                } else {
+                    v.bounds().0
+                }
+            })
+            .collect();
+        let (_, again) = capture_at(model, &free, &shapes, &other)?;
+        let names: Vec<&str> = free.vars.iter().map(|v| v.name()).collect();
+        check_same_program(&capture, &again, &names.join(", "))?;
+    }
     // The target's own export options (fused multiply-add where its FPU has one), with the
     // smaller unroll budget of size mode when the build is `-Os`.
     let mut export_opts = target.export_options_for(opts.build.opt);
     let names = bundle_names(model, &export_opts.prefix);
     export_opts.header_notes = zipmap_notes(model, &names.outputs);
-    let feed = if opts.inputs.is_empty() {
+    let mut feed = if opts.inputs.is_empty() {
         seeded_values(&names.inputs, &inputs)
     } else {
         given_values(&names.inputs, &inputs, &opts.inputs)?
     };
+    for (v, &x) in free.vars.iter().zip(&values) {
+        feed.push((v.name().to_string(), Values::i32(&[x as i32])));
+    }
     let feed: Vec<(&str, Values)> = feed.iter().map(|(n, v)| (n.as_str(), v.clone())).collect();
     let search = match &opts.search {
         Some(so) => {
@@ -294,6 +352,12 @@ pub fn compile(model: &Model, opts: &CompileOptions) -> Result<CompileReport> {
     let run = build_and_run(&target, &opts.out, &feed, &build);
     progress.finish(run.is_ok());
     let run = run?;
+    if run.status.is_some_and(|s| s != 0) {
+        return Err(Error::Device(format!(
+            "target {}: model_run returned status {:?}",
+            target.name, run.status
+        )));
+    }
     let measured = Need {
         flash: run.model_text + run.model_data,
         ram: bundle.arena_bytes as u64 + run.stack_bytes.unwrap_or(0),
@@ -314,6 +378,7 @@ pub fn compile(model: &Model, opts: &CompileOptions) -> Result<CompileReport> {
         target: target.name.clone(),
         out: opts.out.clone(),
         inputs: names.inputs.into_iter().zip(shapes).collect(),
+        dims: bundle.dims.iter().cloned().zip(values).collect(),
         outputs: names.outputs,
         kernels: capture.steps().len(),
         arena_bytes: bundle.arena_bytes,
@@ -323,6 +388,25 @@ pub fn compile(model: &Model, opts: &CompileOptions) -> Result<CompileReport> {
         check,
         search,
     })
+}
+
+/// The model's placeholders (symbolic over `free`'s variables bound to `values`) and the
+/// capture of its forward pass on them.
+fn capture_at(
+    model: &Model,
+    free: &FreeDims,
+    shapes: &[Vec<usize>],
+    values: &[i64],
+) -> Result<(Vec<Tensor>, Capture)> {
+    let inputs = match free.is_empty() {
+        true => placeholders(model.inputs(), shapes)?,
+        false => free.placeholders(model.inputs(), shapes, values)?,
+    };
+    let outputs = stage("building the graph", || model.graph(&inputs))?;
+    let (ins, outs): (Vec<&Tensor>, Vec<&Tensor>) =
+        (inputs.iter().collect(), outputs.iter().collect());
+    let (capture, _) = stage("compiling kernels", || Capture::record(&ins, &outs))?;
+    Ok((inputs, capture))
 }
 
 /// The C identifiers of the model's inputs and outputs in a bundle whose symbols start with

@@ -113,9 +113,14 @@ struct CompileArgs {
     #[arg(long)]
     out: PathBuf,
     /// The shape of an input with a symbolic axis, `NAME=D0,D1,...` (repeatable); required
-    /// for every such input.
+    /// for every such input. A dimension given as a name (`x=N,3,32,32`) stays free: the
+    /// exported `model_run` takes it at run time, in [1, --max].
     #[arg(long = "shape", value_name = "NAME=DIMS")]
     shapes: Vec<String>,
+    /// The largest value of a run-time dimension named in `--shape`, `NAME=MAX` (repeatable;
+    /// default 16): the static arena is sized for it.
+    #[arg(long = "max", value_name = "NAME=MAX")]
+    max: Vec<String>,
     /// The part whose flash and RAM the model must fit, checked before anything is built
     /// (one of the target's `budget.NAME` lines; default: the target's default part —
     /// cortex-m4: nrf52840 (1 MiB flash, 256 KiB RAM), cortex-m3: lpc1768, riscv32imac:
@@ -514,6 +519,7 @@ fn compile(args: CompileArgs) -> CliResult {
         target_dir,
         out,
         shapes,
+        max,
         budget,
         inputs,
         check,
@@ -536,7 +542,19 @@ fn compile(args: CompileArgs) -> CliResult {
         extra_flags: cflags,
         ..build_options(opt, compiler)
     };
-    let shapes = parse_shapes(&shapes)?;
+    let (fixed, free): (Vec<String>, Vec<String>) = shapes
+        .into_iter()
+        .partition(|s| picograd_cli::compile::parse_shape_arg(s).is_ok());
+    let shapes = parse_shapes(&fixed)?;
+    let usage = |e: Error| Failure::Usage(e.to_string());
+    let free_shapes = free
+        .iter()
+        .map(|s| picograd_cli::free_dims::parse_free_shape_arg(s).map_err(usage))
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    let dim_max = max
+        .iter()
+        .map(|s| picograd_cli::free_dims::parse_max_arg(s).map_err(usage))
+        .collect::<std::result::Result<Vec<_>, _>>()?;
     // Target and budget are arguments: an unknown one is a usage error, found before any work.
     let t = match &target.dir {
         Some(dir) => Target::from_dir(dir),
@@ -554,6 +572,8 @@ fn compile(args: CompileArgs) -> CliResult {
     let opts = picograd_cli::CompileOptions {
         target_dir: target.dir,
         shapes,
+        free_shapes,
+        dim_max,
         budget: budget.map(str::to_string),
         inputs,
         build,

@@ -433,3 +433,46 @@ fn invalid_environment_values_are_warned_about_once() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `compile --shape x=N,6 --max N=4`: `model_run` takes `N` (the header says so and the report
+/// names it), the host run at the input file's batch (2) agrees with the desktop; a `--max`
+/// that is not `NAME=MAX` is a usage error (exit 2).
+#[test]
+fn compile_takes_a_run_time_dimension() {
+    let dir = scratch("free");
+    let mut m = model(
+        vec![node("MatMul", &["x", "w"], "y", vec![])],
+        vec![zeros("w", &[6, 3])],
+        &[1, 6],
+        &[1, 3],
+    );
+    let g = m.graph.as_mut().unwrap();
+    for v in [&mut g.input[0], &mut g.output[0]] {
+        let t = v.r#type.as_mut().unwrap().tensor_type.as_mut().unwrap();
+        let d = &mut t.shape.as_mut().unwrap().dim[0];
+        (d.dim_value, d.dim_param) = (None, Some("batch".into()));
+    }
+    let m = write_model(&dir, "mm.onnx", &m);
+    let vals: Vec<f32> = (0..12).map(|i| i as f32 / 4.0 - 1.0).collect();
+    let xf = dir.join("x.npy");
+    let x = picograd_core::Tensor::from_slice(&vals, &[2, 6]);
+    picograd_onnx::npy::write(&xf, &x).unwrap();
+    let (xs, out) = (xf.display().to_string(), dir.join("out"));
+    let outs = out.display().to_string();
+    let args = [
+        "compile", &m, "--out", &outs, "--shape", "x=N,6", "--input", &xs,
+    ];
+    let o = picograd(&[&args[..], &["--max", "N=4", "--check"]].concat(), &[]);
+    let report = text(&o.stdout);
+    assert!(o.status.success(), "{}\n{report}", text(&o.stderr));
+    assert!(report.contains("N in [1, 4], taken by model_run at run time; measured at N=2"));
+    assert!(report.contains("device and desktop agree"), "{report}");
+    let h = std::fs::read_to_string(out.join("model.h")).unwrap();
+    assert!(
+        h.contains("int model_run(int32_t N, const float *x, float *y);"),
+        "{h}"
+    );
+    let o = picograd(&[&args[..], &["--max", "N"]].concat(), &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -155,3 +155,123 @@ fn check_compares_device_and_desktop_and_catches_a_difference() {
     assert!((bad.max_abs_diff() - want).abs() <= 1e-5, "{bad} vs {want}");
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// `x[batch, 6]` → MatMul(6×5) → Add → Relu → MatMul(5×3): an MLP with a dynamic batch axis.
+fn mlp_dynamic() -> ModelProto {
+    use picograd_onnx::proto::{GraphProto, NodeProto, OperatorSetIdProto};
+    let node = |op: &str, ins: &[&str], out: &str| NodeProto {
+        op_type: op.into(),
+        name: out.into(),
+        input: ins.iter().map(|s| s.to_string()).collect(),
+        output: vec![out.into()],
+        ..Default::default()
+    };
+    let w =
+        |n: usize, s: f32| (0..n).map(move |i| ((i as f32 * 0.7 + s).sin() * 4.0).round() / 8.0);
+    let mut x = common::value("x", &[1, 6]);
+    let mut y = common::value("y", &[1, 3]);
+    for v in [&mut x, &mut y] {
+        let t = v.r#type.as_mut().unwrap().tensor_type.as_mut().unwrap();
+        t.shape.as_mut().unwrap().dim[0] = Dimension {
+            dim_value: None,
+            dim_param: Some("batch".into()),
+        };
+    }
+    let graph = GraphProto {
+        name: "mlp".into(),
+        node: vec![
+            node("MatMul", &["x", "w1"], "h"),
+            node("Add", &["h", "b1"], "hb"),
+            node("Relu", &["hb"], "r"),
+            node("MatMul", &["r", "w2"], "y"),
+        ],
+        initializer: vec![
+            common::weight("w1", &[6, 5], &w(30, 1.0).collect::<Vec<_>>()),
+            common::weight("b1", &[5], &w(5, 2.0).collect::<Vec<_>>()),
+            common::weight("w2", &[5, 3], &w(15, 3.0).collect::<Vec<_>>()),
+        ],
+        input: vec![x],
+        output: vec![y],
+        ..Default::default()
+    };
+    ModelProto {
+        ir_version: 8,
+        opset_import: vec![OperatorSetIdProto {
+            domain: String::new(),
+            version: 17,
+        }],
+        graph: Some(graph),
+        ..Default::default()
+    }
+}
+
+/// `--shape x=N,6 --max N=4`: the bundle's `model_run` takes `N`; run on the host at the
+/// given inputs' batch (3), it agrees with the desktop, and the report names the dimension.
+/// A `--max` naming no dimension is an error.
+#[test]
+fn compile_with_a_run_time_batch() {
+    use picograd_cli::free_dims::{parse_free_shape_arg, parse_max_arg};
+    use picograd_cli::{compile, CompileOptions};
+    let model = Model::from_bytes(&mlp_dynamic().encode_to_vec(), "mlp").unwrap();
+    let out = std::env::temp_dir().join(format!("picograd-compile-free-{}", std::process::id()));
+    let xs: Vec<f32> = (0..18).map(|i| (i as f32 * 0.31).cos()).collect();
+    let mut opts = CompileOptions {
+        free_shapes: vec![parse_free_shape_arg("x=N,6").unwrap()],
+        dim_max: vec![parse_max_arg("N=4").unwrap()],
+        inputs: vec![picograd_core::Tensor::from_slice(&xs, &[3, 6])],
+        ..CompileOptions::new("host", out.clone())
+    };
+    let report = compile(&model, &opts).unwrap();
+    let h = std::fs::read_to_string(out.join("model.h")).unwrap();
+    assert!(
+        h.contains("int model_run(int32_t N, const float *x, float *y);"),
+        "{h}"
+    );
+    assert!(h.contains("#define MODEL_DIM_N_MAX 4"), "{h}");
+    let check = report.check.as_ref().unwrap();
+    assert!(check.passed(), "{check}");
+    assert_eq!(report.run.output("y").unwrap().len(), 9);
+    assert_eq!(report.inputs, vec![("x".to_string(), vec![3, 6])]);
+    assert_eq!((report.dims[0].0.max, report.dims[0].1), (4, 3));
+    assert!(report
+        .to_string()
+        .contains("N in [1, 4], taken by model_run at run time; measured at N=3"));
+    opts.dim_max = vec![parse_max_arg("M=4").unwrap()];
+    let e = compile(&model, &opts).unwrap_err();
+    assert!(
+        e.to_string().contains("--max M=...: no --shape names"),
+        "{e}"
+    );
+    opts.dim_max = vec![parse_max_arg("N=1").unwrap()];
+    let e = compile(&model, &opts).unwrap_err();
+    assert!(e.to_string().contains("needs a maximum above 1"), "{e}");
+    assert!(parse_free_shape_arg("x=N,0").is_err() && parse_max_arg("N=0").is_err());
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// Two captures at different values of a dimension must be one program: a function that
+/// computes with the bound value itself (here `x * rows`) captures a different constant at each
+/// value, which `check_same_program` refuses, naming the dimension; a symbolic one passes.
+#[test]
+fn a_program_that_bakes_the_value_is_refused() {
+    use picograd_cli::free_dims::check_same_program;
+    use picograd_core::jit::Capture;
+    use picograd_core::symbolic::{Node, Variable};
+    use picograd_core::Tensor;
+    let dev = picograd_core::context::interp();
+    let n = Variable::new("N", 1, 8).unwrap();
+    let capture = |rows: i64, bake: bool| {
+        let dims = [n.bind(rows).unwrap(), Node::cst(2)];
+        let data = vec![1.5f32; rows as usize * 2];
+        let x = Tensor::try_from_slice_sym_on(&data, &dims, &dev).unwrap();
+        x.realize().unwrap();
+        let y = match bake {
+            true => x.mul(x.shape()[0] as f32),
+            false => x.mul(2.0).sum(&[0], false),
+        };
+        Capture::record(&[&x], &[&y]).unwrap().0
+    };
+    check_same_program(&capture(2, false), &capture(5, false), "N").unwrap();
+    let e = check_same_program(&capture(2, true), &capture(5, true), "N").unwrap_err();
+    assert!(e.to_string().contains("depend on the value of N"), "{e}");
+}

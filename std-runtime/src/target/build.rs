@@ -134,11 +134,34 @@ impl Default for BuildOptions {
     }
 }
 
+/// What one more feed of a build gave (see [`build_and_run_feeds`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FeedRun {
+    /// `model_run`'s status, when it returns one (a bundle with run-time dimensions).
+    pub status: Option<i64>,
+    /// Each output, by name, in order: at the feed's dimensions after success, every element
+    /// of the (largest) array after an error.
+    pub outputs: Vec<(String, Values)>,
+}
+
+impl FeedRun {
+    /// The output called `name`.
+    pub fn output(&self, name: &str) -> Option<&Values> {
+        self.outputs.iter().find(|(n, _)| n == name).map(|(_, v)| v)
+    }
+}
+
 /// What one build and run of a bundle gave.
 #[derive(Clone, Debug)]
 pub struct RunReport {
-    /// Each output of `model_run`, by name, in order.
+    /// Each output of `model_run`, by name, in order (for a bundle with run-time dimensions:
+    /// at the run's dimensions; after an error status, every element of the largest array).
     pub outputs: Vec<(String, Values)>,
+    /// `model_run`'s status, when it returns one (a bundle with run-time dimensions: 0 on
+    /// success, `MODEL_ERR_DIM` for a dimension outside its bounds).
+    pub status: Option<i64>,
+    /// The feeds after the first, in order, with [`build_and_run_feeds`] (empty otherwise).
+    pub feeds: Vec<FeedRun>,
     /// Instructions executed by one `model_run`: exact with [`BuildOptions::icount_runs`] (and
     /// from `minstret` on RISC-V), ≈ SysTick ticks × 40 on Cortex-M otherwise; `None` where the
     /// target has no counter.
@@ -207,6 +230,19 @@ pub fn build_and_run(
     inputs: &[(&str, Values)],
     opts: &BuildOptions,
 ) -> Result<RunReport> {
+    build_and_run_feeds(target, bundle_dir, &[inputs], opts)
+}
+
+/// [`build_and_run`] on several feeds in one program: the first is measured and reported as
+/// `build_and_run` does, the others run after it (output arrays cleared before each) and are
+/// reported in [`RunReport::feeds`] — one build for many inputs, or many values of a run-time
+/// dimension (given as an input of one integer named like it).
+pub fn build_and_run_feeds(
+    target: &Target,
+    bundle_dir: &Path,
+    feeds: &[&[(&str, Values)]],
+    opts: &BuildOptions,
+) -> Result<RunReport> {
     if opts.icount_runs.is_some() && target.is_host() {
         return Err(Error::Unsupported(format!(
             "target {}: exact instruction counts run under QEMU; this target runs natively",
@@ -221,7 +257,7 @@ pub fn build_and_run(
     }
     let bundle = Bundle::read(bundle_dir)?;
     let folder = fresh_dir(&target.name)?;
-    let result = build_in(target, opts, folder.path(), &bundle, bundle_dir, inputs);
+    let result = build_in(target, opts, folder.path(), &bundle, bundle_dir, feeds);
     let kept = opts.keep_build_dir.then(|| {
         let dir = folder.keep();
         eprintln!("picograd: build files kept in {}", dir.display());
@@ -238,7 +274,7 @@ fn build_in(
     dir: &Path,
     bundle: &Bundle,
     bundle_dir: &Path,
-    inputs: &[(&str, Values)],
+    feeds: &[&[(&str, Values)]],
 ) -> Result<RunReport> {
     let header = dir.join("inputs.h");
     // The folder is fresh and private; `create_new` refuses anything already there all the same.
@@ -247,7 +283,7 @@ fn build_in(
         .create_new(true)
         .open(&header)
         .map_err(|e| io_err(&header, e))?;
-    std::io::Write::write_all(&mut file, bundle.inputs_header(inputs)?.as_bytes())
+    std::io::Write::write_all(&mut file, bundle.feeds_header(feeds)?.as_bytes())
         .map_err(|e| io_err(&header, e))?;
     drop(file);
     let b = Build { target, opts, dir };
@@ -663,6 +699,8 @@ fn bundle_sources(dir: &Path) -> Result<Vec<PathBuf>> {
 fn parse_stdout(stdout: &str, bundle: &Bundle) -> std::result::Result<RunReport, String> {
     let mut report = RunReport {
         outputs: Vec::new(),
+        status: None,
+        feeds: Vec::new(),
         instructions: None,
         function_instructions: Vec::new(),
         weights_flash: 0,
@@ -677,8 +715,21 @@ fn parse_stdout(stdout: &str, bundle: &Bundle) -> std::result::Result<RunReport,
         stdout: stdout.to_owned(),
         build_dir: None,
     };
+    // Lines before the first `feed K` are the measured feed's; each `feed K` starts another.
+    let mut feed = FeedRun::default();
+    let mut later: Vec<FeedRun> = Vec::new();
+    let mut in_later = false;
     for line in stdout.lines() {
-        if let Some(n) = line.strip_prefix("instructions: ") {
+        if line.starts_with("feed ") {
+            let done = std::mem::take(&mut feed);
+            match in_later {
+                true => later.push(done),
+                false => (report.status, report.outputs) = (done.status, done.outputs),
+            }
+            in_later = true;
+        } else if let Some(n) = line.strip_prefix("status: ") {
+            feed.status = Some(n.trim().parse().map_err(|_| format!("bad line `{line}`"))?);
+        } else if let Some(n) = line.strip_prefix("instructions: ") {
             report.instructions = Some(n.trim().parse().map_err(|_| format!("bad line `{line}`"))?);
         } else if let Some(n) = line.strip_prefix("stack: ") {
             let n = n.trim().trim_end_matches(" bytes");
@@ -694,14 +745,16 @@ fn parse_stdout(stdout: &str, bundle: &Bundle) -> std::result::Result<RunReport,
                 .map(|w| u64::from_str_radix(w, 16))
                 .collect::<std::result::Result<Vec<u64>, _>>()
                 .map_err(|_| format!("bad output line for `{name}`"))?;
-            if bits.len() != p.size {
+            // A symbolic array prints its length at the run's dimensions, at most the largest.
+            let fits = p.size_of.is_some() && bits.len() <= p.size;
+            if bits.len() != p.size && !fits {
                 return Err(format!(
                     "output `{name}`: {} values, want {}",
                     bits.len(),
                     p.size
                 ));
             }
-            report.outputs.push((
+            feed.outputs.push((
                 name.to_owned(),
                 Values {
                     dtype: p.dtype,
@@ -710,9 +763,21 @@ fn parse_stdout(stdout: &str, bundle: &Bundle) -> std::result::Result<RunReport,
             ));
         }
     }
-    for p in bundle.outputs() {
-        if report.output(&p.name).is_none() {
-            return Err(format!("output `{}` was not printed", p.name));
+    match in_later {
+        true => later.push(feed),
+        false => (report.status, report.outputs) = (feed.status, feed.outputs),
+    }
+    report.feeds = later;
+    let runs = std::iter::once((&report.status, &report.outputs))
+        .chain(report.feeds.iter().map(|f| (&f.status, &f.outputs)));
+    for (status, outputs) in runs {
+        if bundle.returns_status && status.is_none() {
+            return Err("model_run's status was not printed".into());
+        }
+        for p in bundle.outputs() {
+            if !outputs.iter().any(|(n, _)| *n == p.name) {
+                return Err(format!("output `{}` was not printed", p.name));
+            }
         }
     }
     Ok(report)

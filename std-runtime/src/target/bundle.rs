@@ -2,13 +2,18 @@
 //! element counts read from `model.h`, the generated `inputs.h` that feeds the harness, and
 //! [`Values`], a buffer of one C element type carried as exact bit patterns.
 //!
+//! A bundle with run-time dimensions (`int model_run(int32_t N, const float *x, float *y)`)
+//! takes each dimension as an input of one integer named like it; array sizes come from the
+//! function-like size macros at those values, output arrays are sized for the largest ones, and
+//! the harness prints `model_run`'s status. Several feeds (sets of inputs) run in one program.
+//!
 //! Invariant: values travel between Rust and the device as bit patterns (C unions of the element
 //! type and an unsigned integer of the same width), so no float is ever rounded through text.
 
 use std::fmt::Write as _;
 use std::path::Path;
 
-use picograd_core::export::names::{size_macro, Side};
+use picograd_core::export::names::{max_size_macro, size_macro, Side};
 use picograd_core::{DType, Error, Result};
 
 /// A buffer of one element type, as exact bit patterns (zero-extended to 64 bits).
@@ -78,6 +83,15 @@ impl Values {
     }
 }
 
+/// The size of an array that depends on run-time dimensions: `#define NAME(args) body`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SizeMacro {
+    /// The macro's parameters (dimension names).
+    pub args: Vec<String>,
+    /// Its body, C over the parameters.
+    pub body: String,
+}
+
 /// One parameter of `model_run`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Param {
@@ -89,15 +103,25 @@ pub struct Param {
     pub dtype: DType,
     /// The C type as written in `model.h`.
     pub ctype: String,
-    /// Element count, from `MODEL_INPUT_<NAME>_SIZE` / `MODEL_OUTPUT_<NAME>_SIZE`.
+    /// Element count, from `MODEL_INPUT_<NAME>_SIZE` / `MODEL_OUTPUT_<NAME>_SIZE`; for an
+    /// array whose size depends on run-time dimensions, the largest
+    /// (`MODEL_INPUT_<NAME>_MAX_SIZE`); 1 for a dimension.
     pub size: usize,
+    /// How the size follows the run-time dimensions (`None`: fixed).
+    pub size_of: Option<SizeMacro>,
+    /// For a run-time dimension (`int32_t N`, passed by value; `input` is true): its bounds
+    /// `(MODEL_DIM_N_MIN, MODEL_DIM_N_MAX)`.
+    pub dim: Option<(i64, i64)>,
 }
 
 /// What the harness needs to know of a bundle: the parameters of `model_run`, in order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Bundle {
-    /// Inputs then outputs, in `model_run`'s order.
+    /// Dimensions, inputs, then outputs, in `model_run`'s order.
     pub params: Vec<Param>,
+    /// `int model_run(...)` returns a status (a bundle with run-time dimensions); `void`
+    /// otherwise.
+    pub returns_status: bool,
 }
 
 impl Bundle {
@@ -118,25 +142,40 @@ impl Bundle {
             offset: offset as u64,
             detail,
         };
-        // The prototype, not a mention of `model_run()` in a comment: `void model_run(`.
-        let start = text
-            .find("void model_run(")
-            .ok_or_else(|| err(0, "no `void model_run(` prototype".into()))?;
-        let open = start + "void model_run(".len();
+        // The prototype, not a mention of `model_run()` in a comment: `void model_run(`, or
+        // `int model_run(` when it returns a status.
+        let (start, returns_status) =
+            match (text.find("void model_run("), text.find("int model_run(")) {
+                (Some(v), _) => (v + "void ".len(), false),
+                (None, Some(i)) => (i + "int ".len(), true),
+                (None, None) => return Err(err(0, "no `void model_run(` prototype".into())),
+            };
+        let open = start + "model_run(".len();
         let close = text[open..]
             .find(')')
             .map(|i| open + i)
             .ok_or_else(|| err(open, "unclosed `model_run(`".into()))?;
         let mut params = Vec::new();
-        for decl in text[open..close].split(',') {
-            params.push(parse_param(decl, text).map_err(|d| err(open, d))?);
+        let decls = &text[open..close];
+        if decls.trim() != "void" {
+            for decl in decls.split(',') {
+                params.push(parse_param(decl, text).map_err(|d| err(open, d))?);
+            }
         }
-        Ok(Bundle { params })
+        Ok(Bundle {
+            params,
+            returns_status,
+        })
     }
 
-    /// The inputs, in order.
+    /// The input arrays, in order.
     pub fn inputs(&self) -> impl Iterator<Item = &Param> {
-        self.params.iter().filter(|p| p.input)
+        self.params.iter().filter(|p| p.input && p.dim.is_none())
+    }
+
+    /// The run-time dimensions, in order.
+    pub fn dims(&self) -> impl Iterator<Item = &Param> {
+        self.params.iter().filter(|p| p.dim.is_some())
     }
 
     /// The outputs, in order.
@@ -148,63 +187,209 @@ impl Bundle {
     /// parameter, inputs `const` and filled with `inputs`' exact bits, and the two macros
     /// `HARNESS_RUN()` and `HARNESS_PRINT_OUTPUTS()`.
     pub fn inputs_header(&self, inputs: &[(&str, Values)]) -> Result<String> {
+        self.feeds_header(&[inputs])
+    }
+
+    /// [`Bundle::inputs_header`] for several feeds: the first is what `HARNESS_RUN()` runs
+    /// (measured); `HARNESS_MORE_FEEDS()` runs the others in order, each after a `feed K` line
+    /// and with the output arrays cleared, printing their outputs (and status).
+    pub fn feeds_header(&self, feeds: &[&[(&str, Values)]]) -> Result<String> {
         let mut h =
             String::from("/* inputs.h: generated by picograd-runtime's target module. */\n");
-        let mut args = Vec::new();
-        let mut prints = Vec::new();
-        for p in &self.params {
-            let bits_ty = match p.dtype.itemsize() {
-                1 => "uint8_t",
-                2 => "uint16_t",
-                4 => "uint32_t",
-                _ => "uint64_t",
-            };
-            let var = format!("pg_{}_{}", if p.input { "in" } else { "out" }, p.name);
-            let size = param_size_macro(p);
-            if p.input {
-                let v = find_input(inputs, p)?;
-                let _ = write!(
-                    h,
-                    "static const union {{ {bits_ty} u[{size}]; {} v[{size}]; }} {var} = {{{{",
-                    p.ctype
-                );
-                for (i, b) in v.bits.iter().enumerate() {
-                    let sep = if i % 8 == 0 { "\n    " } else { " " };
-                    let _ = write!(h, "{sep}0x{b:x}ull,");
-                }
-                h.push_str("\n}};\n");
-            } else {
-                let _ = writeln!(
-                    h,
-                    "static union {{ {bits_ty} u[{size}]; {} v[{size}]; }} {var};",
-                    p.ctype
-                );
-                prints.push(format!(
-                    "harness_print(\"{}\", {var}.v, {size}, sizeof({var}.v[0]));",
-                    p.name
-                ));
-            }
-            args.push(format!("{var}.v"));
+        for p in self.params.iter().filter(|p| !p.input) {
+            let _ = writeln!(
+                h,
+                "static union {{ {} u[{}]; {} v[{}]; }} pg_out_{};",
+                bits_type(p),
+                p.size.max(1),
+                p.ctype,
+                p.size.max(1),
+                p.name
+            );
         }
-        let _ = writeln!(h, "#define HARNESS_RUN() model_run({})", args.join(", "));
+        if self.returns_status {
+            h.push_str("static volatile int pg_status;\n");
+        }
+        let mut calls = Vec::new();
+        for (k, feed) in feeds.iter().enumerate() {
+            calls.push(self.feed(&mut h, feed, k)?);
+        }
+        let (run, print) = calls
+            .first()
+            .cloned()
+            .ok_or_else(|| Error::shape("model_run", "no feed given".to_string()))?;
+        let _ = writeln!(h, "#define HARNESS_RUN() {run}");
         let _ = writeln!(
             h,
-            "#define HARNESS_PRINT_OUTPUTS() do {{ {} }} while (0)",
-            prints.join(" ")
+            "#define HARNESS_PRINT_OUTPUTS() do {{ {print} }} while (0)"
         );
+        if calls.len() > 1 {
+            let clear: Vec<String> = self
+                .outputs()
+                .map(|p| format!("memset(&pg_out_{0}, 0, sizeof(pg_out_{0}));", p.name))
+                .collect();
+            let more: Vec<String> = calls
+                .iter()
+                .enumerate()
+                .skip(1)
+                .map(|(k, (run, print))| {
+                    format!(
+                        "{} {run}; printf(\"feed {k}\\n\"); {print}",
+                        clear.join(" ")
+                    )
+                })
+                .collect();
+            let _ = writeln!(
+                h,
+                "#define HARNESS_MORE_FEEDS() do {{ {} }} while (0)",
+                more.join(" ")
+            );
+        }
         Ok(h)
+    }
+
+    /// Writes feed `k`'s input arrays into `h`; returns its call and its print statements.
+    fn feed(
+        &self,
+        h: &mut String,
+        inputs: &[(&str, Values)],
+        k: usize,
+    ) -> Result<(String, String)> {
+        let dims = self.dim_values(inputs)?;
+        let in_bounds = self
+            .dims()
+            .zip(&dims)
+            .all(|(p, (_, v))| p.dim.is_some_and(|(lo, hi)| (lo..=hi).contains(v)));
+        let mut args = Vec::new();
+        for p in &self.params {
+            if p.dim.is_some() {
+                let v = dims.iter().find(|(n, _)| *n == p.name).map_or(0, |d| d.1);
+                args.push(format!("{v}"));
+                continue;
+            }
+            if !p.input {
+                args.push(format!("pg_out_{}.v", p.name));
+                continue;
+            }
+            // Out of bounds, `model_run` must refuse before reading: any length will do.
+            let want = if in_bounds {
+                Some(self.size_at(p, &dims)?)
+            } else {
+                None
+            };
+            let v = find_input(inputs, p, want)?;
+            let var = format!("pg_in_{}_{k}", p.name);
+            let n = v.len().max(1);
+            let _ = write!(
+                h,
+                "static const union {{ {} u[{n}]; {} v[{n}]; }} {var} = {{{{",
+                bits_type(p),
+                p.ctype
+            );
+            for (i, b) in v.bits.iter().enumerate() {
+                let sep = if i % 8 == 0 { "\n    " } else { " " };
+                let _ = write!(h, "{sep}0x{b:x}ull,");
+            }
+            if v.bits.is_empty() {
+                h.push_str("0u");
+            }
+            h.push_str("\n}};\n");
+            args.push(format!("{var}.v"));
+        }
+        let call = format!("model_run({})", args.join(", "));
+        let run = if self.returns_status {
+            format!("pg_status = {call}")
+        } else {
+            call
+        };
+        let mut print = String::new();
+        if self.returns_status {
+            print.push_str("printf(\"status: %d\\n\", pg_status); ");
+        }
+        for p in self.outputs() {
+            let n = if in_bounds {
+                self.size_at(p, &dims)?
+            } else {
+                p.size
+            };
+            // After an error every element is printed: none may have been written.
+            let count = if self.returns_status {
+                format!("(pg_status == 0 ? {n}u : {}u)", p.size)
+            } else {
+                format!("{n}u")
+            };
+            let _ = write!(
+                print,
+                "harness_print(\"{0}\", pg_out_{0}.v, {count}, sizeof(pg_out_{0}.v[0])); ",
+                p.name
+            );
+        }
+        Ok((run, print))
+    }
+
+    /// The value given for each run-time dimension (an input of one integer, by name).
+    fn dim_values<'a>(&'a self, inputs: &[(&str, Values)]) -> Result<Vec<(&'a str, i64)>> {
+        self.dims()
+            .map(|p| {
+                let v = inputs
+                    .iter()
+                    .find(|(n, _)| *n == p.name)
+                    .and_then(|(_, v)| v.to_i64())
+                    .filter(|v| v.len() == 1)
+                    .ok_or_else(|| {
+                        Error::shape(
+                            "model_run",
+                            format!("give run-time dimension `{}` as one integer", p.name),
+                        )
+                    })?;
+                Ok((p.name.as_str(), v[0]))
+            })
+            .collect()
+    }
+
+    /// The element count of array `p` at the dimensions `dims`.
+    fn size_at(&self, p: &Param, dims: &[(&str, i64)]) -> Result<usize> {
+        let Some(m) = &p.size_of else {
+            return Ok(p.size);
+        };
+        let n = super::size_expr::eval(&m.body, dims).map_err(|e| {
+            Error::shape(
+                "model_run",
+                format!("size of `{}` ({}): {e}", p.name, m.body),
+            )
+        })?;
+        usize::try_from(n)
+            .ok()
+            .filter(|&n| n <= p.size)
+            .ok_or_else(|| {
+                Error::shape(
+                    "model_run",
+                    format!(
+                        "`{}` would hold {n} elements, above its largest {}",
+                        p.name, p.size
+                    ),
+                )
+            })
+    }
+}
+
+fn bits_type(p: &Param) -> &'static str {
+    match p.dtype.itemsize() {
+        1 => "uint8_t",
+        2 => "uint16_t",
+        4 => "uint32_t",
+        _ => "uint64_t",
     }
 }
 
 /// The symbol prefix of the bundles the harness builds.
 const PREFIX: &str = "model";
 
-fn param_size_macro(p: &Param) -> String {
-    let side = if p.input { Side::Input } else { Side::Output };
-    size_macro(PREFIX, side, &p.name)
-}
-
-fn find_input<'a>(inputs: &'a [(&str, Values)], p: &Param) -> Result<&'a Values> {
+fn find_input<'a>(
+    inputs: &'a [(&str, Values)],
+    p: &Param,
+    want: Option<usize>,
+) -> Result<&'a Values> {
     let v = inputs
         .iter()
         .find(|(n, _)| *n == p.name)
@@ -215,13 +400,14 @@ fn find_input<'a>(inputs: &'a [(&str, Values)], p: &Param) -> Result<&'a Values>
                 format!("no value given for input `{}`", p.name),
             )
         })?;
-    if v.len() != p.size || v.dtype.itemsize() != p.dtype.itemsize() {
+    let size_ok = want.is_none_or(|n| v.len() == n);
+    if !size_ok || v.dtype.itemsize() != p.dtype.itemsize() {
         return Err(Error::shape(
             "model_run",
             format!(
                 "input `{}` wants {} × {}, got {} × {}",
                 p.name,
-                p.size,
+                want.unwrap_or(v.len()),
                 p.ctype,
                 v.len(),
                 v.dtype.name()
@@ -248,6 +434,9 @@ fn parse_param(decl: &str, header: &str) -> std::result::Result<Param, String> {
         .join(" ");
     let dtype =
         dtype_of(&ctype).ok_or_else(|| format!("parameter `{ident}`: unknown C type `{ctype}`"))?;
+    if !decl.contains('*') {
+        return dim_param(ident, dtype, ctype, header);
+    }
     // Inputs are `const` pointers, outputs are not (the exporter's convention). The size macro
     // is spelled from the parameter's name by the exporter's own rule; hand-written bundles may
     // instead name `in_x` and define `MODEL_INPUT_X_SIZE`, so the name without its
@@ -255,9 +444,19 @@ fn parse_param(decl: &str, header: &str) -> std::result::Result<Param, String> {
     let input = rest.contains(&"const");
     let side = if input { Side::Input } else { Side::Output };
     let short = ident.strip_prefix(if input { "in_" } else { "out_" });
-    let (name, size) = std::iter::once(ident)
+    let sized = |n: &str| {
+        let fixed = define_value(header, &size_macro(PREFIX, side, n)).map(|s| (s, None));
+        fixed.or_else(|| {
+            let m = define_fn(header, &size_macro(PREFIX, side, n))?;
+            Some((
+                define_value(header, &max_size_macro(PREFIX, side, n))?,
+                Some(m),
+            ))
+        })
+    };
+    let (name, (size, size_of)) = std::iter::once(ident)
         .chain(short)
-        .find_map(|n| define_value(header, &size_macro(PREFIX, side, n)).map(|s| (n, s)))
+        .find_map(|n| sized(n).map(|s| (n, s)))
         .ok_or_else(|| {
             format!(
                 "no numeric `#define {}` for parameter `{ident}`",
@@ -270,6 +469,48 @@ fn parse_param(decl: &str, header: &str) -> std::result::Result<Param, String> {
         dtype,
         ctype,
         size,
+        size_of,
+        dim: None,
+    })
+}
+
+/// `int32_t N` → a run-time dimension, its bounds from `MODEL_DIM_N_MIN` / `MODEL_DIM_N_MAX`.
+fn dim_param(
+    ident: &str,
+    dtype: DType,
+    ctype: String,
+    header: &str,
+) -> std::result::Result<Param, String> {
+    let up = ident.to_ascii_uppercase();
+    let bound = |what: &str| {
+        let name = format!("{}_DIM_{up}_{what}", PREFIX.to_ascii_uppercase());
+        define_value(header, &name)
+            .ok_or_else(|| format!("no numeric `#define {name}` for dimension `{ident}`"))
+    };
+    if !dtype.is_int() {
+        return Err(format!("dimension `{ident}` is {ctype}, not an integer"));
+    }
+    Ok(Param {
+        name: ident.to_owned(),
+        input: true,
+        dtype,
+        ctype,
+        size: 1,
+        size_of: None,
+        dim: Some((bound("MIN")? as i64, bound("MAX")? as i64)),
+    })
+}
+
+/// `#define NAME(A, B) body` → its parameters and body.
+fn define_fn(header: &str, name: &str) -> Option<SizeMacro> {
+    header.lines().find_map(|line| {
+        let rest = line.strip_prefix("#define ")?.trim_start();
+        let rest = rest.strip_prefix(name)?.strip_prefix('(')?;
+        let (args, body) = rest.split_once(')')?;
+        Some(SizeMacro {
+            args: args.split(',').map(|a| a.trim().to_owned()).collect(),
+            body: body.trim().to_owned(),
+        })
     })
 }
 
@@ -342,9 +583,38 @@ mod tests {
             h.contains("0x3f800000ull, 0xbf000000ull, 0x3dcccccdull"),
             "{h}"
         );
-        assert!(h.contains("#define HARNESS_RUN() model_run(pg_in_x.v, pg_out_y.v, pg_out_idx.v, pg_out_out_191.v)"));
+        assert!(h.contains("#define HARNESS_RUN() model_run(pg_in_x_0.v, pg_out_y.v, pg_out_idx.v, pg_out_out_191.v)"));
         assert!(b.inputs_header(&[("x", Values::f32(&[1.0]))]).is_err());
         assert!(b.inputs_header(&[]).is_err());
+    }
+
+    const SYM: &str = "#define MODEL_DIM_N_MIN 1\n#define MODEL_DIM_N_MAX 4\n\
+        #define MODEL_INPUT_X_SIZE(N) ((N)*2)\n#define MODEL_INPUT_X_MAX_SIZE 8\n\
+        #define MODEL_OUTPUT_Y_SIZE 3\n\
+        int model_run(int32_t N, const float *x, float *y);\n";
+
+    #[test]
+    fn run_time_dimensions_size_the_arrays() {
+        let b = Bundle::parse(SYM, "model.h").unwrap();
+        assert!(b.returns_status);
+        assert_eq!(b.dims().next().and_then(|p| p.dim), Some((1, 4)));
+        assert_eq!(b.inputs().map(|p| p.size).collect::<Vec<_>>(), [8]);
+        let n = |v: i32| ("N", Values::i32(&[v]));
+        let x3 = ("x", Values::f32(&[0.5; 6]));
+        let h = b
+            .feeds_header(&[&[n(3), x3.clone()], &[n(9), x3.clone()]])
+            .unwrap();
+        assert!(
+            h.contains("#define HARNESS_RUN() pg_status = model_run(3, pg_in_x_0.v, pg_out_y.v)"),
+            "{h}"
+        );
+        assert!(
+            h.contains("pg_status = model_run(9, pg_in_x_1.v, pg_out_y.v); printf(\"feed 1\\n\");"),
+            "{h}"
+        );
+        // In bounds the length must be the size at N; out of bounds any length is passed on.
+        assert!(b.inputs_header(&[n(2), x3.clone()]).is_err());
+        assert!(b.inputs_header(&[x3]).is_err());
     }
 
     #[test]
