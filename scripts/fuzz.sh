@@ -38,7 +38,9 @@ fuzz="$ROOT/std-runtime/fuzz"
 cd "$fuzz"
 
 echo "== seeds"
-CARGO_TARGET_DIR="$target_dir" cargo run --quiet --release --example seeds -- "$fuzz/corpus"
+# The dev profile: the seeds are a handful of small files, and the fuzz build below cannot reuse
+# a release build made without its flags, so optimising this one only costs build time.
+CARGO_TARGET_DIR="$target_dir" cargo run --quiet --example seeds -- "$fuzz/corpus"
 
 echo "== build (cargo fuzz build -s none)"
 cargo fuzz build -s none --target-dir "$target_dir"

@@ -9,7 +9,10 @@ export PICOGRAD_CACHE="${PICOGRAD_CACHE:-$PWD/target/picograd-cache}"
 
 bash scripts/install-deps.sh
 
-step() { printf '\n== %s\n' "$*"; }
+# Each step's heading also says how long the suite has run so far (wall seconds), so a slow
+# step shows in the log.
+start=$SECONDS
+step() { printf '\n== [%ss] %s\n' "$((SECONDS - start))" "$*"; }
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
@@ -18,8 +21,10 @@ step "cargo clippy (warnings are errors)"
 cargo clippy --workspace --all-targets -- -D warnings
 
 step "no_std core for thumbv7em-none-eabihf and riscv32imac-unknown-none-elf"
-cargo build -p picograd-core --no-default-features --target thumbv7em-none-eabihf
-cargo build -p picograd-core --no-default-features --target riscv32imac-unknown-none-elf
+# Both targets in one cargo call: the two builds run side by side and share the host-side
+# proc macros.
+cargo build -p picograd-core --no-default-features --target thumbv7em-none-eabihf \
+    --target riscv32imac-unknown-none-elf
 cargo build -p picograd-core --no-default-features --features defmt --target thumbv7em-none-eabihf
 
 step "Python environment for the ONNX tests (.venv: onnx, onnxruntime, numpy, skl2onnx, scikit-learn)"
@@ -41,3 +46,4 @@ bash scripts/onnx-conformance.sh
 # One closing line with the totals of every cargo test binary above.
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i ~ /^passed;?$/) p += $(i-1); if ($i ~ /^failed;?$/) f += $(i-1) } }
      END { printf "\ntests: %d passed, %d failed\n", p, f }' target/test.log
+printf 'suite: %ss wall\n' "$((SECONDS - start))"
