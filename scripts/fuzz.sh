@@ -6,6 +6,7 @@
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]   each target for SECONDS (default 60, the CI size)
 #   scripts/fuzz.sh --long [TARGET...]      the long campaign: 30 minutes per target (FUZZ_LONG_SECONDS)
+#   scripts/fuzz.sh --build-only            seeds the corpora and builds the targets, runs nothing
 #
 # Installs cargo-fuzz (`cargo install cargo-fuzz --locked`) when it is missing. Seeds the corpora
 # (std-runtime/fuzz/corpus/<target>, not in git) with small valid files from picograd's own
@@ -17,7 +18,11 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 
 seconds=60
-if [ "${1:-}" = "--long" ]; then
+build_only=false
+if [ "${1:-}" = "--build-only" ]; then
+    build_only=true
+    shift
+elif [ "${1:-}" = "--long" ]; then
     seconds="${FUZZ_LONG_SECONDS:-1800}"
     shift
 elif [[ "${1:-}" =~ ^[0-9]+$ ]]; then
@@ -38,10 +43,15 @@ fuzz="$ROOT/std-runtime/fuzz"
 cd "$fuzz"
 
 echo "== seeds"
-CARGO_TARGET_DIR="$target_dir" cargo run --quiet --release --example seeds -- "$fuzz/corpus"
+# The dev profile: the seeds are a handful of small files, and the fuzz build below cannot reuse
+# a release build made without its flags, so optimising this one only costs build time.
+CARGO_TARGET_DIR="$target_dir" cargo run --quiet --example seeds -- "$fuzz/corpus"
 
 echo "== build (cargo fuzz build -s none)"
 cargo fuzz build -s none --target-dir "$target_dir"
+if $build_only; then
+    exit 0
+fi
 
 status=0
 summary=()

@@ -17,8 +17,11 @@ if [ ! -d "$DATA/node" ]; then
     "$PY" scripts/onnx-node-data.py "$DATA" > /dev/null 2>&1
 fi
 
-cargo build --release --quiet -p picograd-onnx --example onnx_conformance
-out="$("${CARGO_TARGET_DIR:-target}/release/examples/onnx_conformance" "$DATA/node" target/onnx-conformance.md)"
+# The dev build, with the workspace's features: after `cargo test --workspace` (scripts/test.sh)
+# it is already built, where a release build would compile the whole crate graph again for a
+# run of seconds (debug assertions and overflow checks stay on, too).
+cargo build --quiet --workspace --example onnx_conformance
+out="$("${CARGO_TARGET_DIR:-target}/debug/examples/onnx_conformance" "$DATA/node" target/onnx-conformance.md)"
 echo "$out"
 rate="$(echo "$out" | sed -n 's/^PASS_RATE=//p')"
 if awk -v r="$rate" -v f="$FLOOR" 'BEGIN { exit !(r + 0 < f + 0) }'; then

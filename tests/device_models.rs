@@ -16,6 +16,9 @@ use picograd::runtime::target::{
 use picograd::tensor::{ConvOpts, PoolOpts};
 use picograd::{DType, Tensor};
 
+#[path = "common/par.rs"]
+mod par;
+
 /// A model: its input (shape and values) and how it computes its output.
 struct Model {
     name: &'static str,
@@ -148,7 +151,16 @@ fn check_fused(m: &Model, bundle: &picograd::export::Bundle, fused: bool) {
     assert!(!c.contains("__builtin_fma("), "{}: no f64 fma", m.name);
 }
 
-fn compare(m: &Model, what: &str, got: &Values, want: &[f64]) {
+/// What a run is checked against: the model's name and element type, the desktop's output.
+#[derive(Clone, Copy)]
+struct Expect<'a> {
+    name: &'static str,
+    dtype: DType,
+    want: &'a [f64],
+}
+
+fn compare(m: Expect, what: &str, got: &Values) {
+    let want = m.want;
     let got: Vec<f64> = match got.dtype {
         DType::I32 => got.to_i64().unwrap().iter().map(|&v| v as f64).collect(),
         _ => got
@@ -176,59 +188,99 @@ fn compare(m: &Model, what: &str, got: &Values, want: &[f64]) {
     );
 }
 
+/// The device targets every model runs on.
+const TARGETS: [&str; 5] = [
+    "host",
+    "cortex-m4",
+    "cortex-m3",
+    "riscv32imac",
+    "riscv32imafc",
+];
+
+/// One model's exports: its input, the plain and the fused bundle, the desktop's output.
+struct Exported {
+    name: &'static str,
+    dtype: DType,
+    x: Values,
+    plain_dir: PathBuf,
+    fma_dir: PathBuf,
+    want: Vec<f64>,
+}
+
 #[test]
 fn exported_models_agree_on_every_target() {
     picograd::init();
-    for m in models() {
-        let x = input(&m);
-        // One bundle per kind of FPU: fused multiply-adds where the target has them.
-        let (plain_dir, want) = export_model(&m, &x, &ExportOptions::default(), "plain");
-        let fma_opts = Target::by_name("cortex-m4").unwrap().export_options();
-        assert!(fma_opts.fused_mulacc, "cortex-m4 has vfma.f32");
-        let (fma_dir, fma_want) = export_model(&m, &x, &fma_opts, "fma");
-        assert_eq!(want, fma_want, "{}: the desktop output is one", m.name);
-        for name in [
-            "host",
-            "cortex-m4",
-            "cortex-m3",
-            "riscv32imac",
-            "riscv32imafc",
-        ] {
-            let target = Target::by_name(name).unwrap();
-            let dir = if target.fused_mulacc {
-                &fma_dir
-            } else {
-                &plain_dir
-            };
+    let fma_opts = Target::by_name("cortex-m4").unwrap().export_options();
+    assert!(fma_opts.fused_mulacc, "cortex-m4 has vfma.f32");
+    // Every model is exported on this thread first; the builds and runs are separate processes,
+    // run side by side (tests/common/par.rs).
+    let exported: Vec<Exported> = models()
+        .iter()
+        .map(|m| {
+            let x = input(m);
+            // One bundle per kind of FPU: fused multiply-adds where the target has them.
+            let (plain_dir, want) = export_model(m, &x, &ExportOptions::default(), "plain");
+            let (fma_dir, fma_want) = export_model(m, &x, &fma_opts, "fma");
+            assert_eq!(want, fma_want, "{}: the desktop output is one", m.name);
+            Exported {
+                name: m.name,
+                dtype: m.dtype,
+                x,
+                plain_dir,
+                fma_dir,
+                want,
+            }
+        })
+        .collect();
+    // (model, target, Some((compiler, opt))) for every target × compiler × opt level, and
+    // (model, "host", None) for the host under ASan/UBSan.
+    let mut jobs = Vec::new();
+    for e in &exported {
+        for name in TARGETS {
             for compiler in [CompilerKind::Gcc, CompilerKind::Clang] {
                 for opt in [OptLevel::O2, OptLevel::Os] {
-                    let opts = BuildOptions {
-                        compiler,
-                        opt,
-                        ..BuildOptions::default()
-                    };
-                    let what = format!("{name} {compiler:?} {opt:?}");
-                    let r = build_and_run(&target, dir, &[("x", x.clone())], &opts)
-                        .unwrap_or_else(|e| panic!("{} {what}: {e}", m.name));
-                    compare(&m, &what, r.output("y").expect("output y"), &want);
+                    jobs.push((e, name, Some((compiler, opt))));
                 }
             }
         }
-        let host = Target::by_name("host").unwrap();
-        let opts = BuildOptions {
-            sanitize: true,
-            ..BuildOptions::default()
+        jobs.push((e, "host", None));
+    }
+    par::par_map(&jobs, |&(e, name, build)| {
+        let target = Target::by_name(name).unwrap();
+        let dir = if target.fused_mulacc {
+            &e.fma_dir
+        } else {
+            &e.plain_dir
         };
-        let r = build_and_run(&host, &plain_dir, &[("x", x.clone())], &opts)
-            .unwrap_or_else(|e| panic!("{} sanitized: {e}", m.name));
-        compare(
-            &m,
-            "host asan+ubsan",
-            r.output("y").expect("output y"),
-            &want,
-        );
-        let _ = std::fs::remove_dir_all(&plain_dir);
-        let _ = std::fs::remove_dir_all(&fma_dir);
+        let (opts, what) = match build {
+            Some((compiler, opt)) => (
+                BuildOptions {
+                    compiler,
+                    opt,
+                    ..BuildOptions::default()
+                },
+                format!("{name} {compiler:?} {opt:?}"),
+            ),
+            None => (
+                BuildOptions {
+                    sanitize: true,
+                    ..BuildOptions::default()
+                },
+                "host asan+ubsan".to_string(),
+            ),
+        };
+        let r = build_and_run(&target, dir, &[("x", e.x.clone())], &opts)
+            .unwrap_or_else(|err| panic!("{} {what}: {err}", e.name));
+        let expect = Expect {
+            name: e.name,
+            dtype: e.dtype,
+            want: &e.want,
+        };
+        compare(expect, &what, r.output("y").expect("output y"));
+    });
+    for e in &exported {
+        let _ = std::fs::remove_dir_all(&e.plain_dir);
+        let _ = std::fs::remove_dir_all(&e.fma_dir);
     }
 }
 
@@ -263,33 +315,54 @@ fn fused_targets_use_the_fma_instruction_without_libm() {
     picograd::init();
     let m = models().into_iter().find(|m| m.name == "mlp").unwrap();
     let x = input(&m);
-    for (name, insn) in [
+    let targets = [
         ("cortex-m4", Some("vfma.f32")),
         ("riscv32imafc", Some("fmadd.s")),
         ("cortex-m3", None),
         ("riscv32imac", None),
-    ] {
-        let target = Target::by_name(name).unwrap();
-        let (dir, want) = export_model(&m, &x, &target.export_options(), name);
+    ];
+    // Exported on this thread; built, run and disassembled side by side (tests/common/par.rs).
+    let exported: Vec<(PathBuf, Vec<f64>)> = targets
+        .iter()
+        .map(|&(name, _)| {
+            let target = Target::by_name(name).unwrap();
+            export_model(&m, &x, &target.export_options(), name)
+        })
+        .collect();
+    let mut jobs = Vec::new();
+    for (&(name, insn), (dir, want)) in targets.iter().zip(&exported) {
         for compiler in [CompilerKind::Gcc, CompilerKind::Clang] {
-            let opts = BuildOptions {
-                compiler,
-                keep_build_dir: true,
-                ..BuildOptions::default()
-            };
-            let what = format!("{name} {compiler:?}");
-            let r = build_and_run(&target, &dir, &[("x", x.clone())], &opts)
-                .unwrap_or_else(|e| panic!("{what}: {e}"));
-            compare(&m, &what, r.output("y").expect("output y"), &want);
-            let build = r.build_dir.clone().expect("the kept build folder");
-            let (asm, has_fmaf) = disassemble(&target, &build);
-            let _ = std::fs::remove_dir_all(&build);
-            assert!(!has_fmaf, "{what}: links a software fmaf");
-            if let Some(insn) = insn {
-                assert!(asm.contains(insn), "{what}: no {insn} in the program");
-            }
+            jobs.push((name, insn, dir, want, compiler));
         }
-        let _ = std::fs::remove_dir_all(&dir);
+    }
+    // The closure takes the model's name and type, not the model (its forward is not Sync).
+    let (model, dtype) = (m.name, m.dtype);
+    par::par_map(&jobs, |&(name, insn, dir, want, compiler)| {
+        let target = Target::by_name(name).unwrap();
+        let opts = BuildOptions {
+            compiler,
+            keep_build_dir: true,
+            ..BuildOptions::default()
+        };
+        let what = format!("{name} {compiler:?}");
+        let r = build_and_run(&target, dir, &[("x", x.clone())], &opts)
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        let expect = Expect {
+            name: model,
+            dtype,
+            want,
+        };
+        compare(expect, &what, r.output("y").expect("output y"));
+        let build = r.build_dir.clone().expect("the kept build folder");
+        let (asm, has_fmaf) = disassemble(&target, &build);
+        let _ = std::fs::remove_dir_all(&build);
+        assert!(!has_fmaf, "{what}: links a software fmaf");
+        if let Some(insn) = insn {
+            assert!(asm.contains(insn), "{what}: no {insn} in the program");
+        }
+    });
+    for (dir, _) in &exported {
+        let _ = std::fs::remove_dir_all(dir);
     }
 }
 

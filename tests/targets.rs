@@ -12,6 +12,9 @@ use picograd::runtime::target::{
     build_and_run, BuildOptions, CompilerKind, OptLevel, RunReport, Target, Values,
 };
 
+#[path = "common/par.rs"]
+mod par;
+
 fn bundle_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/bundles/dense_relu")
 }
@@ -78,34 +81,42 @@ fn run(target: &Target, compiler: CompilerKind, opt: OptLevel) -> RunReport {
 /// Every compiler × opt level on one target; on devices the counts are present and repeatable.
 fn check_target(name: &str) {
     let t = Target::by_name(name).unwrap();
-    for compiler in [CompilerKind::Gcc, CompilerKind::Clang] {
-        for opt in [OptLevel::O2, OptLevel::Os] {
-            let r = run(&t, compiler, opt);
-            // The figure is model_run's own stack, from the stack pointer at the call. On
-            // RV32IMAFC the stand-in's model_run is a leaf that keeps everything in temporary
-            // registers (no `addi sp` in its code, gcc and clang, -O2 and -Os): 0 bytes is right.
-            let leaf = name == "riscv32imafc";
-            assert!(
-                r.stack_bytes
-                    .is_some_and(|s| (s > 0 || leaf) && s < 4096 && s % 4 == 0),
-                "{name} {compiler:?} {opt:?}: {:?}",
-                r.stack_bytes
+    let builds = [
+        (CompilerKind::Gcc, OptLevel::O2),
+        (CompilerKind::Gcc, OptLevel::Os),
+        (CompilerKind::Clang, OptLevel::O2),
+        (CompilerKind::Clang, OptLevel::Os),
+    ];
+    // The builds are separate processes (compilers, QEMU): side by side (tests/common/par.rs),
+    // with gcc -O2 built and run a second time for the repeatability check.
+    let mut jobs = builds.to_vec();
+    jobs.push((CompilerKind::Gcc, OptLevel::O2));
+    let reports = par::par_map(&jobs, |&(compiler, opt)| run(&t, compiler, opt));
+    for (&(compiler, opt), r) in builds.iter().zip(&reports) {
+        // The figure is model_run's own stack, from the stack pointer at the call. On
+        // RV32IMAFC the stand-in's model_run is a leaf that keeps everything in temporary
+        // registers (no `addi sp` in its code, gcc and clang, -O2 and -Os): 0 bytes is right.
+        let leaf = name == "riscv32imafc";
+        assert!(
+            r.stack_bytes
+                .is_some_and(|s| (s > 0 || leaf) && s < 4096 && s % 4 == 0),
+            "{name} {compiler:?} {opt:?}: {:?}",
+            r.stack_bytes
+        );
+        assert!(r.text > 0 && r.model_text > 0);
+        if t.is_host() {
+            continue;
+        }
+        let n = r.instructions.expect("devices count instructions");
+        assert!(n > 100, "{name}: {n} instructions");
+        if compiler == CompilerKind::Gcc && opt == OptLevel::O2 {
+            let again = &reports[builds.len()];
+            assert_eq!(
+                again.instructions,
+                Some(n),
+                "{name}: counts differ between runs"
             );
-            assert!(r.text > 0 && r.model_text > 0);
-            if t.is_host() {
-                continue;
-            }
-            let n = r.instructions.expect("devices count instructions");
-            assert!(n > 100, "{name}: {n} instructions");
-            if compiler == CompilerKind::Gcc && opt == OptLevel::O2 {
-                let again = run(&t, compiler, opt);
-                assert_eq!(
-                    again.instructions,
-                    Some(n),
-                    "{name}: counts differ between runs"
-                );
-                assert_eq!(again.outputs, r.outputs);
-            }
+            assert_eq!(again.outputs, r.outputs);
         }
     }
 }
@@ -181,8 +192,11 @@ fn broken_bundle_reports_compiler_output_and_target() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// The firmware's build is this binary's longest job (a release build with LTO of the no_std
+/// crate graph, mostly on one core). libtest starts tests in name order, so the name puts it
+/// beside the bundle tests (after `cortex_m4`) instead of last, where it would run alone.
 #[test]
-fn rust_firmware_runs_on_cortex_m4() {
+fn cortex_m4_runs_the_rust_firmware_example() {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("targets/cortex-m4/firmware/run.sh");
     let out = std::process::Command::new("bash")
         .arg(&script)
