@@ -6,8 +6,10 @@
 //! ([`DimBounds::set_max`], `Model::with_max_dim`, `picograd run --max batch=N`).
 //!
 //! Invariants: every axis of one name is one variable (two inputs giving it different sizes is
-//! an error naming both); a size above the maximum is an error naming the input, the axis and
-//! how to raise the maximum, never a clamp; an axis whose `dim_param` is not a usable variable
+//! an error naming both); a size above a maximum the caller set is an error naming the input,
+//! the axis and how to raise the maximum, never a clamp; a size above the default maximum (no
+//! maximum set) keeps that axis concrete — the caller asked for nothing, so the run still
+//! works, with a capture of its own; an axis whose `dim_param` is not a usable variable
 //! name (not a C identifier, or `idx…`), a size-0 axis, and an axis without a `dim_param` stay
 //! concrete.
 
@@ -20,7 +22,8 @@ use picograd_core::{Error, Result, Tensor};
 use crate::model::ValueSpec;
 
 /// The largest size of a `dim_param` axis when none is set: one capture serves sizes 1 to 64.
-/// Larger sizes need a larger maximum (intermediate buffers are allocated for the maximum).
+/// Larger sizes run with that axis concrete (a capture of their own) unless a maximum is set
+/// for the name; intermediate buffers are allocated for the maximum.
 pub const DEFAULT_MAX_DIM: i64 = 64;
 
 /// The maximum of each `dim_param` name that has one set; others take [`DEFAULT_MAX_DIM`].
@@ -45,6 +48,11 @@ impl DimBounds {
     /// The bounds of `name`: `[1, max]`.
     pub fn bounds(&self, name: &str) -> (i64, i64) {
         (1, self.max.get(name).copied().unwrap_or(DEFAULT_MAX_DIM))
+    }
+
+    /// Whether the caller set `name`'s maximum (otherwise it is [`DEFAULT_MAX_DIM`]).
+    pub fn is_set(&self, name: &str) -> bool {
+        self.max.contains_key(name)
     }
 
     /// The names given a maximum.
@@ -117,6 +125,9 @@ fn sym_dims(
             continue;
         }
         let (_, max) = bounds.bounds(name);
+        if size > max && !bounds.is_set(name) {
+            continue;
+        }
         if size > max {
             return Err(Error::shape(
                 "onnx",

@@ -410,7 +410,8 @@ impl Model {
     ///
     /// Input axes declared with a `dim_param` are symbolic here: sizes 1 to the name's maximum
     /// ([`Model::with_max_dim`], default [`DEFAULT_MAX_DIM`](super::dims::DEFAULT_MAX_DIM)) share one capture and one set of
-    /// compiled kernels (a size above it is an error). Operators that compute a shape or a
+    /// compiled kernels (a size above a maximum set with [`Model::with_max_dim`] is an error;
+    /// above the default maximum that axis stays concrete, with a capture of its own). Operators that compute a shape or a
     /// constant from such a size specialize the capture to it (the cache captures again at
     /// other sizes); an operator that refuses a symbolic size makes `run` use concrete sizes
     /// from then on.

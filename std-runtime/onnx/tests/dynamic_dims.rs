@@ -1,8 +1,8 @@
 //! ONNX dynamic dimensions stay symbolic in `Model::run`: a model whose input axis is the
 //! `dim_param` `batch` (MatMul + Add + Relu, Gemm + Softmax, ReduceSum and ReduceMean over the
 //! batch) runs at several batch sizes with one capture, scheduling and compiling each kernel
-//! once (counted), and every output equals a naive f64 reference. Sizes above the maximum are
-//! errors; `with_max_dim` sets it.
+//! once (counted), and every output equals a naive f64 reference. Sizes above a maximum set
+//! with `with_max_dim` are errors; above the default one the axis stays concrete.
 //!
 //! The work counters are process-wide: one test function measures.
 
@@ -203,14 +203,21 @@ fn a_dim_param_batch_runs_every_size_with_one_capture() {
         (1, 5, 0),
         "one capture for every batch"
     );
-    // Above the maximum: an error naming the dimension and how to raise it.
-    let big = Tensor::from_slice(&ramp(65 * IN, 0.3, 0.0), &[65, IN]);
-    let e = m.run(&[big]).unwrap_err().to_string();
-    assert!(e.contains("'batch'") && e.contains("maximum 64"), "{e}");
+    // Above the default maximum (none set): the axis stays concrete, a capture of its own.
+    let big = ramp(65 * IN, 0.3, 0.0);
+    let outs = m.run(&[Tensor::from_slice(&big, &[65, IN])]).unwrap();
+    assert_close(
+        "softmax above the default maximum",
+        &outs[0].to_f64_vec().unwrap(),
+        &reference(&big, 65)[0],
+    );
+    assert_eq!(m.cache_stats().captures, 2, "a concrete capture for 65");
+    // Above a maximum the caller set: an error naming the dimension and how to raise it.
     let m = model().with_max_dim("batch", 8).unwrap();
     assert_eq!(m.dim_bounds("batch"), (1, 8));
     let e = m.run(&[Tensor::from_slice(&ramp(9 * IN, 0.3, 0.0), &[9, IN])]);
-    assert!(e.unwrap_err().to_string().contains("maximum 8"));
+    let e = e.unwrap_err().to_string();
+    assert!(e.contains("'batch'") && e.contains("maximum 8"), "{e}");
     let outs = m
         .run(&[Tensor::from_slice(&ramp(8 * IN, 0.3, 0.0), &[8, IN])])
         .unwrap();
