@@ -1,5 +1,5 @@
 //! Integer kernels: the widening multiply (`MulWide`), i32 accumulation and the requantize step
-//! (`Requant`, one rounding half to even). Checked against naive Rust references: the rounding
+//! (`Requant`, rounded as onnxruntime's f32 `rint(float(a) * scale)`). Checked against naive Rust references: the rounding
 //! against a brute-force nearest-integer search, a quantized conv and matmul against plain loops
 //! over i64, on the interpreter and in compiled C (bit-exact), and the kernels' UOps hold no
 //! float value at all.
@@ -45,18 +45,36 @@ fn nearest(p: i128, s: u32) -> i128 {
     best
 }
 
-/// `round(a * m / 2^s + z)`, half to even, over exact integers.
+/// `v ≥ 0` rounded to 24 significant bits (an f32 significand), half to even.
+fn round24(v: i128) -> i128 {
+    let bits = 128 - v.leading_zeros();
+    if bits <= 24 {
+        return v;
+    }
+    let k = bits - 24;
+    nearest(v, k) << k
+}
+
+/// `round(a * m / 2^s + z)` as `Requant` defines it, over exact integers: `|a|` and the
+/// product to 24 significant bits (f32 arithmetic), then to the nearest integer, ties to even.
 fn reference_requant_z(a: i32, m: i32, s: i32, z: i32) -> i32 {
     let s = s.clamp(1, 62) as u32;
-    nearest(i128::from(a) * i128::from(m) + (i128::from(z) << s), s) as i32
+    let mag = round24(round24(i128::from(a).abs()) * i128::from(m).abs());
+    let p = if (a < 0) != (m < 0) { -mag } else { mag };
+    nearest(p + (i128::from(z) << s), s) as i32
 }
 
 fn reference_requant(a: i32, m: i32, s: i32) -> i32 {
     reference_requant_z(a, m, s, 0)
 }
 
+/// onnxruntime's requantize in f32: `rint(float(a) * scale)`, ties to even, then `+ z`.
+fn onnxruntime_requant(a: i32, scale: f32) -> i32 {
+    ((a as f32) * scale).round_ties_even() as i32
+}
+
 #[test]
-fn requant_rounds_once_half_to_even() {
+fn requant_rounds_as_onnxruntimes_f32_product() {
     let mut r = Rng(0x9e37_79b9_7f4a_7c15);
     for _ in 0..20_000 {
         let a = r.range(i32::MIN as i64, i32::MAX as i64) as i32;
@@ -64,6 +82,31 @@ fn requant_rounds_once_half_to_even() {
         let s = r.range(1, 62) as i32;
         assert_eq!(requant(a, m, s), reference_requant(a, m, s), "{a} {m} {s}");
     }
+    // With an f32 scale (the multiplier `fixed_point` gives), exactly f32 arithmetic: random
+    // accumulators (past 2^24, where float(a) rounds too), and values within a few f32 ulps of
+    // a tie, where rounding the exact product once would differ.
+    let mut near_ties = 0;
+    for i in 0..200_000 {
+        let scale = f32::from_bits(r.range(0x3000_0000, 0x3f7f_ffff) as u32); // ~[4.7e-10, 1)
+        let (m, s) = fixed_point(scale).unwrap();
+        let a = if i % 2 == 0 {
+            r.range(-(1 << 28), 1 << 28) as i32
+        } else {
+            // a ≈ (k + 1/2) / scale, the accumulator nearest a tie.
+            let k = r.range(-200, 200) as f64 + 0.5;
+            (k / scale as f64)
+                .round()
+                .clamp(i32::MIN as f64, i32::MAX as f64) as i32
+        };
+        let got = requant(a, m, s);
+        assert_eq!(got, onnxruntime_requant(a, scale), "{a} · {scale:e}");
+        let once = nearest(i128::from(a) * i128::from(m), s as u32) as i32;
+        near_ties += usize::from(got != once);
+    }
+    assert!(
+        near_ties > 0,
+        "no case where the f32 rounding differs from a single one"
+    );
     // With a zero point, the tie goes to the even final value.
     for _ in 0..20_000 {
         let a = r.range(-(1 << 20), 1 << 20) as i32;
@@ -85,6 +128,13 @@ fn requant_rounds_once_half_to_even() {
         let even = if k % 2 == 0 { k } else { k + 1 };
         assert_eq!(requant(a, 1 << 30, 31), even, "tie at {k}.5");
     }
+    // The worked example of the KWS net's third pointwise conv (`scripts/device-bench-int8.py`):
+    // 60427 · 0.0023747662 = 143.49999485 exactly, 143.5 as an f32 product: onnxruntime gives
+    // 144 (the even neighbour), a single exact rounding 143.
+    let scale = 0.002_374_766_2f32;
+    let (m, s) = fixed_point(scale).unwrap();
+    assert_eq!(requant(60427, m, s), 144);
+    assert_eq!(nearest(60427 * i128::from(m), s as u32), 143);
     // Small accumulators with small multipliers (the common case) agree too.
     for a in -300..300 {
         for (m, s) in [(3, 2), (5, 3), (1_234_567, 20)] {

@@ -65,8 +65,9 @@ pub enum AluOp {
     /// sum accumulates in i32 and no value is ever a float.
     MulWide,
     /// Requantize an i32 accumulator: `round(a * m / 2^s + z)` of i32 operands `a`, `m` and
-    /// `sz = s + 256 * z` (the shift in the low 8 bits, the zero point above them), the product
-    /// taken exactly in 64 bits and rounded once, half to even; `s` is clamped to `[1, 62]` and
+    /// `sz = s + 256 * z` (the shift in the low 8 bits, the zero point above them), rounded as
+    /// onnxruntime's f32 `rint(float(a) * scale)` rounds: `a` and the product to 24 significant
+    /// bits, then to an integer, each half to even (see [`requant`]); `s` is clamped to `[1, 62]` and
     /// the result wraps to i32. `m` and `s` are a fixed-point multiplier and shift (see
     /// [`fixed_point`] and [`pack_shift`]). The zero point takes part only in breaking ties
     /// (the even result wins), as onnxruntime's quantized pools round; with `z = 0` and the
@@ -413,19 +414,38 @@ pub fn eval_alu(op: AluOp, v: &[Scalar], dtype: DType) -> Option<Scalar> {
     Some(Scalar::from_i64(r, dtype))
 }
 
-/// [`AluOp::Requant`]: `round(a * m / 2^s + z)` with `sz = s + 256 * z`, the 64-bit product
-/// rounded once, half to even, `s` clamped to `[1, 62]`, the result wrapped to i32. The
-/// interpreter, constant folding and (in C, `pg_requant`) every compiled kernel compute exactly
-/// this.
+/// [`AluOp::Requant`]: `round(a * m / 2^s + z)` with `sz = s + 256 * z`, rounded as
+/// onnxruntime's f32 requantize rounds (`rint(float(a) * scale)`, scale `m · 2^-s` an f32):
+/// `|a|` to 24 significant bits (the f32 conversion), the exact product `|a| · |m|` to 24
+/// significant bits (the f32 multiply), both half to even, then that product, signed, to an
+/// integer, half to even (ties to the even value after `z` is added), `s` clamped to `[1, 62]`,
+/// the result wrapped to i32. For `|a| < 2^24` and an `m` from [`fixed_point`] this is exactly
+/// the f32 computation; the first two roundings only move values within half an f32 ulp, so
+/// the result differs from the exact product's rounding only next to a tie. The interpreter,
+/// constant folding and (in C, `pg_requant`) every compiled kernel compute exactly this.
 pub fn requant(a: i32, m: i32, sz: i32) -> i32 {
     let s = (sz & 0xff).clamp(1, 62) as u32;
     let z = (sz - (sz & 0xff)) / 256;
-    let p = i64::from(a) * i64::from(m); // |p| <= 2^62: exact
+    let ua = round_significand(u64::from(a.unsigned_abs()));
+    // ua, |m| <= 2^31: the product is exact in u64, and <= 2^62 after rounding.
+    let mag = round_significand(ua * u64::from(m.unsigned_abs())) as i64;
+    let p = if (a < 0) != (m < 0) { -mag } else { mag };
     let q = p >> s; // floor
     let r = p - (q << s); // in [0, 2^s)
     let half = 1i64 << (s - 1);
     let up = r > half || (r == half && (q + i64::from(z)) & 1 == 1);
     (q + i64::from(up) + i64::from(z)) as i32
+}
+
+/// `v` rounded to 24 significant bits (an f32 significand), half to even.
+fn round_significand(v: u64) -> u64 {
+    let bits = 64 - v.leading_zeros();
+    if bits <= 24 {
+        return v;
+    }
+    let k = bits - 24;
+    let (q, r, half) = (v >> k, v & ((1 << k) - 1), 1u64 << (k - 1));
+    (q + u64::from(r > half || (r == half && q & 1 == 1))) << k
 }
 
 /// The third operand of [`AluOp::Requant`]: shift `s` (in `[1, 62]`) and zero point `z`

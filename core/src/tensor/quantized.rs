@@ -3,8 +3,9 @@
 //!
 //! Invariant: nothing here computes a float. Operands are i8, u8 or i16 (the same dtype on both
 //! sides), products are exact i32 ([`AluOp::MulWide`]), sums accumulate in i32, and
-//! [`Tensor::try_requantize`] rescales with a fixed-point multiplier and shift rounded once,
-//! half to even ([`AluOp::Requant`]), then adds the zero point and clamps with integer ops.
+//! [`Tensor::try_requantize`] rescales with a fixed-point multiplier and shift, rounded as
+//! onnxruntime's f32 product rounds and then half to even ([`AluOp::Requant`]), then adds the
+//! zero point and clamps with integer ops.
 
 use alloc::format;
 use alloc::vec::Vec;
@@ -97,8 +98,8 @@ impl Tensor {
     }
 
     /// Requantizes an i32 accumulator to `out` (an integer dtype):
-    /// `clamp(round(self * multiplier / 2^shift) + zero_point, lo, hi)`, rounded once, half to
-    /// even ([`AluOp::Requant`]), `[lo, hi]` being `out`'s range narrowed by `floor` (a fused
+    /// `clamp(round(self * multiplier / 2^shift) + zero_point, lo, hi)`, rounded as the f32
+    /// product `float(self) * scale` and then half to even ([`AluOp::Requant`]), `[lo, hi]` being `out`'s range narrowed by `floor` (a fused
     /// ReLU passes the zero point). `ties` says whether a tie goes to the even value before the
     /// zero point is added ([`Ties::BeforeZeroPoint`]) or to the even final value
     /// ([`Ties::WithZeroPoint`]). `multiplier`, `shift` and `zero_point` broadcast against

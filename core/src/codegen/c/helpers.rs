@@ -305,8 +305,11 @@ const F32_TO_BF16: &str = "static inline __attribute__((unused)) uint16_t pg_f32
 }
 ";
 
-/// `round(a * m / 2^s + z)` as `ops::requant` computes it (`sz = s + 256 * z`): the product
-/// is exact in 64 bits; biased by 2^63 it is non-negative, so the floor is an unsigned shift (no
+/// `round(a * m / 2^s + z)` as `ops::requant` computes it (`sz = s + 256 * z`): `|a|` and the
+/// product `|a|·|m|` (exact in 64 bits) are rounded to 24 significant bits as f32 arithmetic
+/// would (`pg_round24`, half to even; a no-op below 2^24, so one compare for the conversion of
+/// an accumulator), and the signed result is rounded half to even: onnxruntime's
+/// `rint(float(a) * scale)`. Biased by 2^63 it is non-negative, so the floor is an unsigned shift (no
 /// implementation-defined signed shift), and with `s <= 62` the bias 2^(63-s) is even, so the
 /// tie test sees the true quotient's parity (plus the zero point's).
 ///
@@ -330,13 +333,28 @@ const REQUANT: &str =
   return (int32_t)(uint32_t)(q - ((uint64_t)1 << (63 - s)) + z);
 }
 
+static inline __attribute__((unused)) uint64_t pg_round24(uint64_t v) {
+  int k;
+  uint64_t q, r, half;
+  if (v < ((uint64_t)1 << 24)) return v;
+  k = 40 - __builtin_clzll(v);
+  q = v >> k;
+  r = v & (((uint64_t)1 << k) - 1u);
+  half = (uint64_t)1 << (k - 1);
+  q += (r > half || (r == half && (q & 1u))) ? 1u : 0u;
+  return q << k;
+}
+
 static inline __attribute__((unused)) int32_t pg_requant(int32_t a, int32_t m, int32_t sz) {
-  uint64_t u, z;
+  uint64_t u, z, ua, um;
   int32_t s = sz & 255;
   z = (uint64_t)(int64_t)((sz - s) / 256);
   if (s < 1) s = 1;
   if (s > 62) s = 62;
-  u = (uint64_t)((int64_t)a * (int64_t)m) + ((uint64_t)1 << 63);
+  ua = a < 0 ? 0u - (uint64_t)(int64_t)a : (uint64_t)a;
+  um = m < 0 ? 0u - (uint64_t)(int64_t)m : (uint64_t)m;
+  u = pg_round24(pg_round24(ua) * um);
+  u = ((a < 0) != (m < 0) ? 0u - u : u) + ((uint64_t)1 << 63);
   if (s > 32) {
     uint32_t hi = (uint32_t)(u >> 32), t = (uint32_t)s - 32u;
     uint32_t odd = ((hi >> t) + (uint32_t)z) & 1u;

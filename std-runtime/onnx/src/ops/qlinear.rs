@@ -6,7 +6,8 @@
 //! Invariant: no value is ever dequantized to float. 8-bit operands minus their zero points
 //! are i16, products widen to i32 (`MulWide`), sums accumulate in i32, and the result is
 //! requantized with the fixed-point form of the f32 scale ratio computed as onnxruntime does
-//! (`x_scale * w_scale / y_scale` in f32), rounded once, half to even (`Requant`), then the
+//! (`x_scale * w_scale / y_scale` in f32), rounded as its `rint(float(acc) * scale)` rounds
+//! (`Requant`: the f32 product's rounding emulated in integers, then half to even), then the
 //! output zero point is added and the value clamped to the output type's range.
 
 use picograd_core::tensor::quantized::{requant_params, Ties};
