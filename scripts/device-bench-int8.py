@@ -6,8 +6,11 @@ and weights, weights per channel, calibrated (min/max) on CALIB seeded standard-
 
 usage: python device-bench-int8.py OUT_DIR [CALIB=300] [TESTS=100]
 writes OUT_DIR/kws_fp32.onnx, kws_int8.onnx (batch axis symbolic, `N`), kws_input.npy (one
-input, 1x1x49x10, for `picograd compile -i`), kws_tests.npy (TESTS inputs) and kws_ort.npy
-(onnxruntime's default-session outputs on them), and prints the quantization step of the logits.
+input, 1x1x49x10, for `picograd compile -i`), kws_tests.npy (TESTS inputs), kws_ort.npy
+(onnxruntime's default-session outputs on them), kws_ort_s8.npy (the outputs of a session with
+`session.qdqisint8allowed`, whose int8 kernels sum exactly; see below) and kws_lsb.npy (the
+quantization step of the logits), kws_int8_convs.onnx (the model cut after its last conv) with
+kws_ort_s8_convs.npy (that session's int8 outputs of it), and prints that step.
 """
 
 import importlib.util
@@ -58,6 +61,20 @@ def main():
     np.save(os.path.join(out, "kws_input.npy"), xt[:1])
     sess = ort.InferenceSession(q, providers=["CPUExecutionProvider"])
     np.save(os.path.join(out, "kws_ort.npy"), sess.run(None, {"x": xt})[0])
+    # The same session with its int8 kernels kept (no conversion of int8 activations to uint8):
+    # on x86 without VNNI the default session's u8 x s8 kernels sum pairs of products with int16
+    # saturation (vpmaddubsw), so its outputs depend on the host; the int8 kernels sum exactly.
+    so = ort.SessionOptions()
+    so.add_session_config_entry("session.qdqisint8allowed", "1")
+    s8 = ort.InferenceSession(q, so, providers=["CPUExecutionProvider"])
+    np.save(os.path.join(out, "kws_ort_s8.npy"), s8.run(None, {"x": xt})[0])
+    # The conv stack alone (cut at the last conv's QuantizeLinear, before the average pool that
+    # onnxruntime computes in f32): its int8 output by the same int8-kernel session.
+    last = [n for n in onnx.load(q).graph.node if n.op_type == "QuantizeLinear"][-4].output[0]
+    convs = os.path.join(out, "kws_int8_convs.onnx")
+    onnx.utils.extract_model(q, convs, ["x"], [last])
+    s8c = ort.InferenceSession(convs, so, providers=["CPUExecutionProvider"])
+    np.save(os.path.join(out, "kws_ort_s8_convs.npy"), s8c.run(None, {"x": xt})[0])
     m = onnx.load(q)
     scale = [n for n in m.graph.node if n.op_type == "DequantizeLinear" and n.output[0] == "y"]
     inits = {i.name: numpy_helper.to_array(i) for i in m.graph.initializer}
