@@ -392,9 +392,9 @@ fn requantize_ties_agree_on_interp_and_clang() {
 }
 
 /// The C requantize against the exact reference at every shift 1..=62 (the Clang device's
-/// `pg_requant` has a 32-bit path for shifts above 32 and a 64-bit one below): per shift, exact
+/// `pg_requant` has a 32-bit path for shifts above 32, accumulators below 2^24 and f32 multipliers, and a 64-bit one otherwise): per shift, exact
 /// ties of both parities and their neighbours (multiplier 2^30), random accumulators with random
-/// 31-bit multipliers, and a zero point in the tie (`Ties::WithZeroPoint`'s packed shift). The
+/// 31-bit multipliers, accumulators next to ties with f32 multipliers, and a zero point in the tie (`Ties::WithZeroPoint`'s packed shift). The
 /// raw i32 `Requant` ALU op, so no clamp hides a wrong value.
 #[test]
 fn requant_agrees_with_the_reference_at_every_shift_on_clang() {
@@ -402,8 +402,15 @@ fn requant_agrees_with_the_reference_at_every_shift_on_clang() {
     let (mut acc, mut ms, mut sz, mut want) = (vec![], vec![], vec![], vec![]);
     for s in 1..=62i32 {
         let z = r.range(-130, 130) as i32;
-        for i in 0..48 {
-            let (a, m) = if i < 24 {
+        for i in 0..72 {
+            let (a, m) = if i >= 48 {
+                // An f32 multiplier (`M·2^7`) and the accumulator nearest a tie `(k + 1/2)·2^s/m`,
+                // where rounding the product as an f32 first can land on the tie.
+                let m = (r.range(1 << 23, (1 << 24) - 1) << 7) as i32;
+                let k = r.range(-300, 300) as f64 + 0.5;
+                let a = (k * 2f64.powi(s) / m as f64).round() + [-1.0, 0.0, 1.0][i % 3];
+                (a.clamp(i32::MIN as f64, i32::MAX as f64) as i32, m)
+            } else if i < 24 {
                 // a·2^30 / 2^s = (2k+1)/2 when a = (2k+1)·2^(s-31); shifted for s < 31.
                 let k = r.range(-6, 6);
                 let tie = if s >= 31 {

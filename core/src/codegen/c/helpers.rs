@@ -306,34 +306,28 @@ const F32_TO_BF16: &str = "static inline __attribute__((unused)) uint16_t pg_f32
 ";
 
 /// `round(a * m / 2^s + z)` as `ops::requant` computes it (`sz = s + 256 * z`): `|a|` and the
-/// product `|a|·|m|` (exact in 64 bits) are rounded to 24 significant bits as f32 arithmetic
-/// would (`pg_round24`, half to even; a no-op below 2^24, so one compare for the conversion of
-/// an accumulator), and the signed result is rounded half to even: onnxruntime's
-/// `rint(float(a) * scale)`. Biased by 2^63 it is non-negative, so the floor is an unsigned shift (no
-/// implementation-defined signed shift), and with `s <= 62` the bias 2^(63-s) is even, so the
-/// tie test sees the true quotient's parity (plus the zero point's).
+/// product `|a|·|m|` (exact in 64 bits) rounded to 24 significant bits as f32 arithmetic would
+/// (`pg_round24`, half to even), then the signed value rounded half to even: onnxruntime's
+/// `rint(float(a) * scale)`.
 ///
-/// Shifts above 32 (every scale below about 1/4 with a 31-bit multiplier: all conv and pool
-/// requantizes of a quantized net) take a 32-bit path, since 64-bit shifts and compares cost
-/// about 50 instructions on a 32-bit core: with `t = s - 32`, the quotient is the high word
-/// `hi` shifted by `t`, and rounding half to even adds `half - 1 + parity` to `u` before the
-/// shift — in the high word `2^(t-1) - 1`, plus 1 when the parity bit is set or when the low
-/// word is non-zero (the carry of adding `2^32 - 1` to it). `|a·m| ≤ 2^62`, so `hi ≤ 3·2^30`
-/// and the sum stays below 2^32. Same bits as the 64-bit path (checked on 2·10^8 random and
-/// edge operands against it when written; `tests/int_kernels.rs` checks the C at every shift).
-/// The 64-bit path is its own function, not inlined: it would double every requantize's code
-/// for shifts a quantized net rarely has.
-const REQUANT: &str =
-    "static __attribute__((noinline, unused)) int32_t pg_requant_wide(uint64_t u, int32_t s, uint64_t z) {
-  uint64_t q, r, half;
-  q = u >> s;
-  r = u & (((uint64_t)1 << s) - 1u);
-  half = (uint64_t)1 << (s - 1);
-  q += (r > half || (r == half && ((q + z) & 1u))) ? 1u : 0u;
-  return (int32_t)(uint32_t)(q - ((uint64_t)1 << (63 - s)) + z);
-}
-
-static inline __attribute__((unused)) uint64_t pg_round24(uint64_t v) {
+/// The general form (`pg_requant_wide`, 64-bit, out of line: 64-bit variable shifts cost about
+/// 50 instructions on a 32-bit core) serves the operands the inline path leaves. That path
+/// takes shifts above 32 with accumulators within ±2^24 (every conv and pool requantize of a
+/// quantized net): there `|a|` converts exactly, the f32 rounding's quantum `2^k` of the product
+/// is at most 2^31 ≤ 2^(s-2), so it moves the product onto a tie `(n + 1/2)·2^s` when within
+/// `2^(k-1)` ≤ 2^30 of it and never across one otherwise: away from ties the single exact
+/// rounding is the answer. That is computed in 32 bits, as before: with `t = s - 32`, the
+/// quotient is the high word `hi` of the product biased by 2^63 (non-negative, so the floor is
+/// an unsigned shift with no implementation-defined signed shift; the bias `2^(63-s)` after the
+/// shift is even, so the tie test sees the true parity plus the zero point's), and rounding half
+/// to even adds `half - 1 + parity` before the shift — in the high word `2^(t-1) - 1`, plus 1
+/// when the parity bit is set or the low word is non-zero (`|a·m| < 2^55`, so the sum stays
+/// below 2^32). A product within 2^32 of a tie (the high word's `t` low bits `2^(t-1)` or one
+/// less: one call in `2^(t-1)`) goes to the general form. Same bits as the general form
+/// (`tests/int_kernels.rs` checks the C at every shift, next to ties of f32 scales included,
+/// against the Rust reference; 2·10^8 random and near-tie operands against the general form when
+/// written).
+const REQUANT: &str = "static inline __attribute__((unused)) uint64_t pg_round24(uint64_t v) {
   int k;
   uint64_t q, r, half;
   if (v < ((uint64_t)1 << 24)) return v;
@@ -345,8 +339,8 @@ static inline __attribute__((unused)) uint64_t pg_round24(uint64_t v) {
   return q << k;
 }
 
-static inline __attribute__((unused)) int32_t pg_requant(int32_t a, int32_t m, int32_t sz) {
-  uint64_t u, z, ua, um;
+static __attribute__((noinline, unused)) int32_t pg_requant_wide(int32_t a, int32_t m, int32_t sz) {
+  uint64_t u, z, ua, um, q, r, half;
   int32_t s = sz & 255;
   z = (uint64_t)(int64_t)((sz - s) / 256);
   if (s < 1) s = 1;
@@ -355,13 +349,29 @@ static inline __attribute__((unused)) int32_t pg_requant(int32_t a, int32_t m, i
   um = m < 0 ? 0u - (uint64_t)(int64_t)m : (uint64_t)m;
   u = pg_round24(pg_round24(ua) * um);
   u = ((a < 0) != (m < 0) ? 0u - u : u) + ((uint64_t)1 << 63);
-  if (s > 32) {
-    uint32_t hi = (uint32_t)(u >> 32), t = (uint32_t)s - 32u;
-    uint32_t odd = ((hi >> t) + (uint32_t)z) & 1u;
-    uint32_t q32 = (hi + (1u << (t - 1u)) - 1u + (odd | ((uint32_t)u != 0u))) >> t;
-    return (int32_t)(q32 - (1u << (31u - t)) + (uint32_t)z);
+  q = u >> s;
+  r = u & (((uint64_t)1 << s) - 1u);
+  half = (uint64_t)1 << (s - 1);
+  q += (r > half || (r == half && ((q + z) & 1u))) ? 1u : 0u;
+  return (int32_t)(uint32_t)(q - ((uint64_t)1 << (63 - s)) + z);
+}
+
+static inline __attribute__((unused)) int32_t pg_requant(int32_t a, int32_t m, int32_t sz) {
+  uint64_t u;
+  uint32_t z, hi, t, odd, q32;
+  int32_t s = sz & 255;
+  if (s > 32 && s <= 62 && (uint32_t)a + (1u << 24) < (1u << 25)) {
+    z = (uint32_t)((sz - s) / 256);
+    u = (uint64_t)((int64_t)a * (int64_t)m) + ((uint64_t)1 << 63);
+    hi = (uint32_t)(u >> 32);
+    t = (uint32_t)s - 32u;
+    if (((hi - (1u << (t - 1u)) + 1u) & ((1u << t) - 1u)) > 1u) {
+      odd = ((hi >> t) + z) & 1u;
+      q32 = (hi + (1u << (t - 1u)) - 1u + (odd | ((uint32_t)u != 0u))) >> t;
+      return (int32_t)(q32 - (1u << (31u - t)) + z);
+    }
   }
-  return pg_requant_wide(u, s, z);
+  return pg_requant_wide(a, m, sz);
 }
 ";
 
