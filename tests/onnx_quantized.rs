@@ -229,7 +229,9 @@ fn kws_int8_matches_onnxruntimes_int8_kernels() {
             !ops.iter().any(|o| o == "Conv" || o == "Gemm"),
             "a float layer is left: {ops:?}"
         );
-        let got = model.run(&[x.clone()]).unwrap()[0].to_vec::<f32>().unwrap();
+        let got = model.run(std::slice::from_ref(&x)).unwrap()[0]
+            .to_vec::<f32>()
+            .unwrap();
         let cut = Model::load(&dir.join("kws_int8_convs.onnx")).unwrap();
         (got, cut.run(&[x]).unwrap()[0].to_vec::<i8>().unwrap())
     };
