@@ -332,7 +332,12 @@ fn unrolled_steps(steps: usize) -> (usize, usize, Vec<f32>, Vec<f32>) {
             *w = (prev[(j + 5) % 6] + xs[s * 6 + j]).max(0.0);
         }
     }
-    (items.len(), distinct.len(), h.to_vec::<f32>().unwrap(), want)
+    (
+        items.len(),
+        distinct.len(),
+        h.to_vec::<f32>().unwrap(),
+        want,
+    )
 }
 
 #[test]
@@ -341,7 +346,11 @@ fn steps_reading_rows_of_one_buffer_share_a_kernel() {
     let (items24, distinct24, got24, want24) = unrolled_steps(24);
     assert_eq!((items12, items24), (12, 24), "one kernel per step");
     // Every step reads the same shape at another row: one kernel, whatever the step count.
-    assert_eq!((distinct12, distinct24), (1, 1), "distinct kernels per schedule");
+    assert_eq!(
+        (distinct12, distinct24),
+        (1, 1),
+        "distinct kernels per schedule"
+    );
     assert_eq!(got12, want12);
     assert_eq!(got24, want24);
 }

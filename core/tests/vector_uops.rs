@@ -123,5 +123,8 @@ fn a_remainder_is_a_vector_body_and_a_scalar_tail() {
         .lines()
         .filter(|l| l.contains(" STORE") && !l.contains("f32x"))
         .count();
-    assert_eq!(scalar_stores, 4, "two rows, each with a tail of two scalar stores:\n{listing}");
+    assert_eq!(
+        scalar_stores, 4,
+        "two rows, each with a tail of two scalar stores:\n{listing}"
+    );
 }

@@ -581,7 +581,9 @@ fn lower(
                             let p = positions(&out_combos[*c], r, true);
                             l.accumulate(*rop, src, &p, *acc, dtype)?;
                         }
-                        _ => l.lane_accumulate(*rop, src, &lanes_of(g, r, true), &accs[gi], dtype)?,
+                        _ => {
+                            l.lane_accumulate(*rop, src, &lanes_of(g, r, true), &accs[gi], dtype)?
+                        }
                     }
                 }
             }

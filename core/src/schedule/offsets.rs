@@ -100,9 +100,11 @@ fn offset_range(st: &ShapeTracker, buf: &LazyBuffer) -> Option<(i64, i64, i64)> 
     let off = st.views()[0].offset().as_const()?;
     let len = match buf.realized() {
         Some(b) => b.len(),
-        None if buf.shape().iter().all(Node::is_const) => {
-            buf.shape().iter().map(|d| d.vmax().max(0) as usize).product()
-        }
+        None if buf.shape().iter().all(Node::is_const) => buf
+            .shape()
+            .iter()
+            .map(|d| d.vmax().max(0) as usize)
+            .product(),
         None => return None,
     };
     let len = i64::try_from(len).ok()?;

@@ -50,6 +50,9 @@ fn lstm_kernels_do_not_grow_with_steps() {
     let [(s12, d12), (s24, d24)] = counts[..] else {
         panic!("two cases ran: {counts:?}");
     };
-    assert!(s24 > s12 + 12, "the 24-step graph must schedule more kernels");
+    assert!(
+        s24 > s12 + 12,
+        "the 24-step graph must schedule more kernels"
+    );
     assert_eq!(d12, d24, "distinct kernels grew with the steps");
 }

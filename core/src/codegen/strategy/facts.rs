@@ -47,9 +47,7 @@ fn vector_lanes(k: &Kernel, axis: usize, amount: usize, cfg: &OptConfig) -> Opti
     let widths = || [16, 8, 4].into_iter().filter(|&w| w <= cfg.vec_width);
     widths()
         .find(|&w| amount % w == 0 && contiguous(w))
-        .or_else(|| {
-            widths().find(|&w| whole && amount > w && amount % w != 0 && contiguous(w))
-        })
+        .or_else(|| widths().find(|&w| whole && amount > w && amount % w != 0 && contiguous(w)))
 }
 
 /// The opts that upcast output axis `axis` by `amount` with its innermost lanes as vector UOps
