@@ -75,6 +75,9 @@ fn workloads() -> Vec<Workload> {
         ("matmul 24x7x48", |d| matmul(d, (24, 7, 48))),
         ("matmul 1x64x1", |d| matmul(d, (1, 64, 1))),
         ("matmul 5x40x64", |d| matmul(d, (5, 40, 64))),
+        ("matmul 3x64x10 (vector body, scalar tail)", |d| {
+            matmul(d, (3, 64, 10))
+        }),
         ("matmul A·Bᵀ + bias, relu", |d| {
             let bt = on(d, &[32, 29], 6).transpose(0, 1);
             on(d, &[9, 29], 7).matmul(&bt).add(on(d, &[32], 8)).relu()
@@ -182,6 +185,18 @@ fn tiled_matmuls_and_convs_are_printed_with_vector_types() {
             !plain.contains("pg_f32x"),
             "{name}: vector types without vector lanes"
         );
+    }
+}
+
+/// An output axis the lanes do not divide (an MLP's 10 logits at 8 lanes) is a vector body and
+/// a scalar tail: vector accumulators and stores for columns 0-7, scalar stores for 8 and 9.
+#[test]
+fn a_remainder_axis_is_printed_as_a_vector_body_and_a_scalar_tail() {
+    picograd::init();
+    let dev = picograd::context::interp();
+    let c = last_kernel_c(&matmul(&dev, (3, 64, 10)), 8, true, true);
+    for needle in ["pg_f32x8 acc", "*(pg_f32x8u *)(data0", "  data0["] {
+        assert!(c.contains(needle), "no `{needle}` in\n{c}");
     }
 }
 

@@ -13,6 +13,9 @@
 //! [`MAX_SHARED_DEPTH`]; and a node several kernels compute is realized when
 //! [`MAX_SHARED_NESTING`] such nodes nest in its chain (an unrolled RNN's cell state).
 //!
+//! Kernels that differ only in where their loads start in a buffer (an unrolled RNN's steps)
+//! take those offsets as variable arguments and are one kernel (`offsets.rs`).
+//!
 //! Cost: linear in the graph. Every walk is iterative (graph depth never meets the call stack)
 //! and a kernel's AST is built memoized, one node per (graph node, view) however often it is
 //! read, so shared subexpressions are never unfolded into a tree.
@@ -34,6 +37,7 @@ use crate::lazy::{LazyBuffer, LazyOp};
 use crate::shape::ShapeTracker;
 
 mod layout;
+mod offsets;
 mod vars;
 mod widen;
 
@@ -652,6 +656,7 @@ pub fn schedule_for(outs: &[LazyBuffer], cfg: Option<&OptConfig>) -> Result<Vec<
     let (items, _) = schedule_kernels(outs)?;
     let cfg = cfg.copied();
     let mut items = layout::apply(items, &|_| cfg)?;
+    offsets::share_offsets(&mut items)?;
     vars::unbind_items(&mut items)?;
     Ok(items)
 }
@@ -661,6 +666,7 @@ pub fn schedule_for(outs: &[LazyBuffer], cfg: Option<&OptConfig>) -> Result<Vec<
 pub fn schedule_with_visits(outs: &[LazyBuffer]) -> Result<(Vec<ScheduleItem>, u64)> {
     let (items, visits) = schedule_kernels(outs)?;
     let mut items = layout::apply(items, &|it| it.out.device().opt_config())?;
+    offsets::share_offsets(&mut items)?;
     vars::unbind_items(&mut items)?;
     Ok((items, visits))
 }

@@ -303,3 +303,54 @@ fn unrolled_recurrence_does_not_recompute_its_history() {
         "32 steps cost {f32_} flops, 8 steps {f8}: the recurrence is recomputed"
     );
 }
+
+/// `h ← relu(h·P + x[t])` over `steps` rows of a realized `x`, with `P` a cyclic shift (so the
+/// products are exact and each step is one kernel: `h` is read through an expand); the distinct
+/// kernels the schedule lowers, and the result with a plain loop's.
+fn unrolled_steps(steps: usize) -> (usize, usize, Vec<f32>, Vec<f32>) {
+    let xs = seq(steps * 6, 0.25);
+    let x = t(&xs, &[steps, 6]);
+    x.realize().unwrap();
+    let mut shift = vec![0.0f32; 36];
+    for k in 0..6 {
+        shift[k * 6 + (k + 1) % 6] = 1.0;
+    }
+    let p = t(&shift, &[6, 6]);
+    let mut h = t(&[0.5, -1.0, 2.0, 0.25, 3.0, -0.5], &[1, 6]);
+    for s in 0..steps {
+        let row = x.shrink(&[(s, s + 1), (0, 6)]);
+        h = relu(&alu(&matmul(&h, &p), AluOp::Add, &[&row]));
+    }
+    let items = schedule(&[h.lazy()]).unwrap();
+    let text = picograd_core::realize::describe(&items).unwrap();
+    let distinct: std::collections::HashSet<&String> = text.iter().collect();
+    // The same recurrence as a plain loop (a shift, adds and max: exact in f32).
+    let mut want = vec![0.5f32, -1.0, 2.0, 0.25, 3.0, -0.5];
+    for s in 0..steps {
+        let prev = want.clone();
+        for (j, w) in want.iter_mut().enumerate() {
+            *w = (prev[(j + 5) % 6] + xs[s * 6 + j]).max(0.0);
+        }
+    }
+    (
+        items.len(),
+        distinct.len(),
+        h.to_vec::<f32>().unwrap(),
+        want,
+    )
+}
+
+#[test]
+fn steps_reading_rows_of_one_buffer_share_a_kernel() {
+    let (items12, distinct12, got12, want12) = unrolled_steps(12);
+    let (items24, distinct24, got24, want24) = unrolled_steps(24);
+    assert_eq!((items12, items24), (12, 24), "one kernel per step");
+    // Every step reads the same shape at another row: one kernel, whatever the step count.
+    assert_eq!(
+        (distinct12, distinct24),
+        (1, 1),
+        "distinct kernels per schedule"
+    );
+    assert_eq!(got12, want12);
+    assert_eq!(got24, want24);
+}

@@ -5,6 +5,9 @@
 //! the UOps that run. Each kernel also runs on the interpreter (vector UOps lane by lane) and
 //! must give the scalar lowering's bits, which must match a naive reference.
 //!
+//! A third listing pins an axis the lanes do not divide (10 columns at 8 lanes): a vector body
+//! and a scalar tail.
+//!
 //! The listings live in `tests/data/vector_uops_*.txt`; after a deliberate change to the
 //! lowering, regenerate them with `PICOGRAD_BLESS=1`.
 
@@ -33,15 +36,19 @@ fn last_item(t: &Tensor) -> ScheduleItem {
 }
 
 /// The item lowered (multiply-accumulates unfused, as the interpreter runs them), optimized
-/// for 4-lane vectors or not at all.
-fn lowered(item: &ScheduleItem, vector: bool) -> LinearKernel {
-    let cfg = OptConfig::for_vec_width(4);
-    lower_ast(&item.ast, buf_params(item), vector.then_some(&cfg), false).unwrap()
+/// for `width`-lane vectors or not at all.
+fn lowered(item: &ScheduleItem, width: Option<usize>) -> LinearKernel {
+    let cfg = width.map(OptConfig::for_vec_width);
+    lower_ast(&item.ast, buf_params(item), cfg.as_ref(), false).unwrap()
 }
 
 fn check(name: &str, t: &Tensor, want: &[f32]) {
+    check_width(name, t, want, 4);
+}
+
+fn check_width(name: &str, t: &Tensor, want: &[f32], width: usize) {
     let item = last_item(t);
-    let vector = lowered(&item, true);
+    let vector = lowered(&item, Some(width));
     let listing = format!("{vector}");
     let path = format!(
         "{}/tests/data/vector_uops_{name}.txt",
@@ -52,8 +59,12 @@ fn check(name: &str, t: &Tensor, want: &[f32]) {
     }
     let golden = std::fs::read_to_string(&path).unwrap();
     assert_eq!(listing, golden, "{name}: the vector UOps changed");
-    assert!(listing.contains("f32x4 DEFINE_ACC") && listing.contains("f32x4 STORE"));
-    let (got, scalar) = (run(&vector, &item), run(&lowered(&item, false), &item));
+    let (acc, store) = (
+        format!("f32x{width} DEFINE_ACC"),
+        format!("f32x{width} STORE"),
+    );
+    assert!(listing.contains(&acc) && listing.contains(&store));
+    let (got, scalar) = (run(&vector, &item), run(&lowered(&item, None), &item));
     assert_eq!(got, scalar, "{name}: vector and scalar kernels differ");
     let got: Vec<f32> = got.into_iter().map(f32::from_bits).collect();
     assert_eq!(got.len(), want.len());
@@ -94,4 +105,26 @@ fn conv_vector_uops_are_pinned() {
         &ConvOpts::default(),
     );
     check("conv", &t, &want);
+}
+
+#[test]
+fn a_remainder_is_a_vector_body_and_a_scalar_tail() {
+    // [2, 3] · [3, 10] for 8 lanes: each output row is one f32x8 vector (columns 0-7) and two
+    // scalar accumulators and stores (columns 8 and 9), as an MLP's 10 logits are.
+    let (m, k, n) = (2, 3, 10);
+    let (a, b) = (data(m * k, 5), data(k * n, 6));
+    let want: Vec<f32> = (0..m * n)
+        .map(|o| (0..k).map(|j| a[o / n * k + j] * b[j * n + o % n]).sum())
+        .collect();
+    let t = Tensor::from_slice(&a, &[m, k]).matmul(&Tensor::from_slice(&b, &[k, n]));
+    check_width("matmul_remainder", &t, &want, 8);
+    let listing = format!("{}", lowered(&last_item(&t), Some(8)));
+    let scalar_stores = listing
+        .lines()
+        .filter(|l| l.contains(" STORE") && !l.contains("f32x"))
+        .count();
+    assert_eq!(
+        scalar_stores, 4,
+        "two rows, each with a tail of two scalar stores:\n{listing}"
+    );
 }

@@ -9,7 +9,8 @@
 //! reduce one, whose copies fold into the accumulator). Leaves outside the reduce have size 1 on
 //! reduce axes.
 //! At most one upcast axis, a global one, is the kernel's vector axis ([`Opt::Vectorize`]): its
-//! positions are the lanes of vector UOps.
+//! positions are the lanes of vector UOps, `vector_lanes` at a time; positions left over when
+//! the lanes do not divide the axis are a scalar tail.
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -40,10 +41,12 @@ pub enum Opt {
     /// Split global axis `axis` by `amount` and make the inner part the lanes of vector UOps:
     /// the linearizer computes the `amount` outputs with one vector load, op and store where
     /// the elements are consecutive, and lane by lane where not. At most one per kernel.
+    /// An axis the lanes do not divide is unrolled whole: groups of `amount` lanes, then the
+    /// remaining positions as a scalar tail.
     Vectorize {
         /// Global axis index.
         axis: usize,
-        /// Lanes (must divide the axis).
+        /// Lanes (at least 2; an axis they do not divide must be larger than them).
         amount: usize,
     },
 }
@@ -64,6 +67,9 @@ pub struct Kernel {
     /// The upcast axis (counted from `first_upcast`) whose positions are the lanes of vector
     /// UOps ([`Opt::Vectorize`]), if any.
     pub vector_upcast: Option<usize>,
+    /// The lanes of one vector on that axis: its size, or less when they do not divide it
+    /// (the last `size % lanes` positions are then a scalar tail).
+    pub vector_lanes: usize,
 }
 
 impl Kernel {
@@ -92,6 +98,7 @@ impl Kernel {
             first_upcast: rank,
             upcast_is_reduce: Vec::new(),
             vector_upcast: None,
+            vector_lanes: 0,
         };
         k.drop_ones()?;
         k.merge_adjacent()?;
@@ -209,6 +216,13 @@ impl Kernel {
             }
         };
         let size = self.full_shape[axis].as_const().unwrap_or(0);
+        let lanes = amount;
+        // Vector lanes that do not divide their axis: the axis is unrolled whole, with a tail.
+        let tail = matches!(opt, Opt::Vectorize { .. })
+            && amount >= 2
+            && size > amount as i64
+            && size % amount as i64 != 0;
+        let amount = if tail { size as usize } else { amount };
         if amount < 2 || size <= 0 || size % amount as i64 != 0 {
             return Err(Error::shape(
                 "apply_opt",
@@ -242,6 +256,7 @@ impl Kernel {
         self.upcast_is_reduce.push(is_reduce);
         if let Opt::Vectorize { .. } = opt {
             self.vector_upcast = Some(self.upcast_is_reduce.len() - 1);
+            self.vector_lanes = lanes;
         }
         // Upcast axes are the last ones, one per applied opt.
         self.first_upcast = rank - self.upcast_is_reduce.len();

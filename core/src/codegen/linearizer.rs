@@ -349,6 +349,19 @@ fn lane_groups(combos: &[Vec<i64>], lane_axis: usize) -> Vec<Vec<usize>> {
     groups.into_iter().map(|(_, g)| g).collect()
 }
 
+/// Each lane group cut into vectors of `lanes` positions, the positions left over (an axis the
+/// lanes do not divide) as one-position groups: the scalar tail.
+fn vector_chunks(groups: Vec<Vec<usize>>, lanes: usize) -> Vec<Vec<usize>> {
+    let lanes = lanes.max(2);
+    let mut out = Vec::new();
+    for g in groups {
+        let body = g.len() - g.len() % lanes;
+        out.extend(g[..body].chunks(lanes).map(<[usize]>::to_vec));
+        out.extend(g[body..].iter().map(|&c| alloc::vec![c]));
+    }
+    out
+}
+
 /// Every combination of positions of the unrolled axes `sizes`, first axis slowest.
 fn combos(sizes: &[i64]) -> Vec<Vec<i64>> {
     let mut out = alloc::vec![Vec::new()];
@@ -527,12 +540,13 @@ fn lower(
                 "linearizer: the vector axis is not a global upcast",
             ));
         };
-        let groups = lane_groups(&out_combos, lane_axis);
+        let groups = vector_chunks(lane_groups(&out_combos, lane_axis), k.vector_lanes);
         let lanes_of = |g: &[usize], r: &[i64], inside: bool| -> Vec<Vec<Node>> {
             g.iter()
                 .map(|&c| positions(&out_combos[c], r, inside))
                 .collect()
         };
+        // A one-position group is the scalar tail: scalar accumulator, ops and store.
         let mut accs: Vec<LaneVal> = Vec::new();
         if let Some(red) = store.find_reduce() {
             let AstOp::Reduce(rop, _) = red.op() else {
@@ -540,7 +554,14 @@ fn lower(
             };
             let dtype = red.dtype();
             for g in &groups {
-                accs.push(l.lane_acc(rop.identity(dtype), dtype, g.len()));
+                accs.push(match g.len() {
+                    1 => LaneVal::Uni(l.push(
+                        UOpKind::DefineAcc(rop.identity(dtype)),
+                        dtype,
+                        Vec::new(),
+                    )),
+                    w => l.lane_acc(rop.identity(dtype), dtype, w),
+                });
             }
             let mut rloops = Vec::new();
             for (i, idx) in loop_idxs
@@ -555,7 +576,15 @@ fn lower(
             let src = &red.src()[0];
             for (gi, g) in groups.iter().enumerate() {
                 for r in &red_combos {
-                    l.lane_accumulate(*rop, src, &lanes_of(g, r, true), &accs[gi], dtype)?;
+                    match (&g[..], &accs[gi]) {
+                        ([c], LaneVal::Uni(acc)) => {
+                            let p = positions(&out_combos[*c], r, true);
+                            l.accumulate(*rop, src, &p, *acc, dtype)?;
+                        }
+                        _ => {
+                            l.lane_accumulate(*rop, src, &lanes_of(g, r, true), &accs[gi], dtype)?
+                        }
+                    }
                 }
             }
             for lp in rloops.into_iter().rev() {
@@ -563,6 +592,18 @@ fn lower(
             }
         }
         for (gi, g) in groups.iter().enumerate() {
+            if let [c] = &g[..] {
+                let p = positions(&out_combos[*c], &[], false);
+                let acc = match accs.get(gi) {
+                    Some(LaneVal::Uni(a)) => Some(*a),
+                    _ => None,
+                };
+                let v = l.value(&store.src()[0], &p, acc, &mut HashMap::new())?;
+                let (idx, _) = out_st.expr_idxs(&p);
+                let i = l.node(&idx);
+                l.push(UOpKind::Store, store.dtype(), alloc::vec![0, i, v]);
+                continue;
+            }
             let lanes = lanes_of(g, &[], false);
             let v = l.lane_value(&store.src()[0], &lanes, accs.get(gi), &mut HashMap::new())?;
             let idxs: Vec<Node> = lanes.iter().map(|p| out_st.expr_idxs(p).0).collect();
@@ -679,6 +720,7 @@ mod tests {
             first_upcast: 1,
             upcast_is_reduce: Vec::new(),
             vector_upcast: None,
+            vector_lanes: 0,
         };
         let buf = |size, writable| BufParam {
             dtype: DType::F32,

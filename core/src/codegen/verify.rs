@@ -63,6 +63,13 @@ fn kernel_problem(k: &Kernel) -> Option<String> {
         if k.upcast_is_reduce.get(v) != Some(&false) {
             return Some(format!("vector axis {v} is not a global upcast axis"));
         }
+        let size = k.full_shape[k.first_upcast + v].as_const().unwrap_or(0);
+        if k.vector_lanes < 2 || k.vector_lanes as i64 > size {
+            return Some(format!(
+                "vector axis {v} of size {size} with {} lanes",
+                k.vector_lanes
+            ));
+        }
     }
     if !matches!(k.ast.op(), AstOp::Store { .. }) {
         return Some(String::from("the AST root is not a store"));

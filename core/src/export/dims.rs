@@ -20,7 +20,7 @@ use crate::ast::AstOp;
 use crate::error::{Error, Result};
 use crate::jit::Capture;
 use crate::shape::Sint;
-use crate::symbolic::Node;
+use crate::symbolic::{is_internal_var, Node};
 
 /// A dimension `PREFIX_run` takes at run time.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -49,7 +49,8 @@ pub fn free_dims(
     for &i in steps {
         let st = &capture.steps()[i];
         if let Some(k) = &st.kernel {
-            for (n, lo, hi) in &k.vars {
+            // An internal variable (a load's offset) is a constant of its step, not a dimension.
+            for (n, lo, hi) in k.vars.iter().filter(|(n, _, _)| !is_internal_var(n)) {
                 add(&mut dims, n, *lo, *hi, &format!("kernel {}", k.name))?;
             }
         }

@@ -20,6 +20,7 @@ use crate::codegen::uops::LinearKernel;
 use crate::error::Result;
 use crate::jit::Capture;
 use crate::lazy::fmt_shape;
+use crate::symbolic::is_internal_var;
 
 /// Everything the writers share.
 struct Ctx<'a> {
@@ -517,8 +518,15 @@ impl<'a> Ctx<'a> {
             let mut args: Vec<String> = slots.iter().map(|&x| self.expr(x)).collect();
             c.push_str(&match &self.kernels[n] {
                 Some(k) => {
-                    // The kernel's variables are `PREFIX_run`'s parameters of the same names.
-                    args.extend(k.vars.iter().map(|(v, _, _)| v.to_string()));
+                    // The kernel's variables are `PREFIX_run`'s parameters of the same names,
+                    // except internal ones (a load's offset): those are the step's constants.
+                    let recorded = &self.capture.steps()[s.step].var_vals;
+                    for (v, _, _) in &k.vars {
+                        args.push(match recorded.iter().find(|(n, _)| n == v) {
+                            Some((_, val)) if is_internal_var(v) => format!("{val}"),
+                            _ => v.to_string(),
+                        });
+                    }
                     format!("  {}({});\n", k.name, args.join(", "))
                 }
                 None => format!(

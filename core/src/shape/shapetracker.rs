@@ -55,6 +55,20 @@ impl ShapeTracker {
         ShapeTracker { views }
     }
 
+    /// The tracker with the offset of the view that reads the buffer (the first) replaced by
+    /// `offset`: the same access pattern, moved.
+    pub fn with_buffer_offset(&self, offset: Sint) -> ShapeTracker {
+        let v = &self.views[0];
+        let mut views = self.views.clone();
+        views[0] = View::new(
+            v.shape().to_vec(),
+            v.strides().to_vec(),
+            offset,
+            v.mask().map(<[_]>::to_vec),
+        );
+        ShapeTracker { views }
+    }
+
     /// The shape of the tensor the tracker describes.
     pub fn shape(&self) -> &[Sint] {
         self.last().shape()

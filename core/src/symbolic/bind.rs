@@ -81,6 +81,31 @@ impl Variable {
     }
 }
 
+/// Whether `name` is a variable the scheduler made for itself (a load's offset into its
+/// buffer, `schedule/offsets.rs`): such names start with `_`, which no [`Variable`] can (its name
+/// starts with a letter), so they never collide with a dimension a caller binds. Their values
+/// are the recorded ones on every replay, and export passes them as constants.
+pub fn is_internal_var(name: &str) -> bool {
+    name.starts_with('_')
+}
+
+/// The internal variable `name` (see [`is_internal_var`]) with bounds `[min, max]` (`min < max`)
+/// bound to `value`.
+pub(crate) fn bound_internal(name: &str, min: i64, max: i64, value: i64) -> Result<Node> {
+    if !is_internal_var(name) || min >= max || value < min || value > max {
+        return Err(Error::internal(alloc::format!(
+            "internal variable {name} = {value} in [{min}, {max}]"
+        )));
+    }
+    let v = Node::try_var(name, min, max)?;
+    Ok(Node(Arc::new(Inner {
+        kind: v.kind().clone(),
+        min,
+        max,
+        bound: Some(value),
+    })))
+}
+
 impl Node {
     /// The value a bound variable holds (`None` for anything else).
     pub fn bound_value(&self) -> Option<i64> {

@@ -16,7 +16,8 @@ mod render;
 mod simplify;
 mod watch;
 
-pub use bind::{fmt_vals, merge_val, VarVals, Variable};
+pub(crate) use bind::bound_internal;
+pub use bind::{fmt_vals, is_internal_var, merge_val, VarVals, Variable};
 pub use watch::{Specialization, Watch};
 
 use alloc::sync::Arc;

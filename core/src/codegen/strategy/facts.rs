@@ -24,25 +24,30 @@ pub(super) fn try_opt(k: &mut Kernel, opt: Opt, applied: &mut Vec<Opt>) -> bool 
 }
 
 /// The vector lanes for upcasting output axis `axis` by `amount`: the widest of 16, 8 and 4
-/// within the target's vector width that divides `amount`, when the output is f32 and, once
-/// split off, the lanes are contiguous in the store or some load (so a lane group is one
-/// vector load or store; checked after the split, since a blocked layout — a conv's weights in
-/// channel blocks — is contiguous within a block only); `None` otherwise (a plain upcast:
-/// scalar copies).
+/// within the target's vector width that divides `amount` — or, when none does and `amount` is
+/// the whole axis, the widest smaller than it (the positions left over are a scalar tail) —
+/// when the output is f32 and, once split off, the lanes are contiguous in the store or some
+/// load (so a lane group is one vector load or store; checked after the split, since a blocked
+/// layout — a conv's weights in channel blocks — is contiguous within a block only); `None`
+/// otherwise (a plain upcast: scalar copies).
 fn vector_lanes(k: &Kernel, axis: usize, amount: usize, cfg: &OptConfig) -> Option<usize> {
     if !cfg.vector_lanes || k.ast.dtype() != DType::F32 {
         return None;
     }
-    [16, 8, 4].into_iter().find(|&w| {
+    let whole = amount as i64 == size(k, axis);
+    let contiguous = |w: usize| {
         let mut split = k.clone();
-        let fits = w <= cfg.vec_width && amount % w == 0;
-        fits && split.apply_opt(Opt::Vectorize { axis, amount: w }).is_ok() && {
+        split.apply_opt(Opt::Vectorize { axis, amount: w }).is_ok() && {
             let (store, loads) = strides(&split);
             let lane = split.rank() - 1;
             let unit = |s: &Vec<Option<i64>>| s.get(lane) == Some(&Some(1));
             unit(&store) || loads.iter().any(unit)
         }
-    })
+    };
+    let widths = || [16, 8, 4].into_iter().filter(|&w| w <= cfg.vec_width);
+    widths()
+        .find(|&w| amount % w == 0 && contiguous(w))
+        .or_else(|| widths().find(|&w| whole && amount > w && amount % w != 0 && contiguous(w)))
 }
 
 /// The opts that upcast output axis `axis` by `amount` with its innermost lanes as vector UOps
@@ -55,6 +60,7 @@ pub(super) fn vector_upcast(
     cfg: &OptConfig,
 ) -> Vec<Opt> {
     match vector_lanes(k, axis, amount, cfg) {
+        Some(w) if amount % w != 0 => alloc::vec![Opt::Vectorize { axis, amount: w }],
         Some(w) if w < amount => alloc::vec![
             Opt::Vectorize { axis, amount: w },
             Opt::Upcast {
