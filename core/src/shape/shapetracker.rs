@@ -5,8 +5,9 @@
 //! express, which stacks a new one; [`ShapeTracker::simplify`] merges the last two views back
 //! into one whenever one view says the same thing.
 //!
-//! Invariants: there is at least one view; every view but the last has constant dimensions (so
-//! its flat positions can be unravelled with constant divisions).
+//! Invariants: there is at least one view; every view but the last has constant dimensions
+//! after its outermost one (so its flat positions can be unravelled with constant divisions; an
+//! outermost symbolic size, a batch, is never divided by).
 
 use alloc::format;
 use alloc::vec;
@@ -260,12 +261,14 @@ impl ShapeTracker {
 
     /// Reads the same elements in row-major order as `new_shape`, stacking a view when the last
     /// one cannot express it. Errors when the sizes differ, or when a stacked view would sit on
-    /// a view of symbolic shape.
+    /// a view with a symbolic dimension other than the outermost: indexing through a stacked
+    /// view unravels a flat position by the inner view's sizes, and the algebra divides only
+    /// by constants (the outermost size is never divided by, so a symbolic batch may sit there).
     pub fn reshape(&self, new_shape: &[Sint]) -> Result<ShapeTracker> {
         if let Some(v) = self.last().reshape(new_shape)? {
             return Ok(self.with_last(v));
         }
-        if consts(self.shape()).is_none() {
+        if self.shape().iter().skip(1).any(|d| !d.is_const()) {
             return Err(Error::Unsupported(format!(
                 "reshape of the non-contiguous symbolic shape {} to {}",
                 fmt_tuple(self.shape()),
@@ -497,10 +500,11 @@ impl fmt::Display for ShapeTracker {
 
 impl ShapeTracker {
     /// A tracker from a stack of views, or `None` if it breaks the invariant (no views, or a
-    /// symbolic shape below the last view).
+    /// symbolic dimension other than the outermost below the last view).
     pub(crate) fn from_views(views: Vec<View>) -> Option<ShapeTracker> {
         let n = views.len();
-        let ok = n > 0 && views[..n - 1].iter().all(|v| consts(v.shape()).is_some());
+        let inner_const = |v: &View| v.shape().iter().skip(1).all(Node::is_const);
+        let ok = n > 0 && views[..n - 1].iter().all(inner_const);
         ok.then_some(ShapeTracker { views })
     }
 }
