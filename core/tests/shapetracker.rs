@@ -725,3 +725,43 @@ fn symbolic_pad_and_shrink() {
         .unwrap();
     assert!(matches!(t.reshape(&[&n * 4]), Err(Error::Unsupported(_))));
 }
+
+/// A symbolic batch rides through the window ops of pooling (pad, expand, a reshape that stacks
+/// a second view, shrink, a reshape under the shared leading batch after a permute): at each
+/// batch value every position indexes and validates exactly as the same ops on the concrete
+/// tracker of that batch.
+#[test]
+fn symbolic_batch_through_window_ops() {
+    let n = Node::var("n", 1, 6);
+    let ops = |b: Sint| -> ShapeTracker {
+        let c = Node::cst;
+        ShapeTracker::from_shape(&[b.clone(), c(2), c(5)])
+            .pad(&[(0, 0), (0, 0), (1, 2)])
+            .and_then(|t| t.reshape(&[b.clone(), c(2), c(1), c(8)]))
+            .and_then(|t| t.expand(&[b.clone(), c(2), c(3), c(8)]))
+            .and_then(|t| t.reshape(&[b.clone(), c(2), c(24)]))
+            .and_then(|t| t.shrink_nodes(&[(c(0), b.clone()), (c(0), c(2)), (c(0), c(20))]))
+            .and_then(|t| t.reshape(&[b.clone(), c(2), c(4), c(5)]))
+            .and_then(|t| t.permute(&[0, 2, 1, 3]))
+            .and_then(|t| t.reshape(&[b.clone(), c(4), c(10)]))
+            .unwrap()
+    };
+    let sym = ops(n.clone());
+    assert!(sym.views().len() >= 2, "expected a stacked view: {sym}");
+    let (idx, valid) = sym.expr_idxs(&sym.idx_vars());
+    for nv in [1i64, 3, 6] {
+        let fixed = ops(Node::cst(nv));
+        let (fidx, fvalid) = fixed.expr_idxs(&fixed.idx_vars());
+        for pos in positions(&[nv as usize, 4, 10]) {
+            let p: Vec<i64> = pos.iter().map(|&v| v as i64).collect();
+            let vals = [("n", nv), ("idx0", p[0]), ("idx1", p[1]), ("idx2", p[2])];
+            let env = bindings(&vals);
+            let ok = valid.eval(&env).unwrap();
+            assert_eq!(ok, fvalid.eval(&env).unwrap(), "valid at n={nv} {pos:?}");
+            if ok != 0 {
+                let want = fidx.eval(&env).unwrap();
+                assert_eq!(idx.eval(&env).unwrap(), want, "index at n={nv} {pos:?}");
+            }
+        }
+    }
+}
