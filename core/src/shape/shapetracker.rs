@@ -178,6 +178,81 @@ impl ShapeTracker {
         idx.vmax().saturating_add(1)
     }
 
+    /// One more than the largest buffer index read at a *valid* position (0 when none is
+    /// valid), so a padded (gated) read is bounded by what it really loads. When the index is
+    /// linear in the index variables, each validity clause `K·idx + c < 0` bounds the sum
+    /// `K·idx`; where the index's coefficients on `K`'s variables are a multiple `m·K` (a
+    /// conv's `8·(row + tap)` against `0 < row + tap < 9`), that part of the index is bounded
+    /// by the clause's range instead of its variables' ranges. Groups are disjoint and other
+    /// clauses are ignored (ignoring a constraint only widens), so the result is an upper
+    /// bound; otherwise it is [`ShapeTracker::real_size`].
+    pub fn valid_size(&self) -> i64 {
+        let plain = self.real_size();
+        if plain == 0 {
+            return 0;
+        }
+        let idxs = self.idx_vars();
+        let (idx, valid) = self.expr_idxs(&idxs);
+        let Some((coef, c0)) = linear(&idx, &idxs) else {
+            return plain;
+        };
+        let range = |i: usize| (idxs[i].vmin(), idxs[i].vmax());
+        // Each clause direction (first non-zero coefficient positive) with its bounds.
+        let mut dirs: Vec<(Vec<i64>, i64, i64)> = Vec::new();
+        let conds = match valid.kind() {
+            Kind::And(ts) => ts.clone(),
+            _ => vec![valid.clone()],
+        };
+        for cond in &conds {
+            let Kind::Lt(a, b) = cond.kind() else { continue };
+            let Some((mut k, c)) = linear(&(a - b), &idxs) else { continue };
+            // k·x + c < 0: k·x <= -c-1, or with k negated, (-k)·x >= c+1.
+            let (mut lo, mut hi) = (i64::MIN, (-c).saturating_sub(1));
+            if k.iter().find(|&&v| v != 0).is_some_and(|&v| v < 0) {
+                k.iter_mut().for_each(|v| *v = -*v);
+                (lo, hi) = (c.saturating_add(1), i64::MAX);
+            }
+            match dirs.iter_mut().find(|d| d.0 == k) {
+                Some(d) => (d.1, d.2) = (d.1.max(lo), d.2.min(hi)),
+                None => dirs.push((k, lo, hi)),
+            }
+        }
+        let mut used = vec![false; idxs.len()];
+        let mut top = c0;
+        for (k, lo, hi) in &dirs {
+            let support: Vec<usize> = (0..k.len()).filter(|&i| k[i] != 0).collect();
+            let Some(&s0) = support.first() else { continue };
+            if support.iter().any(|&i| used[i]) || coef[s0] % k[s0] != 0 {
+                continue;
+            }
+            let m = coef[s0] / k[s0];
+            let multiple = support.iter().all(|&i| Some(coef[i]) == k[i].checked_mul(m));
+            if m == 0 || !multiple {
+                continue;
+            }
+            // The natural range of k·x, narrowed by the clause.
+            let (mut nlo, mut nhi) = (0i64, 0i64);
+            for &i in &support {
+                let (a, b) = range(i);
+                let (p, q) = (k[i].saturating_mul(a), k[i].saturating_mul(b));
+                (nlo, nhi) = (nlo.saturating_add(p.min(q)), nhi.saturating_add(p.max(q)));
+            }
+            let (lo, hi) = ((*lo).max(nlo), (*hi).min(nhi));
+            if lo > hi {
+                return 0;
+            }
+            top = top.saturating_add(m.saturating_mul(lo).max(m.saturating_mul(hi)));
+            support.iter().for_each(|&i| used[i] = true);
+        }
+        for (i, &k) in coef.iter().enumerate() {
+            if !used[i] && k != 0 {
+                let (a, b) = range(i);
+                top = top.saturating_add(k.saturating_mul(a).max(k.saturating_mul(b)));
+            }
+        }
+        top.saturating_add(1).clamp(0, plain)
+    }
+
     /// The stride of each axis through all views: `Some(st)` when moving one step along the axis
     /// always moves the buffer index by `st`, `None` when it does not (or the axis is masked).
     pub fn real_strides(&self) -> Vec<Option<Node>> {
@@ -466,6 +541,21 @@ fn mask_from_valid(valid: &Node, idxs: &[Node], dims: &[i64]) -> Option<Option<V
             .map(|(b, e)| (Node::cst(b), Node::cst(e.max(b))))
             .collect(),
     ))
+}
+
+/// `n` as `(coefficient per index variable, constant)` when it is a sum of constants and
+/// constant multiples of index variables.
+fn linear(n: &Node, idxs: &[Node]) -> Option<(Vec<i64>, i64)> {
+    let (mut coef, mut c) = (vec![0i64; idxs.len()], 0i64);
+    for t in terms(n) {
+        if let Some(v) = t.as_const() {
+            c = c.checked_add(v)?;
+            continue;
+        }
+        let (i, st) = stride_term(&t, idxs)?;
+        coef[i] = coef[i].checked_add(st.as_const()?)?;
+    }
+    Some((coef, c))
 }
 
 /// `a < b` as `lo <= idx_i < hi`, when `a - b` is `k*idx_i + c`.
