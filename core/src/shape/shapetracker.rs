@@ -179,24 +179,25 @@ impl ShapeTracker {
     }
 
     /// One more than the largest buffer index read at a *valid* position (0 when none is
-    /// valid), so a padded (gated) read is bounded by what it really loads. When the index is
-    /// linear in the index variables, each validity clause `K·idx + c < 0` bounds the sum
-    /// `K·idx`; where the index's coefficients on `K`'s variables are a multiple `m·K` (a
-    /// conv's `8·(row + tap)` against `0 < row + tap < 9`), that part of the index is bounded
-    /// by the clause's range instead of its variables' ranges. Groups are disjoint and other
-    /// clauses are ignored (ignoring a constraint only widens), so the result is an upper
-    /// bound; otherwise it is [`ShapeTracker::real_size`].
+    /// valid), so a padded (gated) read is bounded by what it really loads. The index and each
+    /// validity clause `K·a + c < 0` are read as sums of constant multiples of *atoms* (index
+    /// variables, or sub-expressions such as `(6·i + j) % 8`); a clause bounds its sum `K·a`,
+    /// and where the index's coefficients on `K`'s atoms are a multiple `m·K` (a conv's
+    /// `8·(row + tap)` against `0 < row + tap < 9`) that part of the index is bounded by the
+    /// clause's range instead of its atoms' own ranges. Groups are disjoint, other clauses are
+    /// ignored (ignoring a constraint only widens), and atoms are bounded independently (an
+    /// upper bound of a sum), so the result is an upper bound, never above
+    /// [`ShapeTracker::real_size`].
     pub fn valid_size(&self) -> i64 {
         let plain = self.real_size();
         if plain == 0 {
             return 0;
         }
-        let idxs = self.idx_vars();
-        let (idx, valid) = self.expr_idxs(&idxs);
-        let Some((coef, c0)) = linear(&idx, &idxs) else {
+        let (idx, valid) = self.expr_idxs(&self.idx_vars());
+        let mut atoms: Vec<Node> = Vec::new();
+        let Some((coef, c0)) = linear(&idx, &mut atoms) else {
             return plain;
         };
-        let range = |i: usize| (idxs[i].vmin(), idxs[i].vmax());
         // Each clause direction (first non-zero coefficient positive) with its bounds.
         let mut dirs: Vec<(Vec<i64>, i64, i64)> = Vec::new();
         let conds = match valid.kind() {
@@ -205,8 +206,12 @@ impl ShapeTracker {
         };
         for cond in &conds {
             let Kind::Lt(a, b) = cond.kind() else { continue };
-            let Some((mut k, c)) = linear(&(a - b), &idxs) else { continue };
-            // k·x + c < 0: k·x <= -c-1, or with k negated, (-k)·x >= c+1.
+            let Some((mut k, c)) = linear(&(a - b), &mut atoms) else { continue };
+            // Atoms found later lengthen later vectors: compare directions without the zeros.
+            while k.last() == Some(&0) {
+                k.pop();
+            }
+            // k·a + c < 0: k·a <= -c-1, or with k negated, (-k)·a >= c+1.
             let (mut lo, mut hi) = (i64::MIN, (-c).saturating_sub(1));
             if k.iter().find(|&&v| v != 0).is_some_and(|&v| v < 0) {
                 k.iter_mut().for_each(|v| *v = -*v);
@@ -217,20 +222,24 @@ impl ShapeTracker {
                 None => dirs.push((k, lo, hi)),
             }
         }
-        let mut used = vec![false; idxs.len()];
+        let coef_of = |i: usize| coef.get(i).copied().unwrap_or(0);
+        let range = |i: usize| (atoms[i].vmin(), atoms[i].vmax());
+        let mut used = vec![false; atoms.len()];
         let mut top = c0;
         for (k, lo, hi) in &dirs {
             let support: Vec<usize> = (0..k.len()).filter(|&i| k[i] != 0).collect();
             let Some(&s0) = support.first() else { continue };
-            if support.iter().any(|&i| used[i]) || coef[s0] % k[s0] != 0 {
+            if support.iter().any(|&i| used[i]) || coef_of(s0) % k[s0] != 0 {
                 continue;
             }
-            let m = coef[s0] / k[s0];
-            let multiple = support.iter().all(|&i| Some(coef[i]) == k[i].checked_mul(m));
+            let m = coef_of(s0) / k[s0];
+            let multiple = support
+                .iter()
+                .all(|&i| Some(coef_of(i)) == k[i].checked_mul(m));
             if m == 0 || !multiple {
                 continue;
             }
-            // The natural range of k·x, narrowed by the clause.
+            // The natural range of k·a, narrowed by the clause.
             let (mut nlo, mut nhi) = (0i64, 0i64);
             for &i in &support {
                 let (a, b) = range(i);
@@ -543,18 +552,37 @@ fn mask_from_valid(valid: &Node, idxs: &[Node], dims: &[i64]) -> Option<Option<V
     ))
 }
 
-/// `n` as `(coefficient per index variable, constant)` when it is a sum of constants and
-/// constant multiples of index variables.
-fn linear(n: &Node, idxs: &[Node]) -> Option<(Vec<i64>, i64)> {
-    let (mut coef, mut c) = (vec![0i64; idxs.len()], 0i64);
+/// `n` as `(coefficient per atom, constant)`: a sum of constants and constant multiples of
+/// atoms (any other term, e.g. an index variable or `(6·i + j) % 8`), each atom found in or
+/// added to `atoms` (coefficients past the end are 0). `None` on overflow.
+fn linear(n: &Node, atoms: &mut Vec<Node>) -> Option<(Vec<i64>, i64)> {
+    let (mut coef, mut c): (Vec<i64>, i64) = (Vec::new(), 0);
     for t in terms(n) {
         if let Some(v) = t.as_const() {
             c = c.checked_add(v)?;
             continue;
         }
-        let (i, st) = stride_term(&t, idxs)?;
-        coef[i] = coef[i].checked_add(st.as_const()?)?;
+        let (atom, k) = match t.kind() {
+            Kind::Mul(a, b) => match (a.as_const(), b.as_const()) {
+                (None, Some(k)) => (a.clone(), k),
+                (Some(k), None) => (b.clone(), k),
+                _ => (t.clone(), 1),
+            },
+            _ => (t.clone(), 1),
+        };
+        let i = match atoms.iter().position(|x| *x == atom) {
+            Some(i) => i,
+            None => {
+                atoms.push(atom);
+                atoms.len() - 1
+            }
+        };
+        if coef.len() <= i {
+            coef.resize(i + 1, 0);
+        }
+        coef[i] = coef[i].checked_add(k)?;
     }
+    coef.resize(atoms.len(), 0);
     Some((coef, c))
 }
 
