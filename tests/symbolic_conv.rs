@@ -124,7 +124,10 @@ fn batches_on(dev: Arc<dyn Device>, sizes: &[usize], check: &[usize], count_work
         }
         for (k, y) in ys.iter().enumerate() {
             let lead = &y.sym_shape()[0];
-            assert!(!lead.is_const(), "output {k} lost the symbolic batch: {lead}");
+            assert!(
+                !lead.is_const(),
+                "output {k} lost the symbolic batch: {lead}"
+            );
             assert_eq!(y.shape()[0], b, "output {k}");
         }
         let got: Vec<Vec<f32>> = ys.iter().map(|y| y.to_vec::<f32>().unwrap()).collect();
@@ -142,7 +145,10 @@ fn batches_on(dev: Arc<dyn Device>, sizes: &[usize], check: &[usize], count_work
         "{}: {compiled} kernels compiled at the first batch; work {work:?}",
         dev.name()
     );
-    assert!(compiled >= 3, "{compiled} kernels compiled at the first batch");
+    assert!(
+        compiled >= 3,
+        "{compiled} kernels compiled at the first batch"
+    );
     if count_work {
         // No padding to the maximum: the work is `per_item × batch + fixed`, exactly linear,
         // with the fixed part (loop set-up outside the batch loops) under 0.1% of one item.
@@ -150,7 +156,11 @@ fn batches_on(dev: Arc<dyn Device>, sizes: &[usize], check: &[usize], count_work
         let per_item = at(2) - at(1);
         let fixed = at(1) - per_item;
         for &(b, w) in &work {
-            assert_eq!(w as i64, per_item * b as i64 + fixed, "work at batch {b}: {work:?}");
+            assert_eq!(
+                w as i64,
+                per_item * b as i64 + fixed,
+                "work at batch {b}: {work:?}"
+            );
         }
         assert!(
             (0..=per_item / 1000).contains(&fixed),

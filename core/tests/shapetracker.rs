@@ -297,7 +297,12 @@ fn check(st: &ShapeTracker, arr: &Arr) -> Result<(), TestCaseError> {
         let expect = arr.data[flat];
         let v = valid.eval(&env).unwrap();
         // `valid_size` bounds every valid read, and is never above `real_size`.
-        prop_assert!(expect < st.valid_size(), "{} reads {} past valid_size", st, expect);
+        prop_assert!(
+            expect < st.valid_size(),
+            "{} reads {} past valid_size",
+            st,
+            expect
+        );
         if expect == -1 {
             prop_assert_eq!(v, 0, "position {:?} should be padding in {}", pos, st);
         } else {
@@ -784,7 +789,11 @@ fn valid_size_of_a_padded_window_read() {
         .and_then(|t| t.reshape(&[c(2), c(3), c(6), c(3), c(6)]))
         .unwrap();
     let (idx, valid) = st.expr_idxs(&st.idx_vars());
-    let shape: Vec<usize> = st.shape().iter().map(|d| d.as_const().unwrap() as usize).collect();
+    let shape: Vec<usize> = st
+        .shape()
+        .iter()
+        .map(|d| d.as_const().unwrap() as usize)
+        .collect();
     let mut top = -1;
     for pos in positions(&shape) {
         let env = |name: &str| {
@@ -797,5 +806,8 @@ fn valid_size_of_a_padded_window_read() {
     }
     assert_eq!(top, 71, "{st}");
     assert_eq!(st.valid_size(), top + 1, "{st}: idx {idx}, valid {valid}");
-    assert!(st.real_size() > top + 1, "the plain bound counts padding: {st}");
+    assert!(
+        st.real_size() > top + 1,
+        "the plain bound counts padding: {st}"
+    );
 }

@@ -205,8 +205,12 @@ impl ShapeTracker {
             _ => vec![valid.clone()],
         };
         for cond in &conds {
-            let Kind::Lt(a, b) = cond.kind() else { continue };
-            let Some((mut k, c)) = linear(&(a - b), &mut atoms) else { continue };
+            let Kind::Lt(a, b) = cond.kind() else {
+                continue;
+            };
+            let Some((mut k, c)) = linear(&(a - b), &mut atoms) else {
+                continue;
+            };
             // Atoms found later lengthen later vectors: compare directions without the zeros.
             while k.last() == Some(&0) {
                 k.pop();

@@ -59,7 +59,8 @@ impl Tensor {
         if value == 0.0 {
             return Ok(padded);
         }
-        let mask = Tensor::try_full_on(&self.shape(), 1.0, DType::Bool, &self.device())?.try_pad(arg)?;
+        let mask =
+            Tensor::try_full_on(&self.shape(), 1.0, DType::Bool, &self.device())?.try_pad(arg)?;
         mask.try_where(&padded, value)
     }
     /// [`Tensor::try_pad_value`], panicking on a rank mismatch.

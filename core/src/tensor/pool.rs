@@ -1,8 +1,9 @@
 //! Pooling: sliding windows built from movement ops only ([`Tensor::pool_windows`]: tile with
 //! reshape + expand, then reshape/shrink the tiles into windows), and the pools built on them
 //! (`avg_pool2d`, `max_pool2d` with indices, `max_unpool2d`). Every op works on the trailing
-//! `kernel.len()` axes, so "2d" is only the default. Invariant: nothing here reads values on the
-//! host; gradients flow through the primitives.
+//! `kernel.len()` axes, so "2d" is only the default; the leading axes pass through the trailing-
+//! axis movement ops of `tail.rs` unread, so a symbolic batch stays symbolic. Invariant:
+//! nothing here reads values on the host; gradients flow through the primitives.
 
 use alloc::format;
 use alloc::vec;

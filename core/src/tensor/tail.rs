@@ -59,7 +59,9 @@ impl Tensor {
 
     /// Keeps the first `keep` axes and reshapes the rest to `tail`.
     pub(crate) fn try_reshape_tail(&self, keep: usize, tail: &[usize]) -> Result<Tensor> {
-        let lead = self.lead_tail("reshape", self.ndim().saturating_sub(keep))?.0;
+        let lead = self
+            .lead_tail("reshape", self.ndim().saturating_sub(keep))?
+            .0;
         match Tensor::const_lead(&lead) {
             Some(c) => {
                 let shape: Vec<isize> = c.iter().chain(tail).map(|&d| d as isize).collect();

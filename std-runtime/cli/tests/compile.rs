@@ -298,9 +298,12 @@ fn compile_a_cnn_with_a_run_time_batch() {
     use picograd_cli::compile::parse_shape_arg;
     use picograd_cli::free_dims::{parse_free_shape_arg, parse_max_arg};
     use picograd_cli::{compile, CompileOptions};
-    use picograd_runtime::target::{build_and_run, build_and_run_feeds, BuildOptions, Target, Values};
+    use picograd_runtime::target::{
+        build_and_run, build_and_run_feeds, BuildOptions, Target, Values,
+    };
     let model = Model::from_bytes(&common::batch_cnn().encode_to_vec(), "cnn").unwrap();
-    let tmp = |tag: &str| std::env::temp_dir().join(format!("picograd-cnn-{tag}-{}", std::process::id()));
+    let tmp =
+        |tag: &str| std::env::temp_dir().join(format!("picograd-cnn-{tag}-{}", std::process::id()));
     let out = tmp("free");
     let opts = CompileOptions {
         free_shapes: vec![parse_free_shape_arg("x=N,1,8,8").unwrap()],
@@ -333,12 +336,18 @@ fn compile_a_cnn_with_a_run_time_batch() {
     assert_eq!(unique, sym_defs, "a kernel defined twice");
     let manifest = std::fs::read_to_string(out.join("model.json")).unwrap();
     let bound = format!("\"lower_bound_bytes\": {}", report.arena_bytes);
-    assert!(manifest.contains(&bound), "arena above the liveness bound: {manifest}");
+    assert!(
+        manifest.contains(&bound),
+        "arena above the liveness bound: {manifest}"
+    );
 
     let input = |b: usize| common::ramp(b * 64, 0.2, b as f32 * 0.05);
     let feed = |b: i64| {
         let n = usize::try_from(b).unwrap_or(0);
-        vec![("N", Values::i32(&[b as i32])), ("x", Values::f32(&input(n)))]
+        vec![
+            ("N", Values::i32(&[b as i32])),
+            ("x", Values::f32(&input(n))),
+        ]
     };
     let sizes = [1usize, 5, 8];
     let mut all: Vec<_> = sizes.iter().map(|&b| feed(b as i64)).collect();
@@ -356,7 +365,10 @@ fn compile_a_cnn_with_a_run_time_batch() {
             let want = want.to_vec::<f32>().unwrap();
             assert_eq!(got.len(), want.len(), "output {k} at N = {b}");
             for (g, w) in got.iter().zip(&want) {
-                assert!((g - w).abs() <= 1e-5 * (1.0 + w.abs()), "output {k} at N = {b}");
+                assert!(
+                    (g - w).abs() <= 1e-5 * (1.0 + w.abs()),
+                    "output {k} at N = {b}"
+                );
             }
         }
         let fixed_dir = tmp(&format!("fixed{b}"));
@@ -366,19 +378,31 @@ fn compile_a_cnn_with_a_run_time_batch() {
         };
         let fixed = compile(&model, &fixed_opts).unwrap();
         if b == 8 {
-            assert_eq!(report.arena_bytes, fixed.arena_bytes, "arena at the maximum");
+            assert_eq!(
+                report.arena_bytes, fixed.arena_bytes,
+                "arena at the maximum"
+            );
         }
         let fixed_c = std::fs::read_to_string(fixed_dir.join("model.c")).unwrap();
         assert_eq!(defs(&fixed_c).len(), sym_defs.len(), "kernels at N = {b}");
         let r = build_and_run(&host, &fixed_dir, &[("x", Values::f32(&input(b)))], &build);
         let fixed_outs = feed_runs(&r.unwrap());
-        assert_eq!(fixed_outs[0].0, None, "a fixed-shape model_run returns nothing");
-        assert_eq!(&fixed_outs[0].1, outs, "run-time N = {b} against the fixed export");
+        assert_eq!(
+            fixed_outs[0].0, None,
+            "a fixed-shape model_run returns nothing"
+        );
+        assert_eq!(
+            &fixed_outs[0].1, outs,
+            "run-time N = {b} against the fixed export"
+        );
         let _ = std::fs::remove_dir_all(&fixed_dir);
     }
     for (status, outs) in &on_host[sizes.len()..] {
         assert_eq!(*status, Some(-1), "MODEL_ERR_DIM");
-        assert!(outs.iter().flatten().all(|v| v.to_bits() == 0), "written after an error");
+        assert!(
+            outs.iter().flatten().all(|v| v.to_bits() == 0),
+            "written after an error"
+        );
     }
     let m4 = Target::by_name("cortex-m4").unwrap();
     let m4_opts = CompileOptions {
@@ -393,7 +417,10 @@ fn compile_a_cnn_with_a_run_time_batch() {
     for ((s4, o4), (sh, oh)) in on_m4.iter().zip(&on_host) {
         assert_eq!(s4, sh);
         for (a, b) in o4.iter().flatten().zip(oh.iter().flatten()) {
-            assert!((a - b).abs() <= 1e-5 * (1.0 + b.abs()), "Cortex-M4 {a} vs host {b}");
+            assert!(
+                (a - b).abs() <= 1e-5 * (1.0 + b.abs()),
+                "Cortex-M4 {a} vs host {b}"
+            );
         }
     }
     let _ = std::fs::remove_dir_all(&m4_opts.out);

@@ -238,7 +238,8 @@ fn a_dim_param_batch_runs_every_size_with_one_capture() {
 
 /// [`batch_cnn`] in f64, naively: `(y [b,3], g [b,4], q [b·4,16])`.
 fn cnn_reference(x: &[f32], b: usize) -> [Vec<f64>; 3] {
-    let [w, bias, fw, fb] = batch_cnn_weights().map(|v| v.iter().map(|&f| f as f64).collect::<Vec<f64>>());
+    let [w, bias, fw, fb] =
+        batch_cnn_weights().map(|v| v.iter().map(|&f| f as f64).collect::<Vec<f64>>());
     let xv = |n: usize, i: isize, j: isize| -> f64 {
         match (0..8).contains(&i) && (0..8).contains(&j) {
             true => x[n * 64 + i as usize * 8 + j as usize] as f64,
@@ -310,7 +311,10 @@ fn cnn_batches() {
         match first {
             None => first = Some(after.compiled - before.compiled),
             Some(_) => {
-                assert_eq!(after.scheduled, before.scheduled, "cnn batch {b}: scheduled");
+                assert_eq!(
+                    after.scheduled, before.scheduled,
+                    "cnn batch {b}: scheduled"
+                );
                 assert_eq!(after.lowered, before.lowered, "cnn batch {b}: lowered");
                 assert_eq!(after.compiled, before.compiled, "cnn batch {b}: compiled");
             }

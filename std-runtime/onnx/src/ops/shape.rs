@@ -144,7 +144,10 @@ fn flatten(n: &Node) -> Result<Vec<Tensor>> {
         // Products of the axes' expressions: a symbolic batch before the axis stays symbolic.
         let s = x.sym_shape();
         let (outer, inner) = s.split_at(a as usize);
-        let dims = [picograd_core::shape::prod(outer), picograd_core::shape::prod(inner)];
+        let dims = [
+            picograd_core::shape::prod(outer),
+            picograd_core::shape::prod(inner),
+        ];
         return one(x.try_reshape_sym(&dims)?);
     }
     let shape = x.shape();
