@@ -116,6 +116,7 @@ pub fn tiny_cnn() -> ModelProto {
 }
 
 /// An INT attribute.
+#[allow(dead_code)] // not every test binary including this module uses it
 pub fn attr_int(name: &str, v: i64) -> AttributeProto {
     AttributeProto {
         name: name.into(),
@@ -126,6 +127,7 @@ pub fn attr_int(name: &str, v: i64) -> AttributeProto {
 }
 
 /// A float value whose `None` dims are the `dim_param` `batch`.
+#[allow(dead_code)] // not every test binary including this module uses it
 pub fn batch_value(name: &str, dims: &[Option<i64>]) -> ValueInfoProto {
     let mut v = value(name, &[]);
     let dim = dims
@@ -142,6 +144,7 @@ pub fn batch_value(name: &str, dims: &[Option<i64>]) -> ValueInfoProto {
 }
 
 /// `(i·7 mod 11 − 5)·scale + shift`: small exact-ish values for weights and inputs.
+#[allow(dead_code)] // not every test binary including this module uses it
 pub fn ramp(n: usize, scale: f32, shift: f32) -> Vec<f32> {
     (0..n)
         .map(|i| ((i * 7 % 11) as f32 - 5.0) * scale + shift)
@@ -149,6 +152,7 @@ pub fn ramp(n: usize, scale: f32, shift: f32) -> Vec<f32> {
 }
 
 /// The weights of [`batch_cnn`]: conv `[4,1,3,3]`, its bias `[4]`, the Gemm's `[64,3]`, `[3]`.
+#[allow(dead_code)] // not every test binary including this module uses it
 pub fn batch_cnn_weights() -> [Vec<f32>; 4] {
     [
         ramp(36, 0.1, 0.02),
@@ -162,6 +166,7 @@ pub fn batch_cnn_weights() -> [Vec<f32>; 4] {
 /// MaxPool 2×2 = `p[batch,4,4,4]` → AveragePool 3×3 stride 1 pad 1 (padding not counted) →
 /// Flatten → Gemm(64→3) = `y[batch,3]`; GlobalAveragePool(p) → Reshape `[0, 4]` =
 /// `g[batch,4]`; the average pool → Reshape `[-1, 16]` = `q[batch·4,16]`.
+#[allow(dead_code)] // not every test binary including this module uses it
 pub fn batch_cnn() -> ModelProto {
     let [w, b, fw, fb] = batch_cnn_weights();
     let graph = GraphProto {
@@ -242,6 +247,7 @@ pub fn batch_cnn() -> ModelProto {
 }
 
 /// A float value with no declared shape.
+#[allow(dead_code)] // not every test binary including this module uses it
 pub fn unshaped(name: &str) -> ValueInfoProto {
     let mut v = value(name, &[]);
     if let Some(t) = v.r#type.as_mut().and_then(|t| t.tensor_type.as_mut()) {
