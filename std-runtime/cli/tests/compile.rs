@@ -1,5 +1,6 @@
-//! `picograd_cli::compile` tests: a tiny CNN with a dynamic batch axis is refused until its shape
-//! is given, then exported, built and run on the host target (the biases alone reach the output
+//! `picograd_cli::compile` tests: a tiny CNN whose batch axis is a `dim_param` compiles with
+//! that axis free at run time (an unnamed dynamic axis is refused until its shape is given), and
+//! with its shape given is exported, built and run on the host target (the biases alone reach the output
 //! on zero inputs); a model whose outputs carry the legacy torch exporter's names (`191`, `7`,
 //! `/fc/Gemm:0`) compiles and its bundle gives onnxruntime's values; with given inputs the device
 //! run is compared with the desktop, and a run on other inputs is caught disagreeing.
@@ -36,7 +37,24 @@ fn compile_needs_shapes_for_dynamic_inputs_and_runs_on_host() {
     let mut opts = CompileOptions {
         ..CompileOptions::new("host", out.clone())
     };
-    let err = compile(&model, &opts).expect_err("dynamic input refused");
+    // Without --shape the model's `batch` axis is free at run time, to the default maximum.
+    let report = compile(&model, &opts).unwrap();
+    assert_eq!(report.from_model, vec![("x".to_string(), "batch".to_string())]);
+    assert_eq!((report.dims[0].0.min, report.dims[0].0.max), (1, 16));
+    let h = std::fs::read_to_string(out.join("model.h")).unwrap();
+    assert!(
+        h.contains("int model_run(int32_t batch, const float *x, float *y);"),
+        "{h}"
+    );
+    let text = report.to_string();
+    assert!(text.contains("batch in [1, 16]") && text.contains("dim_param"), "{text}");
+    // An unknown axis with no name still needs --shape.
+    let mut unnamed = tiny_cnn_dynamic();
+    let t = unnamed.graph.as_mut().unwrap().input[0].r#type.as_mut().unwrap();
+    let s = t.tensor_type.as_mut().unwrap().shape.as_mut().unwrap();
+    s.dim[0].dim_param = None;
+    let unnamed = Model::from_bytes(&unnamed.encode_to_vec(), "tiny").unwrap();
+    let err = compile(&unnamed, &opts).expect_err("an unnamed dynamic axis refused");
     assert!(err.to_string().contains("--shape x="), "{err}");
     assert!(parse_shape_arg("x=1,0").is_err() && parse_shape_arg("=1").is_err());
     opts.shapes = vec![parse_shape_arg("x=1,1,4,4").unwrap()];
