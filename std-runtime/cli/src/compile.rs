@@ -115,10 +115,10 @@ impl CompileOptions {
 /// What compiling gave: the bundle's names and sizes, and the measuring run.
 #[derive(Clone, Debug)]
 pub struct CompileReport {
-    /// The target's name.
     /// `(input, dimension)` for each run-time dimension taken from the model's `dim_param`
     /// because no `--shape` named the input.
     pub from_model: Vec<(String, String)>,
+    /// The target's name.
     pub target: String,
     /// Where the bundle was written.
     pub out: PathBuf,
@@ -284,8 +284,9 @@ pub fn compile(model: &Model, opts: &CompileOptions) -> Result<CompileReport> {
     // free at run time, bounded by the default maximum or its --max.
     let auto = match opts.inputs.is_empty() {
         true => {
-            let named: Vec<&str> = (opts.shapes.iter().chain(&opts.free_shapes))
-                .map(|(n, _)| n.as_str())
+            let fixed = opts.shapes.iter().map(|(n, _)| n.as_str());
+            let named: Vec<&str> = fixed
+                .chain(opts.free_shapes.iter().map(|(n, _)| n.as_str()))
                 .collect();
             crate::free_dims::from_dim_params(model.inputs(), &named)
         }

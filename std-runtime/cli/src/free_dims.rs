@@ -94,11 +94,13 @@ pub fn from_dim_params(specs: &[ValueSpec], named: &[&str]) -> Vec<(String, Vec<
             let free = dims
                 .iter()
                 .enumerate()
-                .map(|(i, d)| match (d, spec.dim_params.get(i).cloned().flatten()) {
-                    (Some(v), _) => usize::try_from(*v).ok().map(ShapeDim::Size),
-                    (None, Some(p)) => Variable::new(&p, 0, 1).ok().map(|_| ShapeDim::Free(p)),
-                    (None, None) => None,
-                })
+                .map(
+                    |(i, d)| match (d, spec.dim_params.get(i).cloned().flatten()) {
+                        (Some(v), _) => usize::try_from(*v).ok().map(ShapeDim::Size),
+                        (None, Some(p)) => Variable::new(&p, 0, 1).ok().map(|_| ShapeDim::Free(p)),
+                        (None, None) => None,
+                    },
+                )
                 .collect::<Option<Vec<_>>>()?;
             Some((spec.name.clone(), free))
         })

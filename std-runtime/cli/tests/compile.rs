@@ -39,7 +39,10 @@ fn compile_needs_shapes_for_dynamic_inputs_and_runs_on_host() {
     };
     // Without --shape the model's `batch` axis is free at run time, to the default maximum.
     let report = compile(&model, &opts).unwrap();
-    assert_eq!(report.from_model, vec![("x".to_string(), "batch".to_string())]);
+    assert_eq!(
+        report.from_model,
+        vec![("x".to_string(), "batch".to_string())]
+    );
     assert_eq!((report.dims[0].0.min, report.dims[0].0.max), (1, 16));
     let h = std::fs::read_to_string(out.join("model.h")).unwrap();
     assert!(
@@ -47,10 +50,16 @@ fn compile_needs_shapes_for_dynamic_inputs_and_runs_on_host() {
         "{h}"
     );
     let text = report.to_string();
-    assert!(text.contains("batch in [1, 16]") && text.contains("dim_param"), "{text}");
+    assert!(
+        text.contains("batch in [1, 16]") && text.contains("dim_param"),
+        "{text}"
+    );
     // An unknown axis with no name still needs --shape.
     let mut unnamed = tiny_cnn_dynamic();
-    let t = unnamed.graph.as_mut().unwrap().input[0].r#type.as_mut().unwrap();
+    let t = unnamed.graph.as_mut().unwrap().input[0]
+        .r#type
+        .as_mut()
+        .unwrap();
     let s = t.tensor_type.as_mut().unwrap().shape.as_mut().unwrap();
     s.dim[0].dim_param = None;
     let unnamed = Model::from_bytes(&unnamed.encode_to_vec(), "tiny").unwrap();
