@@ -439,6 +439,7 @@ fn compile_a_cnn_with_a_run_time_batch() {
     };
     let m4_report = compile(&model, &m4_opts).unwrap();
     assert_eq!(m4_report.kernels, report.kernels);
+    eprintln!("Cortex-M4, run-time N (measured at N=8):\n{m4_report}");
     let on_m4 = feed_runs(&build_and_run_feeds(&m4, &m4_opts.out, &refs, &build).unwrap());
     // The Cortex-M4 export fuses multiply-adds where the host's does not: within 1e-5.
     for ((s4, o4), (sh, oh)) in on_m4.iter().zip(&on_host) {
