@@ -286,6 +286,7 @@ fn check(st: &ShapeTracker, arr: &Arr) -> Result<(), TestCaseError> {
     let want: Vec<i64> = arr.shape.iter().map(|&d| d as i64).collect();
     prop_assert_eq!(shape, want);
     let (idx, valid) = st.expr_idxs(&st.idx_vars());
+    prop_assert!(st.valid_size() <= st.real_size());
     for (flat, pos) in positions(&arr.shape).iter().enumerate() {
         let env = |name: &str| {
             name.strip_prefix("idx")?
@@ -295,6 +296,13 @@ fn check(st: &ShapeTracker, arr: &Arr) -> Result<(), TestCaseError> {
         };
         let expect = arr.data[flat];
         let v = valid.eval(&env).unwrap();
+        // `valid_size` bounds every valid read, and is never above `real_size`.
+        prop_assert!(
+            expect < st.valid_size(),
+            "{} reads {} past valid_size",
+            st,
+            expect
+        );
         if expect == -1 {
             prop_assert_eq!(v, 0, "position {:?} should be padding in {}", pos, st);
         } else {
@@ -724,4 +732,82 @@ fn symbolic_pad_and_shrink() {
         .permute(&[1, 0])
         .unwrap();
     assert!(matches!(t.reshape(&[&n * 4]), Err(Error::Unsupported(_))));
+}
+
+/// A symbolic batch rides through the window ops of pooling (pad, expand, a reshape that stacks
+/// a second view, shrink, a reshape under the shared leading batch after a permute): at each
+/// batch value every position indexes and validates exactly as the same ops on the concrete
+/// tracker of that batch.
+#[test]
+fn symbolic_batch_through_window_ops() {
+    let n = Node::var("n", 1, 6);
+    let ops = |b: Sint| -> ShapeTracker {
+        let c = Node::cst;
+        ShapeTracker::from_shape(&[b.clone(), c(2), c(5)])
+            .pad(&[(0, 0), (0, 0), (1, 2)])
+            .and_then(|t| t.reshape(&[b.clone(), c(2), c(1), c(8)]))
+            .and_then(|t| t.expand(&[b.clone(), c(2), c(3), c(8)]))
+            .and_then(|t| t.reshape(&[b.clone(), c(2), c(24)]))
+            .and_then(|t| t.shrink_nodes(&[(c(0), b.clone()), (c(0), c(2)), (c(0), c(20))]))
+            .and_then(|t| t.reshape(&[b.clone(), c(2), c(4), c(5)]))
+            .and_then(|t| t.permute(&[0, 2, 1, 3]))
+            .and_then(|t| t.reshape(&[b.clone(), c(4), c(10)]))
+            .unwrap()
+    };
+    let sym = ops(n.clone());
+    assert!(sym.views().len() >= 2, "expected a stacked view: {sym}");
+    let (idx, valid) = sym.expr_idxs(&sym.idx_vars());
+    for nv in [1i64, 3, 6] {
+        let fixed = ops(Node::cst(nv));
+        let (fidx, fvalid) = fixed.expr_idxs(&fixed.idx_vars());
+        for pos in positions(&[nv as usize, 4, 10]) {
+            let p: Vec<i64> = pos.iter().map(|&v| v as i64).collect();
+            let vals = [("n", nv), ("idx0", p[0]), ("idx1", p[1]), ("idx2", p[2])];
+            let env = bindings(&vals);
+            let ok = valid.eval(&env).unwrap();
+            assert_eq!(ok, fvalid.eval(&env).unwrap(), "valid at n={nv} {pos:?}");
+            if ok != 0 {
+                let want = fidx.eval(&env).unwrap();
+                assert_eq!(idx.eval(&env).unwrap(), want, "index at n={nv} {pos:?}");
+            }
+        }
+    }
+}
+
+/// A padded 3×3 window read (a conv's input through pad + pool windows): `valid_size` is the
+/// largest index a valid position reads, plus one (the buffer's size), where `real_size`
+/// counts the padding's indices past the end.
+#[test]
+fn valid_size_of_a_padded_window_read() {
+    let c = Node::cst;
+    let st = ShapeTracker::from_shape(&[c(2), c(6), c(6)])
+        .pad(&[(0, 0), (1, 1), (1, 1)])
+        .and_then(|t| t.reshape(&[c(2), c(1), c(8), c(1), c(8)]))
+        .and_then(|t| t.expand(&[c(2), c(3), c(8), c(3), c(8)]))
+        .and_then(|t| t.reshape(&[c(2), c(24), c(24)]))
+        .and_then(|t| t.shrink(&[(0, 2), (0, 18), (0, 18)]))
+        .and_then(|t| t.reshape(&[c(2), c(3), c(6), c(3), c(6)]))
+        .unwrap();
+    let (idx, valid) = st.expr_idxs(&st.idx_vars());
+    let shape: Vec<usize> = st
+        .shape()
+        .iter()
+        .map(|d| d.as_const().unwrap() as usize)
+        .collect();
+    let mut top = -1;
+    for pos in positions(&shape) {
+        let env = |name: &str| {
+            let k: usize = name.strip_prefix("idx")?.parse().ok()?;
+            Some(pos[k] as i64)
+        };
+        if valid.eval(&env).unwrap() != 0 {
+            top = top.max(idx.eval(&env).unwrap());
+        }
+    }
+    assert_eq!(top, 71, "{st}");
+    assert_eq!(st.valid_size(), top + 1, "{st}: idx {idx}, valid {valid}");
+    assert!(
+        st.real_size() > top + 1,
+        "the plain bound counts padding: {st}"
+    );
 }

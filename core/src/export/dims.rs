@@ -157,8 +157,11 @@ fn check_steps(capture: &Capture, steps: &[usize]) -> Result<()> {
             )));
         };
         for n in ast.nodes() {
-            let (buf, sts) = match n.op() {
-                AstOp::Load { buf, st: t } | AstOp::Store { buf, st: t } => (*buf, t),
+            // A load is gated by its validity (padding reads nothing), so it needs only its
+            // valid positions' indices; a store writes every position it indexes.
+            let (buf, need) = match n.op() {
+                AstOp::Load { buf, st: t } => (*buf, t.valid_size()),
+                AstOp::Store { buf, st: t } => (*buf, t.real_size()),
                 _ => continue,
             };
             let Some(&slot) = st.slots.get(buf) else {
@@ -167,7 +170,6 @@ fn check_steps(capture: &Capture, steps: &[usize]) -> Result<()> {
                     st.slots.len()
                 )));
             };
-            let need = sts.real_size();
             let have = capture.slots()[slot].len();
             if need < 0 || need as u64 > have as u64 {
                 return Err(unsupported(format!(

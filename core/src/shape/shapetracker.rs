@@ -5,8 +5,9 @@
 //! express, which stacks a new one; [`ShapeTracker::simplify`] merges the last two views back
 //! into one whenever one view says the same thing.
 //!
-//! Invariants: there is at least one view; every view but the last has constant dimensions (so
-//! its flat positions can be unravelled with constant divisions).
+//! Invariants: there is at least one view; every view but the last has constant dimensions
+//! after its outermost one (so its flat positions can be unravelled with constant divisions; an
+//! outermost symbolic size, a batch, is never divided by).
 
 use alloc::format;
 use alloc::vec;
@@ -191,6 +192,94 @@ impl ShapeTracker {
         idx.vmax().saturating_add(1)
     }
 
+    /// One more than the largest buffer index read at a *valid* position (0 when none is
+    /// valid), so a padded (gated) read is bounded by what it really loads. The index and each
+    /// validity clause `K·a + c < 0` are read as sums of constant multiples of *atoms* (index
+    /// variables, or sub-expressions such as `(6·i + j) % 8`); a clause bounds its sum `K·a`,
+    /// and where the index's coefficients on `K`'s atoms are a multiple `m·K` (a conv's
+    /// `8·(row + tap)` against `0 < row + tap < 9`) that part of the index is bounded by the
+    /// clause's range instead of its atoms' own ranges. Groups are disjoint, other clauses are
+    /// ignored (ignoring a constraint only widens), and atoms are bounded independently (an
+    /// upper bound of a sum), so the result is an upper bound, never above
+    /// [`ShapeTracker::real_size`].
+    pub fn valid_size(&self) -> i64 {
+        let plain = self.real_size();
+        if plain == 0 {
+            return 0;
+        }
+        let (idx, valid) = self.expr_idxs(&self.idx_vars());
+        let mut atoms: Vec<Node> = Vec::new();
+        let Some((coef, c0)) = linear(&idx, &mut atoms) else {
+            return plain;
+        };
+        // Each clause direction (first non-zero coefficient positive) with its bounds.
+        let mut dirs: Vec<(Vec<i64>, i64, i64)> = Vec::new();
+        let conds = match valid.kind() {
+            Kind::And(ts) => ts.clone(),
+            _ => vec![valid.clone()],
+        };
+        for cond in &conds {
+            let Kind::Lt(a, b) = cond.kind() else {
+                continue;
+            };
+            let Some((mut k, c)) = linear(&(a - b), &mut atoms) else {
+                continue;
+            };
+            // Atoms found later lengthen later vectors: compare directions without the zeros.
+            while k.last() == Some(&0) {
+                k.pop();
+            }
+            // k·a + c < 0: k·a <= -c-1, or with k negated, (-k)·a >= c+1.
+            let (mut lo, mut hi) = (i64::MIN, (-c).saturating_sub(1));
+            if k.iter().find(|&&v| v != 0).is_some_and(|&v| v < 0) {
+                k.iter_mut().for_each(|v| *v = -*v);
+                (lo, hi) = (c.saturating_add(1), i64::MAX);
+            }
+            match dirs.iter_mut().find(|d| d.0 == k) {
+                Some(d) => (d.1, d.2) = (d.1.max(lo), d.2.min(hi)),
+                None => dirs.push((k, lo, hi)),
+            }
+        }
+        let coef_of = |i: usize| coef.get(i).copied().unwrap_or(0);
+        let range = |i: usize| (atoms[i].vmin(), atoms[i].vmax());
+        let mut used = vec![false; atoms.len()];
+        let mut top = c0;
+        for (k, lo, hi) in &dirs {
+            let support: Vec<usize> = (0..k.len()).filter(|&i| k[i] != 0).collect();
+            let Some(&s0) = support.first() else { continue };
+            if support.iter().any(|&i| used[i]) || coef_of(s0) % k[s0] != 0 {
+                continue;
+            }
+            let m = coef_of(s0) / k[s0];
+            let multiple = support
+                .iter()
+                .all(|&i| Some(coef_of(i)) == k[i].checked_mul(m));
+            if m == 0 || !multiple {
+                continue;
+            }
+            // The natural range of k·a, narrowed by the clause.
+            let (mut nlo, mut nhi) = (0i64, 0i64);
+            for &i in &support {
+                let (a, b) = range(i);
+                let (p, q) = (k[i].saturating_mul(a), k[i].saturating_mul(b));
+                (nlo, nhi) = (nlo.saturating_add(p.min(q)), nhi.saturating_add(p.max(q)));
+            }
+            let (lo, hi) = ((*lo).max(nlo), (*hi).min(nhi));
+            if lo > hi {
+                return 0;
+            }
+            top = top.saturating_add(m.saturating_mul(lo).max(m.saturating_mul(hi)));
+            support.iter().for_each(|&i| used[i] = true);
+        }
+        for (i, &k) in coef.iter().enumerate() {
+            if !used[i] && k != 0 {
+                let (a, b) = range(i);
+                top = top.saturating_add(k.saturating_mul(a).max(k.saturating_mul(b)));
+            }
+        }
+        top.saturating_add(1).clamp(0, plain)
+    }
+
     /// The stride of each axis through all views: `Some(st)` when moving one step along the axis
     /// always moves the buffer index by `st`, `None` when it does not (or the axis is masked).
     pub fn real_strides(&self) -> Vec<Option<Node>> {
@@ -274,12 +363,14 @@ impl ShapeTracker {
 
     /// Reads the same elements in row-major order as `new_shape`, stacking a view when the last
     /// one cannot express it. Errors when the sizes differ, or when a stacked view would sit on
-    /// a view of symbolic shape.
+    /// a view with a symbolic dimension other than the outermost: indexing through a stacked
+    /// view unravels a flat position by the inner view's sizes, and the algebra divides only
+    /// by constants (the outermost size is never divided by, so a symbolic batch may sit there).
     pub fn reshape(&self, new_shape: &[Sint]) -> Result<ShapeTracker> {
         if let Some(v) = self.last().reshape(new_shape)? {
             return Ok(self.with_last(v));
         }
-        if consts(self.shape()).is_none() {
+        if self.shape().iter().skip(1).any(|d| !d.is_const()) {
             return Err(Error::Unsupported(format!(
                 "reshape of the non-contiguous symbolic shape {} to {}",
                 fmt_tuple(self.shape()),
@@ -479,6 +570,40 @@ fn mask_from_valid(valid: &Node, idxs: &[Node], dims: &[i64]) -> Option<Option<V
     ))
 }
 
+/// `n` as `(coefficient per atom, constant)`: a sum of constants and constant multiples of
+/// atoms (any other term, e.g. an index variable or `(6·i + j) % 8`), each atom found in or
+/// added to `atoms` (coefficients past the end are 0). `None` on overflow.
+fn linear(n: &Node, atoms: &mut Vec<Node>) -> Option<(Vec<i64>, i64)> {
+    let (mut coef, mut c): (Vec<i64>, i64) = (Vec::new(), 0);
+    for t in terms(n) {
+        if let Some(v) = t.as_const() {
+            c = c.checked_add(v)?;
+            continue;
+        }
+        let (atom, k) = match t.kind() {
+            Kind::Mul(a, b) => match (a.as_const(), b.as_const()) {
+                (None, Some(k)) => (a.clone(), k),
+                (Some(k), None) => (b.clone(), k),
+                _ => (t.clone(), 1),
+            },
+            _ => (t.clone(), 1),
+        };
+        let i = match atoms.iter().position(|x| *x == atom) {
+            Some(i) => i,
+            None => {
+                atoms.push(atom);
+                atoms.len() - 1
+            }
+        };
+        if coef.len() <= i {
+            coef.resize(i + 1, 0);
+        }
+        coef[i] = coef[i].checked_add(k)?;
+    }
+    coef.resize(atoms.len(), 0);
+    Some((coef, c))
+}
+
 /// `a < b` as `lo <= idx_i < hi`, when `a - b` is `k*idx_i + c`.
 fn bound_of(a: &Node, b: &Node, idxs: &[Node]) -> Option<(usize, i64, i64)> {
     let (mut axis, mut k, mut c) = (None, 0i64, 0i64);
@@ -511,10 +636,11 @@ impl fmt::Display for ShapeTracker {
 
 impl ShapeTracker {
     /// A tracker from a stack of views, or `None` if it breaks the invariant (no views, or a
-    /// symbolic shape below the last view).
+    /// symbolic dimension other than the outermost below the last view).
     pub(crate) fn from_views(views: Vec<View>) -> Option<ShapeTracker> {
         let n = views.len();
-        let ok = n > 0 && views[..n - 1].iter().all(|v| consts(v.shape()).is_some());
+        let inner_const = |v: &View| v.shape().iter().skip(1).all(Node::is_const);
+        let ok = n > 0 && views[..n - 1].iter().all(inner_const);
         ok.then_some(ShapeTracker { views })
     }
 }

@@ -69,11 +69,14 @@ fn ceildiv(x: &Node, a: i64) -> Node {
     (x + (a - 1)).floordiv(a)
 }
 
-/// The larger of two nodes, when bounds decide it.
+/// The larger of two nodes, when bounds decide it: their own bounds, or the bounds of their
+/// difference (so `max(N, N)` or `max(N + 1, N)` over a symbolic batch `N` is decided, as a
+/// masked axis of a symbolic size keeps that size through pads and shrinks of other axes).
 fn smax(a: Node, b: Node) -> Result<Node> {
-    if a.vmin() >= b.vmax() {
+    let diff = &a - &b;
+    if a.vmin() >= b.vmax() || diff.vmin() >= 0 {
         Ok(a)
-    } else if b.vmin() >= a.vmax() {
+    } else if b.vmin() >= a.vmax() || diff.vmax() <= 0 {
         Ok(b)
     } else {
         Err(Error::Unsupported(format!(
@@ -497,7 +500,60 @@ impl View {
         {
             return Ok(Some(v));
         }
+        if let Some(v) = self.reshape_under_prefix(new_shape)? {
+            return Ok(Some(v));
+        }
         Ok(self.reshape_strided(new_shape))
+    }
+
+    /// A reshape that keeps a leading run of dimensions (the same expressions in both shapes,
+    /// every symbolic dimension among them) and reshapes only the constant dimensions after
+    /// it: row-major order factors over the kept run, so the tail reshapes as a view of its
+    /// own and the kept dimensions keep their strides and mask. How a symbolic batch rides
+    /// through the window reshapes of pooling. `None` when the shapes are constant (the
+    /// whole-view rules apply) or share no such run.
+    fn reshape_under_prefix(&self, new_shape: &[Sint]) -> Result<Option<View>> {
+        let p = (self.shape.iter().zip(new_shape))
+            .take_while(|(a, b)| a == b)
+            .count();
+        let tail_const = |s: &[Sint]| s[p..].iter().all(Node::is_const);
+        let symbolic = self.shape.iter().any(|d| !d.is_const());
+        if p == 0 || !symbolic || !tail_const(&self.shape) || !tail_const(new_shape) {
+            return Ok(None);
+        }
+        let tail_mask = self.mask.as_ref().map(|m| m[p..].to_vec());
+        let tail = View::new(
+            self.shape[p..].to_vec(),
+            self.strides[p..].to_vec(),
+            Node::cst(0),
+            tail_mask,
+        );
+        let Some(t) = tail.reshape(&new_shape[p..])? else {
+            return Ok(None);
+        };
+        let full = |shape: &[Sint]| -> Vec<(Node, Node)> {
+            shape.iter().map(|d| (Node::cst(0), d.clone())).collect()
+        };
+        let mask = match (&self.mask, &t.mask) {
+            (None, None) => None,
+            (own, tm) => {
+                let mut m = own
+                    .as_ref()
+                    .map_or_else(|| full(&self.shape[..p]), |m| m[..p].to_vec());
+                m.extend(tm.clone().unwrap_or_else(|| full(&t.shape)));
+                Some(m)
+            }
+        };
+        let mut strides = self.strides[..p].to_vec();
+        strides.extend(t.strides);
+        let mut shape = self.shape[..p].to_vec();
+        shape.extend(t.shape);
+        Ok(Some(View::new(
+            shape,
+            strides,
+            &self.offset + &t.offset,
+            mask,
+        )))
     }
 
     /// A reshape of an unmasked view that only merges runs of adjacent dimensions which walk

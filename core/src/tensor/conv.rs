@@ -74,20 +74,18 @@ fn isz(v: &[usize]) -> Vec<isize> {
     v.iter().map(|&d| d as isize).collect()
 }
 
-/// Pads (positive) or crops (negative) the trailing `p.len()` axes.
+/// Pads (positive) or crops (negative) the trailing `p.len()` axes; the leading axes (a
+/// symbolic batch included) pass through untouched.
 fn pad_or_crop(x: &Tensor, p: &[(i64, i64)]) -> Result<Tensor> {
-    let shape = x.shape();
-    let pre = shape.len() - p.len();
-    let mut pad = vec![(0, 0); pre];
-    pad.extend(
-        p.iter()
-            .map(|&(b, a)| (b.max(0) as usize, a.max(0) as usize)),
-    );
-    let x = x.try_pad(&pad)?;
-    let padded = x.shape();
-    let mut keep: Vec<(usize, usize)> = padded[..pre].iter().map(|&d| (0, d)).collect();
+    let pad: Vec<(usize, usize)> = p
+        .iter()
+        .map(|&(b, a)| (b.max(0) as usize, a.max(0) as usize))
+        .collect();
+    let x = x.try_pad_tail(&pad)?;
+    let padded = x.lead_tail("conv", p.len())?.1;
+    let mut keep = Vec::with_capacity(p.len());
     for (a, &(b, e)) in p.iter().enumerate() {
-        let n = padded[pre + a];
+        let n = padded[a];
         let (lo, hi) = ((-b).max(0) as usize, (-e).max(0) as usize);
         if lo + hi > n {
             return Err(Error::shape(
@@ -97,12 +95,13 @@ fn pad_or_crop(x: &Tensor, p: &[(i64, i64)]) -> Result<Tensor> {
         }
         keep.push((lo, n - hi));
     }
-    x.try_shrink(&keep)
+    x.try_shrink_tail(&keep)
 }
 
-/// Checks input/weight/bias shapes of a conv; returns `(batch, cin, cout, spatial rank)`.
-fn check_conv(x: &Tensor, w: &Tensor, bias: Option<&Tensor>, g: usize) -> Result<[usize; 4]> {
-    let (xs, ws) = (x.shape(), w.shape());
+/// Checks input/weight/bias shapes of a conv; returns `(cin, cout, spatial rank)`. The batch
+/// (axis 0) is never read as a number, so it may stay symbolic.
+fn check_conv(x: &Tensor, w: &Tensor, bias: Option<&Tensor>, g: usize) -> Result<[usize; 3]> {
+    let (xs, ws) = (x.shape_quiet(), w.shape());
     let bad = |why: &str| {
         Error::shape(
             "conv2d",
@@ -122,7 +121,9 @@ fn check_conv(x: &Tensor, w: &Tensor, bias: Option<&Tensor>, g: usize) -> Result
             return Err(bad(&format!("bias {:?} must be [{}]", b.shape(), ws[0])));
         }
     }
-    Ok([xs[0], xs[1], ws[0], ws.len() - 2])
+    // Channels and spatial axes are read as numbers below: they must be concrete.
+    x.lead_tail("conv2d", xs.len() - 1)?;
+    Ok([xs[1], ws[0], ws.len() - 2])
 }
 
 impl Tensor {
@@ -142,7 +143,7 @@ impl Tensor {
         bias: Option<&Tensor>,
         opts: &ConvOpts,
     ) -> Result<Tensor> {
-        let [_, _, _, n] = check_conv(self, weight, bias, opts.groups)?;
+        let [_, _, n] = check_conv(self, weight, bias, opts.groups)?;
         let p: Vec<(i64, i64)> = (opts.padding.resolve("conv2d", n)?.iter())
             .map(|&(b, a)| (b as i64, a as i64))
             .collect();
@@ -189,32 +190,32 @@ impl Tensor {
         p: &[(i64, i64)],
         prod: fn(&Tensor, &Tensor) -> Result<Tensor>,
     ) -> Result<Tensor> {
-        let [b, cin, cout, n] = check_conv(self, w, bias, o.groups)?;
+        let [cin, cout, n] = check_conv(self, w, bias, o.groups)?;
         let ws = w.shape();
         let k = &ws[2..];
         let s = per_axis("conv2d", "stride", &o.stride, n)?;
         let d = per_axis("conv2d", "dilation", &o.dilation, n)?;
         let win = pad_or_crop(self, p)?.try_pool_windows(k, &s, &d)?; // [b, cin, o.., k..]
-        let out: Vec<usize> = win.shape()[2..2 + n].to_vec();
+        let out: Vec<usize> = win.lead_tail("conv2d", 2 * n)?.1[..n].to_vec();
         let (g, rc, ci) = (o.groups, cout / o.groups, cin / o.groups);
         // [b, g, 1, o.., ci, k..] against weight [1, g, rc, 1.., ci, k..]
-        let mut xs = vec![b as isize, g as isize, ci as isize, 1];
-        xs.extend(isz(&out));
-        xs.extend(isz(k));
+        let mut xs = vec![g, ci, 1];
+        xs.extend(&out);
+        xs.extend(k);
         let mut order = vec![0, 1, 3];
         order.extend(4..4 + n);
         order.push(2);
         order.extend(4 + n..4 + 2 * n);
-        let x = win.try_reshape(&xs)?.try_permute(&order)?;
+        let x = win.try_reshape_tail(1, &xs)?.try_permute(&order)?;
         let mut wsh = vec![1, g as isize, rc as isize];
         wsh.extend(core::iter::repeat_n(1, n));
         wsh.push(ci as isize);
         wsh.extend(isz(k));
         let red: Vec<isize> = (1..=(n + 1) as isize).map(|a| -a).collect();
         let y = prod(&x, &w.try_reshape(&wsh)?)?.try_sum(&red, false)?;
-        let mut ysh = vec![b as isize, cout as isize];
-        ysh.extend(isz(&out));
-        let y = y.try_reshape(&ysh)?;
+        let mut ysh = vec![cout];
+        ysh.extend(&out);
+        let y = y.try_reshape_tail(1, &ysh)?;
         match bias {
             None => Ok(y),
             Some(bb) => {
@@ -241,7 +242,7 @@ impl Tensor {
         bias: Option<&Tensor>,
         opts: &ConvOpts,
     ) -> Result<Tensor> {
-        let (xs, ws) = (self.shape(), weight.shape());
+        let (xs, ws) = (self.shape_quiet(), weight.shape());
         let g = opts.groups;
         if ws.len() < 3 || xs.len() != ws.len() || g == 0 || ws[0] % g != 0 || xs[1] != ws[0] {
             return Err(Error::shape(
@@ -313,22 +314,18 @@ fn stuff_zeros(x: &Tensor, s: &[usize]) -> Result<Tensor> {
     if s.iter().all(|&v| v == 1) {
         return Ok(x.clone());
     }
-    let shape = x.shape();
     let n = s.len();
-    let pre = shape.len() - n;
-    let sp = &shape[pre..];
-    let mut up = isz(&shape[..pre]);
-    let mut pad = vec![(0, 0); pre];
-    let mut flat = isz(&shape[..pre]);
-    let mut keep: Vec<(usize, usize)> = shape[..pre].iter().map(|&d| (0, d)).collect();
+    let (lead, sp) = x.lead_tail("conv_transpose2d", n)?;
+    let pre = lead.len();
+    let (mut up, mut pad, mut flat, mut keep) = (vec![], vec![], vec![], vec![]);
     for a in 0..n {
-        up.extend([sp[a] as isize, 1]);
+        up.extend([sp[a], 1]);
         pad.extend([(0, 0), (0, s[a] - 1)]);
-        flat.push((sp[a] * s[a]) as isize);
+        flat.push(sp[a] * s[a]);
         keep.push((0, (sp[a] - 1) * s[a] + 1));
     }
-    x.try_reshape(&up)?
-        .try_pad(&pad)?
-        .try_reshape(&flat)?
-        .try_shrink(&keep)
+    x.try_reshape_tail(pre, &up)?
+        .try_pad_tail(&pad)?
+        .try_reshape_tail(pre, &flat)?
+        .try_shrink_tail(&keep)
 }

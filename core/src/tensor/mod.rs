@@ -41,6 +41,7 @@ mod softmax;
 mod sort;
 mod stats;
 mod symbolic;
+mod tail;
 mod triangle;
 mod unary;
 
@@ -227,10 +228,20 @@ impl Tensor {
     /// A tensor of `shape` filled with `value` converted to `dtype`; an error naming the shape
     /// when it is too large to exist.
     pub fn try_full(shape: &[usize], value: f64, dtype: DType) -> Result<Tensor> {
+        Tensor::try_full_on(shape, value, dtype, &crate::context::default_device())
+    }
+
+    /// [`Tensor::try_full`] on a given device (a constant built beside a tensor it combines
+    /// with must live on that tensor's device).
+    pub fn try_full_on(
+        shape: &[usize],
+        value: f64,
+        dtype: DType,
+        dev: &Arc<dyn Device>,
+    ) -> Result<Tensor> {
         size::checked_numel("full", shape, dtype)?;
-        let dev = crate::context::default_device();
         Ok(Tensor::from_lazy(LazyBuffer::constant(
-            &dev,
+            dev,
             Scalar::from_f64(value, dtype),
             &dims(shape),
         )))
@@ -594,8 +605,14 @@ impl Tensor {
 
     // ---- movement ----
 
-    /// Reshapes; one dimension may be `-1` (inferred).
+    /// Reshapes; one dimension may be `-1` (inferred). On a symbolic tensor the inferred
+    /// dimension is the symbolic element count over the others' product when that division is
+    /// exact for every value of the variables (`(N,16,4,4)` to `[-1, 256]` gives `(N, 256)`), so
+    /// it stays symbolic; otherwise it is computed from the bound values.
     pub fn try_reshape(&self, shape: &[isize]) -> Result<Tensor> {
+        if let Some(sym) = self.infer_sym(shape) {
+            return self.try_reshape_sym(&sym);
+        }
         let n = self.numel();
         let fixed: Vec<usize> = shape
             .iter()
@@ -632,6 +649,37 @@ impl Tensor {
             &[self],
             self.lazy().reshape(&dims(&new))?,
         ))
+    }
+
+    /// The symbolic shape `shape` (with one `-1`) means, when `self` is symbolic and the
+    /// inferred size divides out exactly (the remainder simplifies to 0 over the variables'
+    /// whole ranges); `None` leaves the reshape to the concrete path.
+    fn infer_sym(&self, shape: &[isize]) -> Option<Vec<Sint>> {
+        let infer = shape.iter().filter(|&&d| d == -1).count();
+        if !self.is_symbolic() || infer != 1 || shape.iter().any(|&d| d < -1) {
+            return None;
+        }
+        let known = shape
+            .iter()
+            .filter(|&&d| d >= 0)
+            .try_fold(1i64, |acc, &d| acc.checked_mul(d as i64))?;
+        if known <= 0 {
+            return None;
+        }
+        let total = crate::shape::prod(&self.sym_shape());
+        if total.modulo(known).as_const() != Some(0) {
+            return None;
+        }
+        let inferred = total.floordiv(known);
+        Some(
+            shape
+                .iter()
+                .map(|&d| match d {
+                    -1 => inferred.clone(),
+                    _ => crate::symbolic::Node::cst(d as i64),
+                })
+                .collect(),
+        )
     }
 
     /// Reorders axes.

@@ -59,7 +59,8 @@ impl Tensor {
         if value == 0.0 {
             return Ok(padded);
         }
-        let mask = Tensor::full(&self.shape(), 1.0, DType::Bool).try_pad(arg)?;
+        let mask =
+            Tensor::try_full_on(&self.shape(), 1.0, DType::Bool, &self.device())?.try_pad(arg)?;
         mask.try_where(&padded, value)
     }
     /// [`Tensor::try_pad_value`], panicking on a rank mismatch.
@@ -142,6 +143,15 @@ impl Tensor {
                 "flatten",
                 format!("start axis {start} comes after end axis {end}"),
             ));
+        }
+        if self.is_symbolic() {
+            // The merged axis is the product of expressions: a symbolic batch stays symbolic
+            // (`(N,16,4,4)` flattened from 1 is `(N, 256)`), and no size is read as a number.
+            let s = self.sym_shape();
+            let mut shape = s[..ax[0]].to_vec();
+            shape.push(crate::shape::prod(&s[ax[0]..=ax[1]]));
+            shape.extend_from_slice(&s[ax[1] + 1..]);
+            return self.try_reshape_sym(&shape);
         }
         let s = self.shape();
         let mut shape: Vec<isize> = s[..ax[0]].iter().map(|&d| d as isize).collect();

@@ -1,8 +1,9 @@
 //! Pooling: sliding windows built from movement ops only ([`Tensor::pool_windows`]: tile with
 //! reshape + expand, then reshape/shrink the tiles into windows), and the pools built on them
 //! (`avg_pool2d`, `max_pool2d` with indices, `max_unpool2d`). Every op works on the trailing
-//! `kernel.len()` axes, so "2d" is only the default. Invariant: nothing here reads values on the
-//! host; gradients flow through the primitives.
+//! `kernel.len()` axes, so "2d" is only the default; the leading axes pass through the trailing-
+//! axis movement ops of `tail.rs` unread, so a symbolic batch stays symbolic. Invariant:
+//! nothing here reads values on the host; gradients flow through the primitives.
 
 use alloc::format;
 use alloc::vec;
@@ -142,7 +143,11 @@ fn geometry(op: &'static str, x: &Tensor, o: &PoolOpts) -> Result<Geo> {
     if n == 0 || n > x.ndim() || o.kernel.contains(&0) {
         return Err(Error::shape(
             op,
-            format!("kernel {:?} does not fit input {:?}", o.kernel, x.shape()),
+            format!(
+                "kernel {:?} does not fit input {:?}",
+                o.kernel,
+                x.shape_quiet()
+            ),
         ));
     }
     let s = per_axis(op, "stride", o.stride.as_deref().unwrap_or(&o.kernel), n)?;
@@ -187,11 +192,9 @@ struct MaxParts {
     pads: Vec<(usize, usize)>,
 }
 
-/// Pads the trailing `pads.len()` axes with `value`.
-fn pad_spatial(x: &Tensor, pads: &[(usize, usize)], value: f64) -> Result<Tensor> {
-    let mut arg = vec![(0, 0); x.ndim() - pads.len()];
-    arg.extend_from_slice(pads);
-    x.try_pad_value(&arg, value)
+/// Pads the trailing `pads.len()` axes with zeros (leading axes, symbolic or not, untouched).
+fn pad_spatial(x: &Tensor, pads: &[(usize, usize)]) -> Result<Tensor> {
+    x.try_pad_tail(pads)
 }
 
 fn isz(v: &[usize]) -> Vec<isize> {
@@ -203,46 +206,53 @@ impl Tensor {
     /// `[.., o1, .., on, k1, .., kn]` with `out[.., o, j] = x[.., o·s + j·d]`, all as views.
     pub fn try_pool_windows(&self, k: &[usize], s: &[usize], d: &[usize]) -> Result<Tensor> {
         let n = k.len();
-        let shape = self.shape();
-        if n > shape.len() {
+        if n > self.ndim() {
+            let shape = self.shape_quiet();
             return Err(Error::shape("pool", format!("kernel {k:?} for {shape:?}")));
         }
-        let sp = &shape[shape.len() - n..];
+        // Only the windowed axes are read as numbers: a symbolic batch stays symbolic.
+        let (pre, sp) = self.lead_tail("pool", n)?;
         let mut o = Vec::with_capacity(n);
         for a in 0..n {
             let eff = d[a] * (k[a] - 1) + 1;
             if eff > sp[a] || k[a] == 0 || s[a] == 0 {
                 return Err(Error::shape(
                     "pool",
-                    format!("window {k:?} (dilation {d:?}) does not fit input {shape:?}"),
+                    format!(
+                        "window {k:?} (dilation {d:?}) does not fit input {:?}",
+                        self.shape_quiet()
+                    ),
                 ));
             }
             o.push((sp[a] - eff) / s[a] + 1);
         }
         if (0..n).all(|a| k[a] <= s[a] && d[a] == 1) {
-            return windows_disjoint(self, k, s, &o);
+            return windows_disjoint(self, pre.len(), &sp, k, s, &o);
         }
-        windows_tiled(self, k, s, d, &o)
+        windows_tiled(self, pre.len(), &sp, k, s, d, &o)
     }
 }
 
-/// Windows that do not overlap: cut each axis into `o` rows of `s`, keep the first `k`.
-fn windows_disjoint(x: &Tensor, k: &[usize], s: &[usize], o: &[usize]) -> Result<Tensor> {
-    let shape = x.shape();
-    let (pre, sp) = shape.split_at(shape.len() - k.len());
-    let mut pads: Vec<(usize, usize)> = pre.iter().map(|_| (0, 0)).collect();
-    let mut cut: Vec<(usize, usize)> = pre.iter().map(|&p| (0, p)).collect();
-    let mut rows = isz(pre);
-    let mut keep: Vec<(usize, usize)> = pre.iter().map(|&p| (0, p)).collect();
+/// Windows that do not overlap: cut each axis into `o` rows of `s`, keep the first `k`. The
+/// `pre` leading axes pass through untouched.
+fn windows_disjoint(
+    x: &Tensor,
+    pre: usize,
+    sp: &[usize],
+    k: &[usize],
+    s: &[usize],
+    o: &[usize],
+) -> Result<Tensor> {
+    let (mut pads, mut cut, mut rows, mut keep) = (vec![], vec![], vec![], vec![]);
     for a in 0..k.len() {
         pads.push((0, (o[a] * s[a]).saturating_sub(sp[a])));
         cut.push((0, o[a] * s[a]));
-        rows.extend([o[a] as isize, s[a] as isize]);
+        rows.extend([o[a], s[a]]);
         keep.extend([(0, o[a]), (0, k[a])]);
     }
-    let x = x.try_pad(&pads)?.try_shrink(&cut)?.try_reshape(&rows)?;
-    let x = x.try_shrink(&keep)?;
-    x.try_permute(&window_order(pre.len(), k.len(), true))
+    let x = x.try_pad_tail(&pads)?.try_shrink_tail(&cut)?;
+    let x = x.try_reshape_tail(pre, &rows)?.try_shrink_tail(&keep)?;
+    x.try_permute(&window_order(pre, k.len(), true))
 }
 
 /// The permutation that moves window axes last: pairs `(out, tap)` when `out_first`, else
@@ -256,10 +266,17 @@ fn window_order(pre: usize, n: usize, out_first: bool) -> Vec<usize> {
 }
 
 /// Overlapping or dilated windows: tile each axis `f` times, lay the tiles out in rows of
-/// `L = d + m·i` (so row `j` starts at input index `j·d`), and take every `s`-th column.
-fn windows_tiled(x: &Tensor, k: &[usize], s: &[usize], d: &[usize], o: &[usize]) -> Result<Tensor> {
-    let shape = x.shape();
-    let (pre, sp) = shape.split_at(shape.len() - k.len());
+/// `L = d + m·i` (so row `j` starts at input index `j·d`), and take every `s`-th column. The
+/// `pre` leading axes pass through untouched.
+fn windows_tiled(
+    x: &Tensor,
+    pre: usize,
+    sp: &[usize],
+    k: &[usize],
+    s: &[usize],
+    d: &[usize],
+    o: &[usize],
+) -> Result<Tensor> {
     let n = k.len();
     let row: Vec<usize> = (0..n)
         .map(|a| {
@@ -269,30 +286,25 @@ fn windows_tiled(x: &Tensor, k: &[usize], s: &[usize], d: &[usize], o: &[usize])
         })
         .collect();
     let f: Vec<usize> = (0..n).map(|a| (k[a] * row[a]).div_ceil(sp[a])).collect();
-    let (mut up, mut big, mut tiled) = (isz(pre), pre.to_vec(), isz(pre));
+    let (mut up, mut big, mut tiled) = (vec![], vec![], vec![]);
     for a in 0..n {
-        up.extend([1, sp[a] as isize]);
+        up.extend([1, sp[a]]);
         big.extend([f[a], sp[a]]);
-        tiled.push((f[a] * sp[a]) as isize);
+        tiled.push(f[a] * sp[a]);
     }
-    let x = x.try_reshape(&up)?.try_expand(&big)?.try_reshape(&tiled)?;
-    let keep = |ext: &dyn Fn(usize) -> Vec<(usize, usize)>| -> Vec<(usize, usize)> {
-        let mut v: Vec<(usize, usize)> = pre.iter().map(|&p| (0, p)).collect();
-        (0..n).for_each(|a| v.extend(ext(a)));
-        v
+    let x = x.try_reshape_tail(pre, &up)?.try_expand_tail(&big)?;
+    let x = x.try_reshape_tail(pre, &tiled)?;
+    let per = |ext: &dyn Fn(usize) -> Vec<usize>| -> Vec<usize> { (0..n).flat_map(ext).collect() };
+    let ranges = |ext: &dyn Fn(usize) -> Vec<(usize, usize)>| -> Vec<(usize, usize)> {
+        (0..n).flat_map(ext).collect()
     };
-    let reshaped = |ext: &dyn Fn(usize) -> Vec<usize>| -> Vec<isize> {
-        let mut v = isz(pre);
-        (0..n).for_each(|a| v.extend(isz(&ext(a))));
-        v
-    };
-    let x = x.try_shrink(&keep(&|a| vec![(0, k[a] * row[a])]))?;
-    let x = x.try_reshape(&reshaped(&|a| vec![k[a], row[a]]))?;
-    let x = x.try_shrink(&keep(&|a| vec![(0, k[a]), (0, o[a] * s[a])]))?;
-    let x = x.try_reshape(&reshaped(&|a| vec![k[a], o[a], s[a]]))?;
-    let x = x.try_shrink(&keep(&|a| vec![(0, k[a]), (0, o[a]), (0, 1)]))?;
-    let x = x.try_reshape(&reshaped(&|a| vec![k[a], o[a]]))?;
-    x.try_permute(&window_order(pre.len(), n, false))
+    let x = x.try_shrink_tail(&ranges(&|a| vec![(0, k[a] * row[a])]))?;
+    let x = x.try_reshape_tail(pre, &per(&|a| vec![k[a], row[a]]))?;
+    let x = x.try_shrink_tail(&ranges(&|a| vec![(0, k[a]), (0, o[a] * s[a])]))?;
+    let x = x.try_reshape_tail(pre, &per(&|a| vec![k[a], o[a], s[a]]))?;
+    let x = x.try_shrink_tail(&ranges(&|a| vec![(0, k[a]), (0, o[a]), (0, 1)]))?;
+    let x = x.try_reshape_tail(pre, &per(&|a| vec![k[a], o[a]]))?;
+    x.try_permute(&window_order(pre, n, false))
 }
 
 impl Tensor {
@@ -304,12 +316,17 @@ impl Tensor {
     /// Windows of `x` padded with `value` by `pads`. A non-zero `value` is selected by a window
     /// of a padded constant mask, so everything stays a view of `x` and fuses into one kernel.
     fn padded_windows(x: &Tensor, g: &Geo, pads: &[(usize, usize)], value: f64) -> Result<Tensor> {
-        let win = pad_spatial(x, pads, 0.0)?.try_pool_windows(&g.k, &g.s, &g.d)?;
+        let win = pad_spatial(x, pads)?.try_pool_windows(&g.k, &g.s, &g.d)?;
         if value == 0.0 || pads.iter().all(|&p| p == (0, 0)) {
             return Ok(win);
         }
-        let inside = Tensor::full(&x.shape(), 1.0, DType::Bool);
-        let mask = pad_spatial(&inside, pads, 0.0)?.try_pool_windows(&g.k, &g.s, &g.d)?;
+        // The mask depends on the windowed axes only: built over them and broadcast, so it
+        // never reads a (possibly symbolic) leading size.
+        let (pre, sp) = x.lead_tail("pool", pads.len())?;
+        let mut ones = vec![1; pre.len()];
+        ones.extend(&sp);
+        let inside = Tensor::try_full_on(&ones, 1.0, DType::Bool, &x.device())?;
+        let mask = pad_spatial(&inside, pads)?.try_pool_windows(&g.k, &g.s, &g.d)?;
         mask.try_where(&win, value)
     }
 
@@ -325,8 +342,8 @@ impl Tensor {
         let g = geometry("avg_pool2d", self, opts)?;
         let x = self.float();
         let axes = Tensor::trailing_axes(g.k.len());
-        let sp = &self.shape()[self.ndim() - g.k.len()..];
-        let cp = ceil_pads(sp, &g);
+        let sp = self.lead_tail("avg_pool2d", g.k.len())?.1;
+        let cp = ceil_pads(&sp, &g);
         let pads = if opts.ceil_mode { &cp } else { &g.pads };
         let total = Tensor::padded_windows(&x, &g, pads, 0.0)?.try_sum(&axes, false)?;
         if !opts.count_include_pad {
@@ -338,7 +355,7 @@ impl Tensor {
             return total.try_div(count as f64);
         }
         // Regular padding counts; the extra ceil-mode padding does not.
-        let base = pad_spatial(&x, &g.pads, 0.0)?.ones_like();
+        let base = pad_spatial(&x, &g.pads)?.ones_like();
         let extra: Vec<(usize, usize)> = (cp.iter().zip(&g.pads))
             .map(|(c, r)| (c.0 - r.0, c.1 - r.1))
             .collect();
@@ -372,9 +389,9 @@ impl Tensor {
     /// The pooled maxima and the windows they came from (with the geometry and pads used).
     fn max_pool_parts(&self, opts: &PoolOpts) -> Result<MaxParts> {
         let g = geometry("max_pool2d", self, opts)?;
-        let sp = &self.shape()[self.ndim() - g.k.len()..];
+        let sp = self.lead_tail("max_pool2d", g.k.len())?.1;
         let pads = if opts.ceil_mode {
-            ceil_pads(sp, &g)
+            ceil_pads(&sp, &g)
         } else {
             g.pads.clone()
         };
@@ -400,7 +417,7 @@ impl Tensor {
         } = self.max_pool_parts(opts)?;
         let n = g.k.len();
         let axes = Tensor::trailing_axes(n);
-        let sp: Vec<usize> = self.shape()[self.ndim() - n..].to_vec();
+        let sp = self.lead_tail("max_pool2d", n)?.1;
         let size: usize = sp.iter().product();
         // Count down so the first maximum wins the max; size - that is its index.
         let idx = Tensor::arange(size as f64, 0.0, -1.0, DType::I32).try_reshape(&isz(&sp))?;

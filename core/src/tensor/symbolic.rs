@@ -6,7 +6,8 @@
 //! Invariant: a symbolic tensor's buffer is allocated for the variables' largest values and
 //! holds its elements row-major for the bound values from index 0; [`Tensor::shape`] reports
 //! the bound values. The ops written over symbolic shapes here (and elementwise ops, reductions,
-//! matmul, squeeze/unsqueeze) keep dimensions symbolic; an op that computes a shape from
+//! matmul, squeeze/unsqueeze, flatten, a `-1` reshape that divides exactly, and conv/pooling
+//! over a symbolic batch through `tail.rs`) keep dimensions symbolic; an op that computes a shape from
 //! [`Tensor::shape`] sees the bound values, so it stays correct but is specialized to them (its
 //! kernels compile per value) or refuses the reshape.
 

@@ -12,7 +12,9 @@
 //! With run-time dimensions (`--shape x=N,3,32,32 --max N=8`, see [`crate::free_dims`]) the
 //! placeholders are symbolic, the model is captured at two values and must give one program,
 //! and the exported `model_run` takes `N`; the measuring run is at the largest value, or at the
-//! given inputs' value.
+//! given inputs' value. Without `-i` inputs, an input no `--shape` names whose unknown axes are
+//! ONNX `dim_param`s gets those axes as run-time dimensions of the same names
+//! ([`crate::free_dims::from_dim_params`], default maximum 16), and the report says so.
 //!
 //! Invariant: the bundle's input and output names are the ONNX names made into C identifiers
 //! ([`bundle_names`], by the exporter's one rule), in the model's order; [`CompileReport`] carries them so callers can feed the
@@ -113,6 +115,9 @@ impl CompileOptions {
 /// What compiling gave: the bundle's names and sizes, and the measuring run.
 #[derive(Clone, Debug)]
 pub struct CompileReport {
+    /// `(input, dimension)` for each run-time dimension taken from the model's `dim_param`
+    /// because no `--shape` named the input.
+    pub from_model: Vec<(String, String)>,
     /// The target's name.
     pub target: String,
     /// Where the bundle was written.
@@ -171,6 +176,12 @@ impl fmt::Display for CompileReport {
                 bounds.join(", "),
                 at.join(", ")
             )?;
+            for (input, dim) in &self.from_model {
+                writeln!(
+                    f,
+                    "              {dim}: the model's dim_param of input {input}, free because                      no --shape names {input} (--max {dim}=M bounds it, --shape {input}=...                      fixes or renames it)"
+                )?;
+            }
         }
         writeln!(
             f,
@@ -269,7 +280,21 @@ pub fn compile(model: &Model, opts: &CompileOptions) -> Result<CompileReport> {
         None => Target::by_name(&opts.target)?,
     };
     let budget = target.budget(opts.budget.as_deref())?.cloned();
-    let free = FreeDims::new(&opts.free_shapes, &opts.dim_max)?;
+    // Without -i inputs, an input axis the model names (`dim_param`) and no --shape fixes is
+    // free at run time, bounded by the default maximum or its --max.
+    let auto = match opts.inputs.is_empty() {
+        true => {
+            let fixed = opts.shapes.iter().map(|(n, _)| n.as_str());
+            let named: Vec<&str> = fixed
+                .chain(opts.free_shapes.iter().map(|(n, _)| n.as_str()))
+                .collect();
+            crate::free_dims::from_dim_params(model.inputs(), &named)
+        }
+        false => Vec::new(),
+    };
+    let mut free_shapes = opts.free_shapes.clone();
+    free_shapes.extend(auto.iter().cloned());
+    let free = FreeDims::new(&free_shapes, &opts.dim_max)?;
     let largest: Vec<i64> = free.vars.iter().map(|v| v.bounds().1).collect();
     let shapes = if opts.inputs.is_empty() {
         let mut given = opts.shapes.clone();
@@ -374,7 +399,17 @@ pub fn compile(model: &Model, opts: &CompileOptions) -> Result<CompileReport> {
         })?;
         Some(compare(&names.outputs, &desktop, &run)?)
     };
+    let from_model = auto
+        .iter()
+        .flat_map(|(input, dims)| {
+            dims.iter().filter_map(move |d| match d {
+                ShapeDim::Free(n) => Some((input.clone(), n.clone())),
+                ShapeDim::Size(_) => None,
+            })
+        })
+        .collect();
     Ok(CompileReport {
+        from_model,
         target: target.name.clone(),
         out: opts.out.clone(),
         inputs: names.inputs.into_iter().zip(shapes).collect(),

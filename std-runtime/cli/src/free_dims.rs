@@ -77,6 +77,36 @@ pub fn parse_max_arg(arg: &str) -> Result<(String, i64)> {
     Ok((name.trim().to_string(), v))
 }
 
+/// Run-time shapes for the inputs no `--shape` names whose unknown axes all carry an ONNX
+/// `dim_param` spelled as a C identifier (`x[batch,1,8,8]` becomes `x=batch,1,8,8`): compiled
+/// without `--shape`, such an axis is free with [`DEFAULT_DIM_MAX`] (or its `--max`). An input
+/// with an unnamed unknown axis, or a `dim_param` that cannot be a C parameter, is left out (it
+/// still needs a `--shape`).
+pub fn from_dim_params(specs: &[ValueSpec], named: &[&str]) -> Vec<(String, Vec<ShapeDim>)> {
+    specs
+        .iter()
+        .filter(|spec| !named.contains(&spec.name.as_str()))
+        .filter_map(|spec| {
+            let dims = spec.shape.as_ref()?;
+            if dims.iter().all(Option::is_some) {
+                return None;
+            }
+            let free = dims
+                .iter()
+                .enumerate()
+                .map(
+                    |(i, d)| match (d, spec.dim_params.get(i).cloned().flatten()) {
+                        (Some(v), _) => usize::try_from(*v).ok().map(ShapeDim::Size),
+                        (None, Some(p)) => Variable::new(&p, 0, 1).ok().map(|_| ShapeDim::Free(p)),
+                        (None, None) => None,
+                    },
+                )
+                .collect::<Option<Vec<_>>>()?;
+            Some((spec.name.clone(), free))
+        })
+        .collect()
+}
+
 /// The run-time dimensions of a compile: their variables, and each input's shape over them.
 pub struct FreeDims {
     /// One variable per name, bounds `[1, max]`, in order of first mention.

@@ -1,5 +1,6 @@
-//! `picograd_cli::compile` tests: a tiny CNN with a dynamic batch axis is refused until its shape
-//! is given, then exported, built and run on the host target (the biases alone reach the output
+//! `picograd_cli::compile` tests: a tiny CNN whose batch axis is a `dim_param` compiles with
+//! that axis free at run time (an unnamed dynamic axis is refused until its shape is given), and
+//! with its shape given is exported, built and run on the host target (the biases alone reach the output
 //! on zero inputs); a model whose outputs carry the legacy torch exporter's names (`191`, `7`,
 //! `/fc/Gemm:0`) compiles and its bundle gives onnxruntime's values; with given inputs the device
 //! run is compared with the desktop, and a run on other inputs is caught disagreeing.
@@ -36,7 +37,33 @@ fn compile_needs_shapes_for_dynamic_inputs_and_runs_on_host() {
     let mut opts = CompileOptions {
         ..CompileOptions::new("host", out.clone())
     };
-    let err = compile(&model, &opts).expect_err("dynamic input refused");
+    // Without --shape the model's `batch` axis is free at run time, to the default maximum.
+    let report = compile(&model, &opts).unwrap();
+    assert_eq!(
+        report.from_model,
+        vec![("x".to_string(), "batch".to_string())]
+    );
+    assert_eq!((report.dims[0].0.min, report.dims[0].0.max), (1, 16));
+    let h = std::fs::read_to_string(out.join("model.h")).unwrap();
+    assert!(
+        h.contains("int model_run(int32_t batch, const float *x, float *y);"),
+        "{h}"
+    );
+    let text = report.to_string();
+    assert!(
+        text.contains("batch in [1, 16]") && text.contains("dim_param"),
+        "{text}"
+    );
+    // An unknown axis with no name still needs --shape.
+    let mut unnamed = tiny_cnn_dynamic();
+    let t = unnamed.graph.as_mut().unwrap().input[0]
+        .r#type
+        .as_mut()
+        .unwrap();
+    let s = t.tensor_type.as_mut().unwrap().shape.as_mut().unwrap();
+    s.dim[0].dim_param = None;
+    let unnamed = Model::from_bytes(&unnamed.encode_to_vec(), "tiny").unwrap();
+    let err = compile(&unnamed, &opts).expect_err("an unnamed dynamic axis refused");
     assert!(err.to_string().contains("--shape x="), "{err}");
     assert!(parse_shape_arg("x=1,0").is_err() && parse_shape_arg("=1").is_err());
     opts.shapes = vec![parse_shape_arg("x=1,1,4,4").unwrap()];
@@ -274,4 +301,156 @@ fn a_program_that_bakes_the_value_is_refused() {
     check_same_program(&capture(2, false), &capture(5, false), "N").unwrap();
     let e = check_same_program(&capture(2, true), &capture(5, true), "N").unwrap_err();
     assert!(e.to_string().contains("depend on the value of N"), "{e}");
+}
+
+/// `(status, outputs)` of each feed of a run, in order.
+fn feed_runs(r: &picograd_runtime::target::RunReport) -> Vec<(Option<i64>, Vec<Vec<f32>>)> {
+    let all = |o: &[(String, picograd_runtime::target::Values)]| -> Vec<Vec<f32>> {
+        o.iter().map(|(_, v)| v.to_f32().unwrap()).collect()
+    };
+    std::iter::once((r.status, all(&r.outputs)))
+        .chain(r.feeds.iter().map(|f| (f.status, all(&f.outputs))))
+        .collect()
+}
+
+/// The example at a small size: `picograd compile cnn.onnx --shape x=N,1,8,8 --max N=8`
+/// of a CNN (Conv, Relu, MaxPool, AveragePool, Flatten, Gemm, GlobalAveragePool, Reshape) writes
+/// one `model_run(int32_t N, ...)` whose kernels each appear once in `model.c`; on the host at
+/// N = 1, 5 and 8 its outputs equal, bit for bit, the fixed-shape exports (`--shape x=B,1,8,8`)
+/// at those sizes and are within 1e-5 of the desktop; N = 0 and 9 return `MODEL_ERR_DIM`; the
+/// arena is the liveness bound and the fixed-shape arena at N = 8. The Cortex-M4 export (fused
+/// multiply-adds) run once under QEMU over every feed is within 1e-5 of the host's.
+#[test]
+fn compile_a_cnn_with_a_run_time_batch() {
+    use picograd_cli::compile::parse_shape_arg;
+    use picograd_cli::free_dims::{parse_free_shape_arg, parse_max_arg};
+    use picograd_cli::{compile, CompileOptions};
+    use picograd_runtime::target::{
+        build_and_run, build_and_run_feeds, BuildOptions, Target, Values,
+    };
+    let model = Model::from_bytes(&common::batch_cnn().encode_to_vec(), "cnn").unwrap();
+    let tmp =
+        |tag: &str| std::env::temp_dir().join(format!("picograd-cnn-{tag}-{}", std::process::id()));
+    let out = tmp("free");
+    let opts = CompileOptions {
+        free_shapes: vec![parse_free_shape_arg("x=N,1,8,8").unwrap()],
+        dim_max: vec![parse_max_arg("N=8").unwrap()],
+        ..CompileOptions::new("host", out.clone())
+    };
+    let report = compile(&model, &opts).unwrap();
+    assert_eq!((report.dims[0].0.min, report.dims[0].0.max), (1, 8));
+    let h = std::fs::read_to_string(out.join("model.h")).unwrap();
+    assert!(
+        h.contains("int model_run(int32_t N, const float *x, float *y, float *g, float *q);"),
+        "{h}"
+    );
+    let c = std::fs::read_to_string(out.join("model.c")).unwrap();
+    // Each kernel is defined once (one symbolic kernel for every N): as many as the
+    // fixed-shape export at any one size has.
+    let defs = |c: &str| -> Vec<String> {
+        let mut d: Vec<String> = c
+            .split("\nstatic void ")
+            .skip(1)
+            .filter_map(|s| s.split('(').next().map(String::from))
+            .collect();
+        d.sort();
+        d
+    };
+    let sym_defs = defs(&c);
+    assert!(sym_defs.len() >= 4, "{sym_defs:?}");
+    let mut unique = sym_defs.clone();
+    unique.dedup();
+    assert_eq!(unique, sym_defs, "a kernel defined twice");
+    let manifest = std::fs::read_to_string(out.join("model.json")).unwrap();
+    let bound = format!("\"lower_bound_bytes\": {}", report.arena_bytes);
+    assert!(
+        manifest.contains(&bound),
+        "arena above the liveness bound: {manifest}"
+    );
+
+    let input = |b: usize| common::ramp(b * 64, 0.2, b as f32 * 0.05);
+    let feed = |b: i64| {
+        let n = usize::try_from(b).unwrap_or(0);
+        vec![
+            ("N", Values::i32(&[b as i32])),
+            ("x", Values::f32(&input(n))),
+        ]
+    };
+    let sizes = [1usize, 5, 8];
+    let mut all: Vec<_> = sizes.iter().map(|&b| feed(b as i64)).collect();
+    all.extend([feed(0), feed(9)]);
+    let refs: Vec<&[(&str, Values)]> = all.iter().map(Vec::as_slice).collect();
+    let host = Target::by_name("host").unwrap();
+    let build = BuildOptions::default();
+    let on_host = feed_runs(&build_and_run_feeds(&host, &out, &refs, &build).unwrap());
+    for (i, &b) in sizes.iter().enumerate() {
+        let (status, outs) = &on_host[i];
+        assert_eq!(*status, Some(0), "N = {b}");
+        let x = picograd_core::Tensor::from_slice(&input(b), &[b, 1, 8, 8]);
+        let desktop = model.run(&[x]).unwrap();
+        for (k, (got, want)) in outs.iter().zip(&desktop).enumerate() {
+            let want = want.to_vec::<f32>().unwrap();
+            assert_eq!(got.len(), want.len(), "output {k} at N = {b}");
+            for (g, w) in got.iter().zip(&want) {
+                assert!(
+                    (g - w).abs() <= 1e-5 * (1.0 + w.abs()),
+                    "output {k} at N = {b}"
+                );
+            }
+        }
+        let fixed_dir = tmp(&format!("fixed{b}"));
+        let fixed_opts = CompileOptions {
+            shapes: vec![parse_shape_arg(&format!("x={b},1,8,8")).unwrap()],
+            ..CompileOptions::new("host", fixed_dir.clone())
+        };
+        let fixed = compile(&model, &fixed_opts).unwrap();
+        if b == 8 {
+            assert_eq!(
+                report.arena_bytes, fixed.arena_bytes,
+                "arena at the maximum"
+            );
+        }
+        let fixed_c = std::fs::read_to_string(fixed_dir.join("model.c")).unwrap();
+        assert_eq!(defs(&fixed_c).len(), sym_defs.len(), "kernels at N = {b}");
+        let r = build_and_run(&host, &fixed_dir, &[("x", Values::f32(&input(b)))], &build);
+        let fixed_outs = feed_runs(&r.unwrap());
+        assert_eq!(
+            fixed_outs[0].0, None,
+            "a fixed-shape model_run returns nothing"
+        );
+        assert_eq!(
+            &fixed_outs[0].1, outs,
+            "run-time N = {b} against the fixed export"
+        );
+        let _ = std::fs::remove_dir_all(&fixed_dir);
+    }
+    for (status, outs) in &on_host[sizes.len()..] {
+        assert_eq!(*status, Some(-1), "MODEL_ERR_DIM");
+        assert!(
+            outs.iter().flatten().all(|v| v.to_bits() == 0),
+            "written after an error"
+        );
+    }
+    let m4 = Target::by_name("cortex-m4").unwrap();
+    let m4_opts = CompileOptions {
+        target: "cortex-m4".into(),
+        out: tmp("m4"),
+        ..opts.clone()
+    };
+    let m4_report = compile(&model, &m4_opts).unwrap();
+    assert_eq!(m4_report.kernels, report.kernels);
+    eprintln!("Cortex-M4, run-time N (measured at N=8):\n{m4_report}");
+    let on_m4 = feed_runs(&build_and_run_feeds(&m4, &m4_opts.out, &refs, &build).unwrap());
+    // The Cortex-M4 export fuses multiply-adds where the host's does not: within 1e-5.
+    for ((s4, o4), (sh, oh)) in on_m4.iter().zip(&on_host) {
+        assert_eq!(s4, sh);
+        for (a, b) in o4.iter().flatten().zip(oh.iter().flatten()) {
+            assert!(
+                (a - b).abs() <= 1e-5 * (1.0 + b.abs()),
+                "Cortex-M4 {a} vs host {b}"
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&m4_opts.out);
+    let _ = std::fs::remove_dir_all(&out);
 }

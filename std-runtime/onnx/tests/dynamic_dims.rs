@@ -1,7 +1,9 @@
 //! ONNX dynamic dimensions stay symbolic in `Model::run`: a model whose input axis is the
 //! `dim_param` `batch` (MatMul + Add + Relu, Gemm + Softmax, ReduceSum and ReduceMean over the
 //! batch) runs at several batch sizes with one capture, scheduling and compiling each kernel
-//! once (counted), and every output equals a naive f64 reference. Sizes above a maximum set
+//! once (counted), and every output equals a naive f64 reference. So does a CNN over the batch
+//! (Conv, Relu, MaxPool, AveragePool, Flatten, Gemm, GlobalAveragePool, Reshape `[0, 4]` and
+//! `[-1, 16]`). Sizes above a maximum set
 //! with `with_max_dim` are errors; above the default one the axis stays concrete.
 //!
 //! The work counters are process-wide: one test function measures.
@@ -14,7 +16,7 @@ use picograd_core::Tensor;
 use picograd_onnx::proto::*;
 use picograd_onnx::Model;
 
-use common::{attr_ints, weight};
+use common::{attr_ints, batch_cnn, batch_cnn_weights, weight};
 
 const IN: usize = 4;
 const HID: usize = 8;
@@ -229,5 +231,99 @@ fn a_dim_param_batch_runs_every_size_with_one_capture() {
     assert!(
         model().with_max_dim("seq", 8).is_err(),
         "an unknown name is refused"
+    );
+    // In this function: the counters are process-wide.
+    cnn_batches();
+}
+
+/// [`batch_cnn`] in f64, naively: `(y [b,3], g [b,4], q [b·4,16])`.
+fn cnn_reference(x: &[f32], b: usize) -> [Vec<f64>; 3] {
+    let [w, bias, fw, fb] =
+        batch_cnn_weights().map(|v| v.iter().map(|&f| f as f64).collect::<Vec<f64>>());
+    let xv = |n: usize, i: isize, j: isize| -> f64 {
+        match (0..8).contains(&i) && (0..8).contains(&j) {
+            true => x[n * 64 + i as usize * 8 + j as usize] as f64,
+            false => 0.0,
+        }
+    };
+    let (mut y, mut g, mut q) = (vec![], vec![], vec![]);
+    for n in 0..b {
+        // conv + relu [4,8,8], then 2×2 max pool [4,4,4].
+        let mut p = vec![0.0f64; 64];
+        for o in 0..4 {
+            let conv = |i: usize, j: usize| -> f64 {
+                let mut s = bias[o];
+                for (di, dj) in (0..3).flat_map(|a| (0..3).map(move |c| (a, c))) {
+                    let v = xv(n, (i + di) as isize - 1, (j + dj) as isize - 1);
+                    s += v * w[o * 9 + di * 3 + dj];
+                }
+                s.max(0.0)
+            };
+            for (i, j) in (0..4).flat_map(|a| (0..4).map(move |c| (a, c))) {
+                p[o * 16 + i * 4 + j] = (0..4)
+                    .map(|t| conv(2 * i + t / 2, 2 * j + t % 2))
+                    .fold(f64::MIN, f64::max);
+            }
+        }
+        // 3×3 average, padding 1 not counted.
+        let mut a = vec![0.0f64; 64];
+        for (o, i, j) in (0..4).flat_map(|o| (0..16).map(move |t| (o, t / 4, t % 4))) {
+            let (mut s, mut cnt) = (0.0, 0.0);
+            for (di, dj) in (-1..=1).flat_map(|u| (-1..=1).map(move |v| (u, v))) {
+                let (r, c) = (i as isize + di, j as isize + dj);
+                if (0..4).contains(&r) && (0..4).contains(&c) {
+                    s += p[o * 16 + r as usize * 4 + c as usize];
+                    cnt += 1.0;
+                }
+            }
+            a[o * 16 + i * 4 + j] = s / cnt;
+        }
+        for k in 0..3 {
+            y.push(fb[k] + (0..64).map(|t| a[t] * fw[t * 3 + k]).sum::<f64>());
+        }
+        g.extend((0..4).map(|o| p[o * 16..o * 16 + 16].iter().sum::<f64>() / 16.0));
+        q.extend(a);
+    }
+    [y, g, q]
+}
+
+/// The CNN over a `dim_param` batch: one capture, nothing scheduled, lowered or compiled after
+/// the first size, outputs equal the naive reference at every size.
+fn cnn_batches() {
+    let m = Model::from_proto(batch_cnn(), "batch cnn").unwrap();
+    assert_eq!(m.dim_params(), vec!["batch".to_string()]);
+    let mut first = None;
+    for (k, b) in [3usize, 1, 8, 5].into_iter().enumerate() {
+        let xs = ramp(b * 64, 0.2, k as f32 * 0.05);
+        let before = counters();
+        let outs = m.run(&[Tensor::from_slice(&xs, &[b, 1, 8, 8])]).unwrap();
+        let after = counters();
+        let shapes: Vec<Vec<usize>> = outs.iter().map(|o| o.shape()).collect();
+        assert_eq!(shapes, vec![vec![b, 3], vec![b, 4], vec![b * 4, 16]]);
+        let want = cnn_reference(&xs, b);
+        for (name, (o, w)) in ["y", "g", "q"].iter().zip(outs.iter().zip(&want)) {
+            assert_close(
+                &format!("cnn {name} at batch {b}"),
+                &o.to_f64_vec().unwrap(),
+                w,
+            );
+        }
+        match first {
+            None => first = Some(after.compiled - before.compiled),
+            Some(_) => {
+                assert_eq!(
+                    after.scheduled, before.scheduled,
+                    "cnn batch {b}: scheduled"
+                );
+                assert_eq!(after.lowered, before.lowered, "cnn batch {b}: lowered");
+                assert_eq!(after.compiled, before.compiled, "cnn batch {b}: compiled");
+            }
+        }
+    }
+    let s = m.cache_stats();
+    assert_eq!(
+        (s.captures, s.replays, s.reruns),
+        (1, 3, 0),
+        "one capture of the CNN for every batch"
     );
 }

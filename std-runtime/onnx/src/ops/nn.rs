@@ -168,11 +168,12 @@ fn conv(n: &Node) -> Result<Vec<Tensor>> {
 
 /// The shared conv's options for a Conv-like node with input `x` and weight `w`.
 pub(super) fn conv_opts(n: &Node, x: &Tensor, w: &Tensor) -> Result<ConvOpts> {
-    let (xs, ws) = (x.shape(), w.shape());
-    if xs.len() < 3 || ws.len() != xs.len() {
+    let ws = w.shape();
+    if x.ndim() < 3 || ws.len() != x.ndim() {
+        let xs = x.sym_shape();
         return Err(bad(n.op(), format!("input {xs:?} and weight {ws:?}")));
     }
-    let win = Window::read(n, ws[2..].to_vec(), &xs[2..])?;
+    let win = Window::read(n, ws[2..].to_vec(), &spatial(x))?;
     Ok(ConvOpts::default()
         .groups(n.int("group", 1).max(1) as usize)
         .stride(&win.strides)
@@ -349,14 +350,25 @@ enum Pool {
     Lp(f64),
 }
 
+/// The sizes of the spatial axes (after batch and channels), read without the batch: a
+/// symbolic batch stays symbolic through the geometry computed from them.
+fn spatial(x: &Tensor) -> Vec<usize> {
+    let s = x.sym_shape();
+    s.get(2..)
+        .unwrap_or_default()
+        .iter()
+        .map(|d| d.resolved().max(0) as usize)
+        .collect()
+}
+
 fn pool(n: &Node, kind: Pool) -> Result<Vec<Tensor>> {
     let x = n.input_min_rank(0, 3)?;
-    let xs = x.shape();
-    let k = xs.len().saturating_sub(2);
+    let sp = spatial(x);
+    let k = sp.len();
     let kernel = list(n, "kernel_shape", k, 0)?;
-    let win = Window::read(n, kernel, &xs[2..])?;
+    let win = Window::read(n, kernel, &sp)?;
     let ceil = n.int("ceil_mode", 0) != 0;
-    let out = win.out_dims(&xs[2..], ceil)?;
+    let out = win.out_dims(&sp, ceil)?;
     let opts = PoolOpts::new(&win.kernel)
         .stride(&win.strides)
         .dilation(&win.dilations)
@@ -365,8 +377,9 @@ fn pool(n: &Node, kind: Pool) -> Result<Vec<Tensor>> {
         .count_include_pad(n.int("count_include_pad", 0) != 0);
     let wants_indices = n.proto.output.get(1).is_some_and(|o| !o.is_empty());
     if wants_indices && matches!(kind, Pool::Max) {
+        // Whole-tensor indices count planes over the batch: this output reads its size.
         let (y, idx) = x.try_max_pool2d_with_indices(&opts)?;
-        return Ok(vec![y, onnx_indices(n, &idx, &xs)?]);
+        return Ok(vec![y, onnx_indices(n, &idx, &x.shape())?]);
     }
     let y = match kind {
         Pool::Max => x.try_max_pool2d(&opts)?,
@@ -442,12 +455,12 @@ fn max_unpool(n: &Node) -> Result<Vec<Tensor>> {
 
 /// `(Σ |x|^p)^(1/p)` over each window of the zero-padded input (shared sliding windows).
 fn lp_pool(x: &Tensor, win: &Window, out: &[usize], p: f64) -> Result<Tensor> {
-    let xs = x.shape();
+    let sp = spatial(x);
     let k = win.kernel.len();
     let extra: Vec<i64> = (0..k)
         .map(|i| {
             let need = (out[i] - 1) * win.strides[i] + (win.kernel[i] - 1) * win.dilations[i] + 1;
-            (need as i64 - (xs[2 + i] as i64 + win.pads[i].0 + win.pads[i].1)).max(0)
+            (need as i64 - (sp[i] as i64 + win.pads[i].0 + win.pads[i].1)).max(0)
         })
         .collect();
     let padded = pad_spatial(x, &win.pads, &extra, 0.0)?;

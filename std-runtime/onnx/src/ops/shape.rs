@@ -60,8 +60,11 @@ fn ints_attr_or_input(n: &Node, name: &str, i: usize) -> Result<Option<Vec<i64>>
 fn reshape(n: &Node) -> Result<Vec<Tensor>> {
     let x = n.input(0)?;
     let spec = ints_attr_or_input(n, "shape", 1)?.ok_or_else(|| bad("Reshape", "no shape"))?;
-    let own = x.shape();
     let allow_zero = n.int("allowzero", 0) != 0;
+    if let Some(t) = reshape_symbolic(x, &spec, allow_zero)? {
+        return one(t);
+    }
+    let own = x.shape();
     let mut out = Vec::with_capacity(spec.len());
     for (i, &d) in spec.iter().enumerate() {
         let v = match d {
@@ -83,16 +86,71 @@ fn reshape(n: &Node) -> Result<Vec<Tensor>> {
     one(x.try_reshape(&s)?)
 }
 
+/// A Reshape of a symbolic tensor that keeps its symbolic axes symbolic: each symbolic axis
+/// is copied by a `0` at its own position (ONNX's `[0, -1]`, `[0, K]`) and the constant axes
+/// are rearranged, or the spec is `[-1, K..]`-like (the core infers the symbolic size). The
+/// `-1` is inferred from the constant axes alone, exactly (the copied symbolic ones cancel).
+/// `None` leaves every other spec to the concrete path (it reads the bound sizes).
+fn reshape_symbolic(x: &Tensor, spec: &[i64], allow_zero: bool) -> Result<Option<Tensor>> {
+    use picograd_core::symbolic::Node as Dim;
+    let own = x.sym_shape();
+    if !x.is_symbolic() || spec.iter().any(|&d| d < -1) {
+        return Ok(None);
+    }
+    let copies = |i: usize| !allow_zero && spec.get(i) == Some(&0) && i < own.len();
+    let sym_copied = (0..own.len()).all(|i| own[i].is_const() || copies(i));
+    if !sym_copied {
+        // `[-1, K]` with no copy: the core infers the symbolic size when it divides exactly.
+        if spec.iter().all(|&d| d != 0) && spec.contains(&-1) {
+            let s: Vec<isize> = spec.iter().map(|&d| d as isize).collect();
+            return Ok(Some(x.try_reshape(&s)?));
+        }
+        return Ok(None);
+    }
+    let const_in: i64 = (0..own.len())
+        .filter(|&i| !copies(i))
+        .filter_map(|i| own[i].as_const())
+        .product();
+    let const_out: i64 = (0..spec.len())
+        .filter(|&i| !copies(i) && spec[i] != -1)
+        .map(|i| spec[i])
+        .product();
+    let infer = spec.iter().filter(|&&d| d == -1).count();
+    let inferred = match infer {
+        0 => None,
+        1 if const_out > 0 && const_in % const_out == 0 => Some(const_in / const_out),
+        _ => return Ok(None),
+    };
+    let dims: Vec<Dim> = (0..spec.len())
+        .map(|i| match spec[i] {
+            _ if copies(i) => own[i].clone(),
+            -1 => Dim::cst(inferred.unwrap_or(0)),
+            d => Dim::cst(d),
+        })
+        .collect();
+    Ok(Some(x.try_reshape_sym(&dims)?))
+}
+
 fn flatten(n: &Node) -> Result<Vec<Tensor>> {
     let x = n.input(0)?;
-    let shape = x.shape();
     let mut a = n.int("axis", 1);
     if a < 0 {
-        a += shape.len() as i64;
+        a += x.ndim() as i64;
     }
-    if a < 0 || a as usize > shape.len() {
-        return Err(bad("Flatten", format!("axis {a} for rank {}", shape.len())));
+    if a < 0 || a as usize > x.ndim() {
+        return Err(bad("Flatten", format!("axis {a} for rank {}", x.ndim())));
     }
+    if x.is_symbolic() {
+        // Products of the axes' expressions: a symbolic batch before the axis stays symbolic.
+        let s = x.sym_shape();
+        let (outer, inner) = s.split_at(a as usize);
+        let dims = [
+            picograd_core::shape::prod(outer),
+            picograd_core::shape::prod(inner),
+        ];
+        return one(x.try_reshape_sym(&dims)?);
+    }
+    let shape = x.shape();
     let outer: usize = shape[..a as usize].iter().product();
     let inner: usize = shape[a as usize..].iter().product();
     one(x.try_reshape(&[outer as isize, inner as isize])?)
