@@ -316,14 +316,15 @@ const F32_TO_BF16: &str = "static inline __attribute__((unused)) uint16_t pg_f32
 /// quantized net): there `|a|` converts exactly, the f32 rounding's quantum `2^k` of the product
 /// is at most 2^31 ≤ 2^(s-2), so it moves the product onto a tie `(n + 1/2)·2^s` when within
 /// `2^(k-1)` ≤ 2^30 of it and never across one otherwise: away from ties the single exact
-/// rounding is the answer. That is computed in 32 bits, as before: with `t = s - 32`, the
-/// quotient is the high word `hi` of the product biased by 2^63 (non-negative, so the floor is
-/// an unsigned shift with no implementation-defined signed shift; the bias `2^(63-s)` after the
-/// shift is even, so the tie test sees the true parity plus the zero point's), and rounding half
-/// to even adds `half - 1 + parity` before the shift — in the high word `2^(t-1) - 1`, plus 1
-/// when the parity bit is set or the low word is non-zero (`|a·m| < 2^55`, so the sum stays
-/// below 2^32). A product within 2^32 of a tie (the high word's `t` low bits `2^(t-1)` or one
-/// less: one call in `2^(t-1)`) goes to the general form. Same bits as the general form
+/// rounding is the answer. That is computed in 32 bits: with `t = s - 32`, the quotient is the
+/// high word `hi` of the product biased by 2^63 (non-negative, so the floor is an unsigned
+/// shift with no implementation-defined signed shift; the bias `2^(31-t)` is subtracted after
+/// it). A product within 2^32 of a tie (the high word's `t` low bits `2^(t-1)` or one less: one
+/// call in `2^(t-1)`) goes to the general form; every other one lies at least 2^32 below a tie
+/// (low bits at most `2^(t-1) - 2`) or above it (at least `2^(t-1) + 1`), so rounding the high
+/// word alone half up, `(hi + 2^(t-1)) >> t`, is the answer — no parity or low-word test
+/// (`|a·m| < 2^55`, so `hi + 2^(t-1)` stays below 2^32; `v = hi + 2^(t-1)` serves both the
+/// tie test, `(v + 1) mod 2^t` in {0, 1}, and the quotient). Same bits as the general form
 /// (`tests/int_kernels.rs` checks the C at every shift, next to ties of f32 scales included,
 /// against the Rust reference; 2·10^8 random and near-tie operands against the general form when
 /// written).
@@ -358,18 +359,14 @@ static __attribute__((noinline, unused)) int32_t pg_requant_wide(int32_t a, int3
 
 static inline __attribute__((unused)) int32_t pg_requant(int32_t a, int32_t m, int32_t sz) {
   uint64_t u;
-  uint32_t z, hi, t, odd, q32;
+  uint32_t v, t;
   int32_t s = sz & 255;
   if (s > 32 && s <= 62 && (uint32_t)a + (1u << 24) < (1u << 25)) {
-    z = (uint32_t)((sz - s) / 256);
-    u = (uint64_t)((int64_t)a * (int64_t)m) + ((uint64_t)1 << 63);
-    hi = (uint32_t)(u >> 32);
     t = (uint32_t)s - 32u;
-    if (((hi - (1u << (t - 1u)) + 1u) & ((1u << t) - 1u)) > 1u) {
-      odd = ((hi >> t) + z) & 1u;
-      q32 = (hi + (1u << (t - 1u)) - 1u + (odd | ((uint32_t)u != 0u))) >> t;
-      return (int32_t)(q32 - (1u << (31u - t)) + z);
-    }
+    u = (uint64_t)((int64_t)a * (int64_t)m) + ((uint64_t)1 << 63);
+    v = (uint32_t)(u >> 32) + (1u << (t - 1u));
+    if (((v + 1u) & ((1u << t) - 1u)) > 1u)
+      return (int32_t)((v >> t) - (1u << (31u - t)) + (uint32_t)((sz - s) / 256));
   }
   return pg_requant_wide(a, m, sz);
 }
