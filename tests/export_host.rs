@@ -5,7 +5,8 @@
 //! interpreter's outputs (floats within 1e-5 relative / 1e-6 absolute, ints exactly). Two
 //! numeric rules are checked exactly across paths: a long sum (split by length) is the same in
 //! exported C as on the Clang device; out-of-range indices give the documented result lazily,
-//! in JIT replays and in exported C, on the interpreter and the Clang device.
+//! in JIT replays and in exported C, on the interpreter and the Clang device. Steps running
+//! identical kernels call one exported function.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -662,4 +663,42 @@ fn out_of_range_indices_give_the_documented_result_on_every_path() {
         compare(&format!("index_rule {cc}"), &got, &want_flat, true);
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Two outputs computed by the same two kernels (a product, then a sum over an expanded axis)
+/// on different buffers.
+fn twins() -> Model {
+    let x1 = t(&seq(64, 4.0, 0.0), &[64]);
+    let x2 = t(&seq(64, 3.0, 0.5), &[64]);
+    let w = t(&seq(64, 2.0, 1.0), &[64]);
+    let y1 = dup_sum(&alu(&x1, AluOp::Mul, &w));
+    let y2 = dup_sum(&alu(&x2, AluOp::Mul, &w));
+    Model {
+        name: "twins",
+        inputs: vec![("x1", x1), ("x2", x2)],
+        outputs: vec![("y1", y1), ("y2", y2)],
+    }
+}
+
+#[test]
+fn identical_kernels_are_one_exported_function() {
+    let opts = ExportOptions::default();
+    let bundle = check(twins, &opts, false);
+    let (_, c) = bundle
+        .files
+        .iter()
+        .find(|(n, _)| n == "model.c")
+        .expect("model.c");
+    let c = String::from_utf8_lossy(c);
+    let defs = c
+        .lines()
+        .filter(|l| l.starts_with("static ") && l.contains(" model_k") && l.ends_with('{'))
+        .count();
+    let calls = c.lines().filter(|l| l.starts_with("  model_k")).count();
+    // Each output runs the product kernel then the sum kernel: two functions, each called twice.
+    assert_eq!(
+        (defs, calls),
+        (2, 4),
+        "shared functions, each called twice:\n{c}"
+    );
 }

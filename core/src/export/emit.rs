@@ -1,14 +1,19 @@
 //! Writes the exported files from a capture and its memory plan: `PREFIX.h`, `PREFIX.c`, the
 //! weights (`PREFIX_weights.c` or `weights.bin`) and `PREFIX.json`.
 //!
-//! Invariants: every C symbol starts with the prefix; kernels are `static` and renamed
-//! `PREFIX_kN_NAME` (N = position in the run, so two kernels never share a name); every buffer
+//! Invariants: every C symbol starts with the prefix; each distinct kernel is one `static`
+//! function, renamed `PREFIX_kN_NAME` (N = position in the run of the first step running it), that
+//! every step running an identical kernel (same UOps, same aliasing) calls with its own buffers and
+//! offsets — so two different kernels never share a name and identical ones are written once (an
+//! unrolled RNN's steps share their functions and flash does not grow with the steps); every buffer
 //! is a typed, 16-byte aligned array or a pointer into one; the model files include only
 //! `<stdint.h>` (and `<math.h>` when freestanding math is off).
 
 use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
+
+use hashbrown::HashMap;
 
 use super::dims::{macro_body, numel, Dim};
 use super::names::{self, Side};
@@ -31,8 +36,11 @@ struct Ctx<'a> {
     /// `model`, `MODEL`.
     p: &'a str,
     up: String,
-    /// The renamed kernel of each running step (`None` for a copy).
+    /// The renamed kernel of each running step (`None` for a copy); steps sharing a function
+    /// hold the same name.
     kernels: Vec<Option<LinearKernel>>,
+    /// The running steps whose kernel is written into `PREFIX.c`: the first of each function.
+    defining: Vec<usize>,
     /// Weight slots, in slot order, with their bytes.
     weights: Vec<(usize, Vec<u8>)>,
     /// The run-time dimensions (empty: a fixed-shape model, `PREFIX_run` returns nothing).
@@ -91,17 +99,31 @@ impl<'a> Ctx<'a> {
         dims: Vec<Dim>,
     ) -> Result<Self> {
         let p = opts.prefix.as_str();
-        let kernels = plan
-            .steps
-            .iter()
-            .enumerate()
-            .map(|(n, s)| {
-                capture.steps()[s.step].kernel.clone().map(|mut k| {
-                    k.name = format!("{p}_k{n}_{}", k.name);
-                    k
-                })
-            })
-            .collect();
+        // (kernel without its name, aliased) → the shared function's name. The aliasing flag is
+        // in the key because it changes the signature (`restrict` or not).
+        let mut functions: HashMap<(LinearKernel, bool), String> = HashMap::new();
+        let mut defining = Vec::new();
+        let mut kernels = Vec::with_capacity(plan.steps.len());
+        for (n, s) in plan.steps.iter().enumerate() {
+            let Some(mut k) = capture.steps()[s.step].kernel.clone() else {
+                kernels.push(None);
+                continue;
+            };
+            let name = core::mem::take(&mut k.name);
+            let key = (k, s.in_place.is_some());
+            let shared = match functions.get(&key) {
+                Some(shared) => shared.clone(),
+                None => {
+                    let shared = format!("{p}_k{n}_{name}");
+                    functions.insert(key.clone(), shared.clone());
+                    defining.push(n);
+                    shared
+                }
+            };
+            let mut k = key.0;
+            k.name = shared;
+            kernels.push(Some(k));
+        }
         let mut weights = Vec::new();
         for b in plan.buffers.iter().filter(|b| b.role == Role::Weight) {
             weights.push((b.slot, capture.slots()[b.slot].to_bytes()?));
@@ -114,6 +136,7 @@ impl<'a> Ctx<'a> {
             p,
             up: p.to_ascii_uppercase(),
             kernels,
+            defining,
             weights,
             dims,
         })
@@ -419,10 +442,12 @@ impl<'a> Ctx<'a> {
             ..CRenderOpts::default()
         };
         let ks: Vec<(&LinearKernel, bool)> = self
-            .kernels
+            .defining
             .iter()
-            .zip(&self.plan.steps)
-            .filter_map(|(k, s)| k.as_ref().map(|k| (k, s.in_place.is_some())))
+            .filter_map(|&n| {
+                let aliased = self.plan.steps[n].in_place.is_some();
+                self.kernels[n].as_ref().map(|k| (k, aliased))
+            })
             .collect();
         render_program_aliased(&ks, &opts)
     }

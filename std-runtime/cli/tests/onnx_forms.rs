@@ -3,7 +3,8 @@
 //! with the onnx helper API, exported, built for the host target (one under QEMU for
 //! Cortex-M4) and run on the helper's input; scikit-learn LogisticRegression and MLPClassifier
 //! as skl2onnx writes them (ZipMap output) compiled for the host; the `picograd` binary's `run`
-//! writing ZipMap probabilities with a labels side file, and `inspect` reading no weights. The initial states are graph inputs, as torch
+//! writing ZipMap probabilities with a labels side file, and `inspect` reading no weights; a
+//! 2-layer LSTM's `model.c` defining as many kernel functions at 24 steps as at 12. The initial states are graph inputs, as torch
 //! exports them: each direction's first step reads its slice of the two-direction state
 //! through the same view a later step uses on a one-direction buffer — the lowering cache,
 //! keyed by the AST alone, once handed the later step the first one's kernel, sized for the
@@ -100,6 +101,47 @@ fn lstm_bidirectional_exports() {
 #[test]
 fn lstm_bidirectional_on_cortex_m4() {
     rnn_case("lstm_bidirectional", "cortex-m4");
+}
+
+/// (kernel functions `model.c` defines, kernel calls `model_run` makes).
+fn kernel_functions(model_c: &str) -> (usize, usize) {
+    let lines = || model_c.lines();
+    let defs = lines()
+        .filter(|l| l.starts_with("static ") && l.contains(" model_k") && l.ends_with('{'))
+        .count();
+    let calls = lines().filter(|l| l.starts_with("  model_k")).count();
+    (defs, calls)
+}
+
+/// Identical kernels are written once: a 2-layer LSTM exported at 24 steps defines the same
+/// kernel functions as at 12 (each step calls the shared function with its own offsets), makes
+/// more calls, and both bundles equal onnxruntime on the host.
+#[test]
+fn lstm_steps_share_exported_functions() {
+    let mut counts = Vec::new();
+    for steps in [12, 24] {
+        let Some(dir) = pymodels::make(&format!("lstm2_forward_{steps}")) else {
+            return;
+        };
+        compile_and_compare(&dir, "host", Vec::new(), 1e-4);
+        let c = std::fs::read_to_string(dir.join("bundle-host/model.c")).unwrap();
+        let (defs, calls) = kernel_functions(&c);
+        eprintln!("lstm2_forward_{steps}: model.c defines {defs} kernel functions, {calls} calls");
+        counts.push((defs, calls));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    let [(d12, c12), (d24, c24)] = counts[..] else {
+        panic!("two cases ran: {counts:?}");
+    };
+    assert!(
+        d12 > 0 && c24 > c12 + 12,
+        "calls must grow with the steps: {counts:?}"
+    );
+    assert!(
+        d12 < c12,
+        "steps must share functions at 12 steps: {counts:?}"
+    );
+    assert_eq!(d12, d24, "kernel functions grew with the steps: {counts:?}");
 }
 
 fn sklearn_compiles(case: &str) {

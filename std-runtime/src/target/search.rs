@@ -111,7 +111,8 @@ struct Item {
     name: String,
     kernel: Kernel,
     key: u128,
-    /// Places N of the exported symbols `PREFIX_kN_...` running this kernel.
+    /// Places of the steps running this kernel (N of `PREFIX_kN_...` is the first place of
+    /// each exported function).
     places: Vec<usize>,
     /// Candidates (hand-coded first) when searched now; empty when cached.
     cands: Vec<Vec<Opt>>,
@@ -341,9 +342,10 @@ impl DeviceSearch {
             if it.choice.is_some() {
                 continue;
             }
-            // The export names kernels PREFIX_kN_NAME, N the kernel's place among the running
-            // steps; a kernel run at several places counts at all of them (summed over the
-            // symbols found, so copies the compiler merged into one still count every call).
+            // The export names kernels PREFIX_kN_NAME, N the place of the first running step
+            // calling it (steps with identical kernels share that one function); a kernel run at
+            // several places counts at all of them (summed over the symbols found, so one shared
+            // function, or copies the compiler merged into one, still count every call).
             // No symbol at all (inlined after all) leaves the kernel uncounted in that round.
             let count = |r: usize| -> Option<u64> {
                 let rep = reports[r].as_ref()?;
