@@ -19,9 +19,13 @@ use super::facts::{
 use super::Choice;
 use crate::codegen::kernel::{Kernel, Opt};
 use crate::codegen::opt::OptConfig;
+use crate::dtype::DType;
 
 /// Upcast amounts the search tries on an output axis (besides its whole size when small).
 const TILE_AMOUNTS: [usize; 7] = [2, 4, 8, 16, 32, 64, 128];
+/// Bytes of immediate load offset every small target reaches from one base register (Thumb-2
+/// `vldr`: ±1020; RISC-V `flw`: ±2047).
+const SMALL_CORE_LOAD_REACH: i64 = 1020;
 /// Float registers a small core's one-axis tile leaves for its operands (the broadcast value
 /// and a weight) and the compiler's temporaries.
 const SMALL_CORE_OPERANDS: usize = 4;
@@ -84,18 +88,36 @@ pub(super) fn choose(k: &mut Kernel, cfg: &OptConfig, applied: &mut Vec<Opt>) ->
     // one weight per accumulator each step, both dead after use, so the accumulators may fill
     // the register file less those two and the compiler's temporaries (`SMALL_CORE_OPERANDS`):
     // the longest such divisor of the axis within the code budget.
+    // The tile's loads must also stay within one base register's immediate offsets
+    // (`SMALL_CORE_LOAD_REACH`), else each costs an address add (clang) and the wider tile
+    // loses; beyond that the usual `max_accs` tile is taken.
     let registers = super::facts::tile_registers(k, cfg);
-    let small = (registers > 0 && axes.len() == 1)
+    let float = k.ast.find_reduce().is_none_or(|r| r.dtype() == DType::F32);
+    let (_, loads) = strides(k);
+    let step = loads
+        .iter()
+        .map(|l| l.get(wide).copied().flatten().map_or(i64::MAX, i64::abs))
+        .max()
+        .unwrap_or(0)
+        .saturating_mul(4);
+    let small = (registers > 0 && float && axes.len() == 1)
         .then(|| {
             let fit = registers
                 .saturating_sub(SMALL_CORE_OPERANDS)
                 .min(cfg.max_unrolled)
                 / upcast_product(k).max(1);
-            (2..=fit.min(whole)).rev().find(|d| whole % d == 0)
+            (2..=fit.min(whole)).rev().find(|&d| {
+                whole % d == 0 && step.saturating_mul(d as i64 - 1) <= SMALL_CORE_LOAD_REACH
+            })
         })
-        .flatten();
+        .flatten()
+        .filter(|&d| d > room);
     let room = if small.is_some() { whole } else { room };
-    for amt in small.into_iter().chain(short).chain(amounts.iter().copied()) {
+    for amt in small
+        .into_iter()
+        .chain(short)
+        .chain(amounts.iter().copied())
+    {
         if amt <= room && try_vector_upcast(k, (wide, amt), cfg, applied) {
             return true;
         }
