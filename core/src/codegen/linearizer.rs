@@ -634,8 +634,12 @@ fn lower(
         }
         let src = &red.src()[0];
         let paired = l.dual_mac && dual_mac_fits(*rop, src, dtype);
-        for (gi, g) in out_combos.iter().enumerate() {
-            for rs in red_combos.chunks(if paired { 2 } else { 1 }) {
+        // Unrolled reduce steps outermost: each step's operands feed every accumulator and are
+        // then dead, so only one step's loads are live at once (accumulator-major order would
+        // keep every step's loads live and spill on a small register file). Each accumulator
+        // still receives its terms in `red_combos` order, so results are unchanged.
+        for rs in red_combos.chunks(if paired { 2 } else { 1 }) {
+            for (gi, g) in out_combos.iter().enumerate() {
                 if let [r0, r1] = rs {
                     let (p0, p1) = (positions(g, r0, true), positions(g, r1, true));
                     l.accumulate_pair(src, [&p0, &p1], accs[gi])?;

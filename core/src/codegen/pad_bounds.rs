@@ -17,9 +17,9 @@
 //! comparisons on their variable, or longer than [`MAX_TRIPS`] are left as they are, and so is a
 //! loop that would split into more parts than the code budget (`max_copies`, the target's
 //! `OptConfig::max_unrolled`: each part is a copy of the loop's body), which keeps its gates
-//! instead. The budget bounds each split, not the product over a nest: speed mode's (32) is above
-//! [`MAX_PARTS`], so it splits as it always did; size mode's (2) keeps the gates of a loop padded
-//! on both sides.
+//! instead. The budget bounds each split, not the product over a nest: speed mode's (32; 64 on
+//! the FPU targets) is above [`MAX_PARTS`], so it splits as it always did; size mode's (2) keeps
+//! the gates of a loop padded on both sides.
 
 use alloc::vec;
 use alloc::vec::Vec;

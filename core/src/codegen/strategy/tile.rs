@@ -2,7 +2,9 @@
 //! feeds several accumulators (a matmul's broadcast operands).
 //!
 //! - Heuristic: the global axis the output is contiguous on and some input broadcasts
-//!   (stride 0) is upcast by about a vector or more, a second broadcast axis by up to 8.
+//!   (stride 0) is upcast by about a vector or more, a second broadcast axis by up to 8. On a
+//!   small core (`float_registers > 0`) a lone broadcast axis is upcast by its longest divisor
+//!   whose accumulators fit the register file less the operands (16 of a 16-output layer).
 //! - Search space: every tile of none, one or two output axes (in either order; the axis upcast
 //!   last varies fastest among the accumulators) within `max_accs` accumulators.
 //!
@@ -17,9 +19,16 @@ use super::facts::{
 use super::Choice;
 use crate::codegen::kernel::{Kernel, Opt};
 use crate::codegen::opt::OptConfig;
+use crate::dtype::DType;
 
 /// Upcast amounts the search tries on an output axis (besides its whole size when small).
 const TILE_AMOUNTS: [usize; 7] = [2, 4, 8, 16, 32, 64, 128];
+/// Bytes of immediate load offset every small target reaches from one base register (Thumb-2
+/// `vldr`: ±1020; RISC-V `flw`: ±2047).
+const SMALL_CORE_LOAD_REACH: i64 = 1020;
+/// Float registers a small core's one-axis tile leaves for its operands (the broadcast value
+/// and a weight) and the compiler's temporaries.
+const SMALL_CORE_OPERANDS: usize = 4;
 
 /// Global axes some load broadcasts (stride 0): upcasting them lets one loaded value feed
 /// several accumulators. The output-contiguous one first.
@@ -74,8 +83,41 @@ pub(super) fn choose(k: &mut Kernel, cfg: &OptConfig, applied: &mut Vec<Opt>) ->
     // A short output axis (an MLP's 10 logits) is upcast whole: its width is the best vector
     // available, where a divisor (2 for 10) would leave scalar code.
     let whole = size(k, wide) as usize;
-    let whole = (whole > 2 && whole <= 2 * v && !amounts.contains(&whole)).then_some(whole);
-    for amt in whole.into_iter().chain(amounts.iter().copied()) {
+    let short = (whole > 2 && whole <= 2 * v && !amounts.contains(&whole)).then_some(whole);
+    // On a small core a one-axis tile (a matrix-vector product) loads one broadcast value and
+    // one weight per accumulator each step, both dead after use, so the accumulators may fill
+    // the register file less those two and the compiler's temporaries (`SMALL_CORE_OPERANDS`):
+    // the longest such divisor of the axis within the code budget.
+    // The tile's loads must also stay within one base register's immediate offsets
+    // (`SMALL_CORE_LOAD_REACH`), else each costs an address add (clang) and the wider tile
+    // loses; beyond that the usual `max_accs` tile is taken.
+    let registers = super::facts::tile_registers(k, cfg);
+    let float = k.ast.find_reduce().is_none_or(|r| r.dtype() == DType::F32);
+    let (_, loads) = strides(k);
+    let step = loads
+        .iter()
+        .map(|l| l.get(wide).copied().flatten().map_or(i64::MAX, i64::abs))
+        .max()
+        .unwrap_or(0)
+        .saturating_mul(4);
+    let small = (registers > 0 && float && axes.len() == 1)
+        .then(|| {
+            let fit = registers
+                .saturating_sub(SMALL_CORE_OPERANDS)
+                .min(cfg.max_unrolled)
+                / upcast_product(k).max(1);
+            (2..=fit.min(whole)).rev().find(|&d| {
+                whole % d == 0 && step.saturating_mul(d as i64 - 1) <= SMALL_CORE_LOAD_REACH
+            })
+        })
+        .flatten()
+        .filter(|&d| d > room);
+    let room = if small.is_some() { whole } else { room };
+    for amt in small
+        .into_iter()
+        .chain(short)
+        .chain(amounts.iter().copied())
+    {
         if amt <= room && try_vector_upcast(k, (wide, amt), cfg, applied) {
             return true;
         }

@@ -2,7 +2,9 @@
 //! its taps need no loop and the compiler sees every multiply-add.
 //!
 //! - Heuristic: the innermost reduce axes (up to two) are unrolled whole while they are small
-//!   (at most 8) and the unrolled body stays within `max_unrolled` copies.
+//!   (at most 8) and the unrolled body stays within `max_unrolled` copies. On a small core
+//!   (`float_registers > 0`) a reduce whose whole nest times the body fits `max_unrolled`
+//!   is unrolled entirely, whatever its axes' sizes (a 16-term dot product).
 //! - Search space: no unroll, or a pivot reduce axis unrolled (partly or wholly) followed by
 //!   every later reduce axis wholly, outermost first, within [`MAX_REDUCE_UNROLL`] copies.
 //!
@@ -28,10 +30,17 @@ const UNROLL_AMOUNTS: [usize; 5] = [2, 4, 8, 16, 32];
 pub(super) fn choose(k: &mut Kernel, cfg: &OptConfig, applied: &mut Vec<Opt>) -> bool {
     let reduces = k.first_upcast - k.first_reduce;
     let mut body = upcast_product(k);
+    // On a small core, a reduce whose whole nest fits the budget becomes straight-line code:
+    // its loop overhead is a large share of so few steps.
+    let whole: usize = (k.first_reduce..k.first_upcast)
+        .map(|a| size(k, a).max(0) as usize)
+        .product();
+    let tiny = cfg.float_registers > 0 && whole > 1 && body * whole <= cfg.max_unrolled;
+    let depth = if tiny { reduces } else { 2.min(reduces) };
     let mut count = 0;
-    while count < 2.min(reduces) {
+    while count < depth {
         let s = size(k, k.first_upcast - 1 - count);
-        if s <= 1 || s > 8 || body * s as usize > cfg.max_unrolled {
+        if s <= 1 || (s > 8 && !tiny) || body * s as usize > cfg.max_unrolled {
             break;
         }
         body *= s as usize;
