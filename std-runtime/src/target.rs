@@ -42,7 +42,10 @@ pub use build::{
 };
 pub use bundle::{Bundle, Param, SizeMacro, Values};
 pub use opt::{OptKey, OPT_KEYS};
-pub use search::{kernel_opts, DeviceSearch, DeviceSearchStats, KernelChoice, DEFAULT_CANDIDATES};
+pub use search::{
+    kernel_opts, DeviceSearch, DeviceSearchStats, KernelChoice, DEFAULT_CANDIDATES,
+    SIZE_MARGIN_PER_MILLE,
+};
 
 /// Keys every target description must have.
 pub const REQUIRED_KEYS: &[&str] = &[

@@ -70,7 +70,9 @@ pub struct CompileOptions {
     /// outputs with the desktop's on the same values.
     pub inputs: Vec<Tensor>,
     /// Search each kernel's opts on the target ([`DeviceSearch`]: candidates counted under
-    /// QEMU, the fewest-instruction one whose outputs are bit-identical kept and remembered);
+    /// QEMU; among those whose outputs are bit-identical, the fastest traded for smaller code
+    /// within [`picograd_runtime::target::SIZE_MARGIN_PER_MILLE`] of the fewest instructions,
+    /// kept and remembered);
     /// `None`: the hand-coded opts.
     pub search: Option<SearchOptions>,
 }

@@ -162,9 +162,11 @@ struct CompileArgs {
     percentile: Option<f32>,
     /// Search each kernel's register tile and unrolling on the target: candidates from the
     /// strategy table built with this build's compiler and flags, counted exactly under QEMU,
-    /// the fewest-instruction one whose outputs are bit-identical to the unoptimized model's
-    /// kept; choices are remembered per kernel, target, compiler and flags (a second search of
-    /// the same model runs nothing). Emulated targets only.
+    /// among those whose outputs are bit-identical to the unoptimized model's the fastest kept,
+    /// then traded for smaller code while the searched kernels stay within 2.5% of their
+    /// fewest instructions (code costs flash); choices are remembered per kernel, target,
+    /// compiler and flags (a second search of the same model runs nothing). Emulated targets
+    /// only.
     #[arg(long)]
     search: bool,
     /// With `--search`: candidates tried per kernel (the hand-coded one among them; default

@@ -1,6 +1,6 @@
 //! `compile --search` on Cortex-M4 under QEMU with one tiny CNN (conv 3×3 pad 1, ReLU, global
 //! average pool, linear): the search counts candidates and picks, per kernel, one whose count is
-//! at most the hand-coded one's in the same build; the searched bundle's outputs are
+//! at most the size margin over the hand-coded one's in the same build; the searched bundle's outputs are
 //! bit-identical to the unsearched bundle's; a second search of the same model reads every
 //! choice from the cache and builds nothing under QEMU; a tampered choice file is caught,
 //! searched again and rewritten to the same bytes (counts are deterministic).
@@ -11,6 +11,7 @@ mod common;
 use picograd_cli::compile::SearchOptions;
 use picograd_cli::{compile, CompileOptions, CompileReport};
 use picograd_onnx::Model;
+use picograd_runtime::target::SIZE_MARGIN_PER_MILLE;
 use prost::Message;
 
 fn run(model: &Model, out: &std::path::Path, search: Option<SearchOptions>) -> CompileReport {
@@ -48,9 +49,10 @@ fn device_search_picks_caches_and_rebuilds_a_tampered_choice() {
     let counted = s.choices.iter().filter(|c| c.hand_instructions.is_some());
     assert!(counted.count() >= 2, "{:?}", s.choices);
     for c in &s.choices {
-        // The hand-coded opts are a candidate: the pick never costs more.
+        // The hand-coded opts are a candidate and the pick is within the size margin of the
+        // fastest: it never costs more than the margin over the hand-coded count.
         if let (Some(n), Some(h)) = (c.instructions, c.hand_instructions) {
-            assert!(n <= h, "{c:?}");
+            assert!(n <= h + h * SIZE_MARGIN_PER_MILLE / 1000, "{c:?}");
         }
     }
     // Bit-identical outputs with and without the search.

@@ -170,6 +170,9 @@ pub struct RunReport {
     /// model's objects define that the linked program holds (kernels gcc inlined count in their
     /// caller), in address order; empty otherwise.
     pub function_instructions: Vec<(String, u64)>,
+    /// With [`BuildOptions::icount_runs`]: the code bytes of each function in
+    /// `function_instructions` (its symbol's size in the linked program), same order.
+    pub function_sizes: Vec<(String, u64)>,
     /// Text + data of the weights' object (`model_weights.c`; 0 when the bundle has none).
     pub weights_flash: u64,
     /// Library functions the model's objects call directly (libgcc, libc: `memset`,
@@ -357,10 +360,11 @@ impl Build<'_> {
         report.weights_flash = self.weights_flash(&sources, &objects)?;
         report.library_functions = self.library_functions(&objects[1..], &elf)?;
         if let Some(k) = self.opts.icount_runs {
-            let (n, per_function) =
+            let (n, per_function, sizes) =
                 self.count_exactly(&sources[0], &objects[1..], k, bundle_dir)?;
             report.instructions = Some(n);
             report.function_instructions = per_function;
+            report.function_sizes = sizes;
         }
         Ok(report)
     }
@@ -403,15 +407,16 @@ impl Build<'_> {
             .collect())
     }
 
-    /// Exact instructions per inference, in all and per model function: the harness built
-    /// again to call `model_run` `k` times and not at all, both run under the counting plugin.
+    /// Exact instructions per inference, in all and per model function (with each function's
+    /// code bytes): the harness built again to call `model_run` `k` times and not at all, both
+    /// run under the counting plugin.
     fn count_exactly(
         &self,
         harness: &Path,
         model_objects: &[PathBuf],
         k: u32,
         bundle_dir: &Path,
-    ) -> Result<(u64, Vec<(String, u64)>)> {
+    ) -> Result<(u64, PerFunction, PerFunction)> {
         let k = k.max(1);
         let plugin = icount::build_plugin("cc", &self.target.root, self.dir)?;
         let mut elves = Vec::new();
@@ -439,6 +444,7 @@ impl Build<'_> {
             .collect();
         let without = self.counted_run(&elves[0], &plugin, &[], "0")?;
         let with = self.counted_run(&elves[1], &plugin, &ranges, "k")?;
+        let sizes = functions.iter().map(|s| (s.name.clone(), s.size)).collect();
         let per_function = functions
             .into_iter()
             .zip(&with.ranges)
@@ -447,6 +453,7 @@ impl Build<'_> {
         Ok((
             icount::per_inference(with.total, without.total, k),
             per_function,
+            sizes,
         ))
     }
 
@@ -695,6 +702,9 @@ fn bundle_sources(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(v)
 }
 
+/// `(function name, figure)` per model function, in address order.
+type PerFunction = Vec<(String, u64)>;
+
 /// The harness's lines into outputs, instruction count and stack figure.
 fn parse_stdout(stdout: &str, bundle: &Bundle) -> std::result::Result<RunReport, String> {
     let mut report = RunReport {
@@ -703,6 +713,7 @@ fn parse_stdout(stdout: &str, bundle: &Bundle) -> std::result::Result<RunReport,
         feeds: Vec::new(),
         instructions: None,
         function_instructions: Vec::new(),
+        function_sizes: Vec::new(),
         weights_flash: 0,
         library_functions: Vec::new(),
         text: 0,

@@ -1,9 +1,10 @@
 //! The device search (`picograd compile --search`): for each kernel of an export, candidate
 //! opt lists from the host search's space ([`picograd_core::codegen::search_space::candidates`],
 //! the strategy table's), built for the target with the build's own compiler and flags and
-//! counted exactly under QEMU by the range counter ([`super::icount`]); the fewest-instruction
-//! candidate whose model outputs are bit-identical to the unoptimized model's is kept, and
-//! remembered per kernel, target, compiler and flags in a choice file.
+//! counted exactly under QEMU by the range counter ([`super::icount`]); among the candidates
+//! whose model outputs are bit-identical to the unoptimized model's, the one with the smallest
+//! code (its symbols' bytes) is kept while the kernels searched together stay within
+//! [`SIZE_MARGIN_PER_MILLE`] of their fewest instructions, and remembered per kernel, target, compiler and flags in a choice file.
 //!
 //! Rounds keep QEMU launches few: round 0 builds the whole model with every searched kernel
 //! unoptimized (the reference outputs), round `r ≥ 1` with every kernel's candidate `r - 1`
@@ -27,7 +28,8 @@
 //! `opts <upcast:AXIS:AMOUNT | unroll:AXIS:AMOUNT ...>`, `instructions <count, or none>`, and
 //! `check <FNV-1a-128 of the four lines above, newlines included>`. The key hashes the kernel's
 //! AST as exported, its buffers, the optimizer settings, FMA, the target's name and description
-//! file, the compiler kind, its `--version` line, the optimisation level and the extra flags.
+//! file, the compiler kind, its `--version` line, the optimisation level, the extra flags and
+//! the selection rule's size margin.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -53,6 +55,9 @@ const MAX_CHOICE_BYTES: u64 = 64 << 10;
 /// Candidates per kernel by default (the hand-coded one among them): KWS-sized models search
 /// within minutes on two cores.
 pub const DEFAULT_CANDIDATES: usize = 12;
+/// How many thousandths of instructions the kernels searched together may give up, against all
+/// of them at their fastest candidate, for smaller code ([`smallest_within_margin`]).
+pub const SIZE_MARGIN_PER_MILLE: u64 = 25;
 /// Rounds built and run side by side.
 const PARALLEL_ROUNDS: usize = 2;
 
@@ -338,32 +343,46 @@ impl DeviceSearch {
             }
         }
         let prefix = export_opts.prefix.as_str();
-        for it in items.iter_mut() {
-            if it.choice.is_some() {
-                continue;
-            }
+        // Per kernel searched now: (instructions, code bytes, candidate) of every counted
+        // candidate, and the hand-coded one's instructions.
+        let mut counted: Vec<Vec<(u64, u64, usize)>> = Vec::new();
+        let mut hands: Vec<Option<u64>> = Vec::new();
+        for it in items.iter() {
             // The export names kernels PREFIX_kN_NAME, N the place of the first running step
             // calling it (steps with identical kernels share that one function); a kernel run at
             // several places counts at all of them (summed over the symbols found, so one shared
             // function, or copies the compiler merged into one, still count every call).
             // No symbol at all (inlined after all) leaves the kernel uncounted in that round.
+            let mine = |s: &String| kernel_index(s, prefix).is_some_and(|p| it.places.contains(&p));
             let count = |r: usize| -> Option<u64> {
                 let rep = reports[r].as_ref()?;
-                let mine = rep.function_instructions.iter().filter(|(s, _)| {
-                    kernel_index(s, prefix).is_some_and(|p| it.places.contains(&p))
-                });
-                mine.map(|(_, c)| *c).reduce(|a, b| a + b)
+                let found = rep.function_instructions.iter().filter(|(s, _)| mine(s));
+                found.map(|(_, c)| *c).reduce(|a, b| a + b)
             };
-            let mut best: Option<(u64, usize)> = None;
-            for (c, _) in it.cands.iter().enumerate() {
-                if let Some(k) = count(c + 1) {
-                    if best.is_none_or(|(b, _)| k < b) {
-                        best = Some((k, c));
-                    }
-                }
+            let size = |r: usize| -> u64 {
+                reports[r].as_ref().map_or(u64::MAX, |rep| {
+                    let found = rep.function_sizes.iter().filter(|(s, _)| mine(s));
+                    found.map(|(_, b)| *b).sum()
+                })
+            };
+            if it.choice.is_some() {
+                counted.push(Vec::new());
+                hands.push(None);
+                continue;
             }
-            let hand = count(1);
-            let (instructions, pick) = match best {
+            counted.push(
+                (0..it.cands.len())
+                    .filter_map(|c| count(c + 1).map(|k| (k, size(c + 1), c)))
+                    .collect(),
+            );
+            hands.push(count(1));
+        }
+        let picks = smallest_within_margin(&counted);
+        for ((it, pick), hand) in items.iter_mut().zip(picks).zip(hands) {
+            if it.choice.is_some() {
+                continue;
+            }
+            let (instructions, pick) = match pick {
                 Some((k, c)) => (Some(k), c),
                 None => (None, 0),
             };
@@ -451,6 +470,52 @@ pub fn kernel_opts(choices: &[KernelChoice]) -> Vec<(String, Vec<Opt>)> {
 }
 
 /// N of an exported kernel symbol `PREFIX_kN_NAME`.
+/// Per kernel, the candidate kept (its instructions and index) from each kernel's counted
+/// `(instructions, code bytes, index)`: every kernel starts at its fastest (the smaller code on a
+/// tie); then, while the kernels' total stays within [`SIZE_MARGIN_PER_MILLE`] of the sum of
+/// their fastest counts, the switch to a smaller candidate saving the most bytes per added
+/// instruction is made, one at a time. Code costs flash on a device, and a variant unrolled for
+/// a few instructions can cost kilobytes; the margin bounds what the model gives up for it.
+fn smallest_within_margin(counted: &[Vec<(u64, u64, usize)>]) -> Vec<Option<(u64, usize)>> {
+    let mut cur: Vec<Option<(u64, u64, usize)>> = counted
+        .iter()
+        .map(|cs| cs.iter().copied().min_by_key(|&(k, b, c)| (k, b, c)))
+        .collect();
+    let fastest: u64 = cur.iter().flatten().map(|&(k, _, _)| k).sum();
+    let budget = i128::from(fastest * SIZE_MARGIN_PER_MILLE / 1000);
+    let mut spent: i128 = 0;
+    loop {
+        // The most bytes saved per added instruction (fractions compared cross-multiplied).
+        // (kernel, its new candidate, bytes saved, instructions added)
+        type Switch = (usize, (u64, u64, usize), i128, i128);
+        let mut best: Option<Switch> = None;
+        for (i, cs) in counted.iter().enumerate() {
+            let Some((k0, b0, _)) = cur[i] else { continue };
+            for &(k, b, c) in cs {
+                if b >= b0 {
+                    continue;
+                }
+                let extra = i128::from(k) - i128::from(k0);
+                if spent + extra > budget {
+                    continue;
+                }
+                let saved = i128::from(b0 - b);
+                let better =
+                    best.is_none_or(|(_, _, bs, be)| saved * be.max(1) > bs * extra.max(1));
+                if better {
+                    best = Some((i, (k, b, c), saved, extra));
+                }
+            }
+        }
+        let Some((i, pick, _, extra)) = best else {
+            break;
+        };
+        cur[i] = Some(pick);
+        spent += extra;
+    }
+    cur.into_iter().map(|p| p.map(|(k, _, c)| (k, c))).collect()
+}
+
 fn kernel_index(symbol: &str, prefix: &str) -> Option<usize> {
     let rest = symbol.strip_prefix(prefix)?.strip_prefix("_k")?;
     let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
@@ -501,12 +566,14 @@ fn identity(target: &Target, build: &BuildOptions, export_opts: &ExportOptions) 
         OptLevel::Os => "-Os",
     };
     Ok(format!(
-        "{}\n{}\n{cc}\n{version}\n{level}\n{:?}\nfma {}\nfreestanding {}",
+        // The selection rule too: choices made under another margin are searched again.
+        "{}\n{}\n{cc}\n{version}\n{level}\n{:?}\nfma {}\nfreestanding {}\nsize margin {}",
         target.name,
         String::from_utf8_lossy(&description),
         build.extra_flags,
         export_opts.fused_mulacc,
-        export_opts.freestanding_math
+        export_opts.freestanding_math,
+        SIZE_MARGIN_PER_MILLE
     ))
 }
 
@@ -594,5 +661,26 @@ mod tests {
         assert_eq!(kernel_index("model_k12_r_4_4", "model"), Some(12));
         assert_eq!(kernel_index("model_run", "model"), None);
         assert_eq!(kernel_index("other_k1_x", "model"), None);
+    }
+
+    #[test]
+    fn smaller_code_is_taken_only_within_the_margin() {
+        // Fastest sum 100,000 + 1,000 = 101,000: the margin allows 2,525 more instructions.
+        let a = vec![
+            (100_000, 6_000, 0),
+            (102_000, 3_000, 1),
+            (103_000, 1_000, 2),
+        ];
+        let b = vec![(1_000, 700, 0), (1_300, 100, 1), (900, 900, 2)];
+        let picks = smallest_within_margin(&[a.clone(), b.clone(), Vec::new()]);
+        // b's switch from its fastest (900 B) to 100 B for 400 instructions goes first (2 B per
+        // instruction), then a's 3,000 B for 2,000; a's 1,000 B would overrun the margin.
+        assert_eq!(picks, vec![Some((102_000, 1)), Some((1_300, 1)), None]);
+        let fastest = 100_000 + 900;
+        let total = 102_000 + 1_300;
+        assert!(total - fastest <= fastest * SIZE_MARGIN_PER_MILLE / 1000);
+        // Alone and with no room to trade, each kernel keeps its fastest candidate.
+        let tight = vec![(10, 50, 0), (11, 10, 1)];
+        assert_eq!(smallest_within_margin(&[tight]), vec![Some((10, 0))]);
     }
 }
