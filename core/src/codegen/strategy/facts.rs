@@ -34,7 +34,8 @@ fn vector_lanes(k: &Kernel, axis: usize, amount: usize, cfg: &OptConfig) -> Opti
     if !cfg.vector_lanes || k.ast.dtype() != DType::F32 {
         return None;
     }
-    let whole = amount as i64 == size(k, axis);
+    let n = size(k, axis);
+    let whole = amount as i64 == n;
     let contiguous = |w: usize| {
         let mut split = k.clone();
         split.apply_opt(Opt::Vectorize { axis, amount: w }).is_ok() && {
@@ -46,7 +47,9 @@ fn vector_lanes(k: &Kernel, axis: usize, amount: usize, cfg: &OptConfig) -> Opti
     };
     let widths = || [16, 8, 4].into_iter().filter(|&w| w <= cfg.vec_width);
     widths()
-        .find(|&w| amount % w == 0 && contiguous(w))
+        // Lanes that split the axis; a tail (the axis unrolled whole) only where the caller
+        // upcasts the whole axis anyway, never for a long axis lanes merely do not divide.
+        .find(|&w| amount % w == 0 && n % w as i64 == 0 && contiguous(w))
         .or_else(|| widths().find(|&w| whole && amount > w && amount % w != 0 && contiguous(w)))
 }
 

@@ -30,7 +30,9 @@ pub(super) fn choose(k: &mut Kernel, cfg: &OptConfig, applied: &mut Vec<Opt>) ->
     };
     let mut amt = cfg.vec_width;
     while amt >= 4 {
-        if size(k, axis) > amt as i64 && try_vector_upcast(k, (axis, amt), cfg, applied) {
+        let n = size(k, axis);
+        if n > amt as i64 && n % amt as i64 == 0 && try_vector_upcast(k, (axis, amt), cfg, applied)
+        {
             return true;
         }
         amt /= 2;
