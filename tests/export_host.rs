@@ -111,6 +111,25 @@ fn mlp() -> Model {
     }
 }
 
+/// A batch-1 MLP 4-8-8-1 (matrix-vector products): on a small core each layer keeps all its
+/// outputs in registers until its reduce is done, so a layer may write over its input.
+fn mv_mlp() -> Model {
+    let x = t(&seq(4, 2.0, 0.1), &[1, 4]);
+    let w1 = t(&seq(4 * 8, 1.0, 0.0), &[4, 8]);
+    let b1 = t(&seq(8, 0.5, 0.05), &[8]);
+    let w2 = t(&seq(8 * 8, 1.0, 0.2), &[8, 8]);
+    let b2 = t(&seq(8, 0.5, 0.0), &[8]);
+    let w3 = t(&seq(8, 1.0, 0.3), &[8, 1]);
+    let relu = |h: Tensor| alu(&h, AluOp::Max, &h.const_like(0.0));
+    let h1 = relu(alu(&matmul(&x, &w1), AluOp::Add, &b1));
+    let h2 = relu(alu(&matmul(&h1, &w2), AluOp::Add, &b2));
+    Model {
+        name: "mv_mlp",
+        inputs: vec![("x", x)],
+        outputs: vec![("y", matmul(&h2, &w3))],
+    }
+}
+
 fn softmax() -> Model {
     let x = t(&seq(3 * 10, 6.0, 0.0), &[3, 10]);
     let m = x.try_reduce(ReduceOp::Max, Some(&[1]), true).unwrap();
@@ -453,6 +472,28 @@ fn chain_shaped_mlp_plan_meets_the_bound() {
         );
         assert_eq!(b.arena_bytes, b.lower_bound_bytes);
     }
+}
+
+#[test]
+fn layer_reading_all_its_input_first_writes_over_it() {
+    // Small-core kernels (the default options) keep a matrix-vector layer's 8 outputs in
+    // registers until the reduce ends, so its output takes its dying input's bytes: one 8-float
+    // buffer. Unoptimized kernels loop over outputs, reading the input inside that loop after
+    // earlier stores, so the two buffers stay apart.
+    let b = check(mv_mlp, &ExportOptions::default(), true);
+    assert!(
+        b.plan.steps.iter().any(|s| s.in_place.is_some()),
+        "{:?}",
+        b.plan.steps
+    );
+    assert_eq!((b.arena_bytes, b.lower_bound_bytes), (32, 32));
+    let plain = ExportOptions {
+        opt: None,
+        ..ExportOptions::default()
+    };
+    let b = check(mv_mlp, &plain, false);
+    assert!(b.plan.steps.iter().all(|s| s.in_place.is_none()));
+    assert_eq!(b.arena_bytes, 64);
 }
 
 #[test]

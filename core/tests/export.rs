@@ -4,7 +4,7 @@
 
 use picograd_core::context::interp;
 use picograd_core::export::place::{lower_bound, place, Block, ALIGN};
-use picograd_core::export::plan::{elementwise_in_place, plan, Home, Role};
+use picograd_core::export::plan::{elementwise_in_place, plan, reads_before_writes, Home, Role};
 use picograd_core::jit::Capture;
 use picograd_core::ops::{AluOp, ReduceOp};
 use picograd_core::Tensor;
@@ -103,6 +103,40 @@ fn in_place_rule_on_real_kernels() {
     let (cap, _) = Capture::record(&[&x], &[&s]).unwrap();
     let k = cap.steps()[0].kernel.clone().unwrap();
     assert!(!elementwise_in_place(&k, 1), "a reduce is not in place");
+}
+
+#[test]
+fn reads_before_writes_rule_on_real_kernels() {
+    use picograd_core::codegen::opt::OptConfig;
+    // A matrix-vector product h[8] = x[4] . w[4, 8]: its unoptimized kernel loops over the 8
+    // outputs and reads x inside that loop after earlier stores; the small-core kernel keeps
+    // the 8 outputs in registers and stores them after the reduce loop.
+    let dev = interp();
+    let x = Tensor::try_from_slice_on(&[1.0f32, 2.0, 3.0, 4.0], &[4, 1], &dev).unwrap();
+    let w = Tensor::try_from_slice_on(&[0.5f32; 32], &[4, 8], &dev).unwrap();
+    let h = x
+        .try_expand(&[4, 8])
+        .unwrap()
+        .try_alu(AluOp::Mul, &[&w])
+        .unwrap()
+        .try_reduce(ReduceOp::Sum, Some(&[0]), false)
+        .unwrap();
+    let (cap, _) = Capture::record(&[&x], &[&h]).unwrap();
+    let xi = |c: &Capture| {
+        c.steps()[0]
+            .slots
+            .iter()
+            .position(|&s| s == c.input_slots()[0])
+            .unwrap()
+    };
+    let plain = cap.relowered_with(None, false, &|_| None).unwrap();
+    let k = plain.steps()[0].kernel.clone().unwrap();
+    assert!(!reads_before_writes(&k, xi(&plain)), "loop around both: {k}");
+    let small = cap
+        .relowered_with(Some(&OptConfig::small_device()), false, &|_| None)
+        .unwrap();
+    let k = small.steps()[0].kernel.clone().unwrap();
+    assert!(reads_before_writes(&k, xi(&small)), "all reads first: {k}");
 }
 
 #[test]

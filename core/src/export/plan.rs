@@ -6,7 +6,8 @@
 //! (inputs in the arena from the start, outputs in the arena to the end); two buffers live at
 //! the same step never share bytes unless one is the in-place successor of the other, which is
 //! only allowed when the kernel reads the dying input solely at the index it stores to, before
-//! storing there, with no accumulator. Buffers of different C storage types live in different
+//! storing there, with no accumulator, or reads all of it before its first store (no loop around
+//! both). Buffers of different C storage types live in different
 //! arenas (one typed array each), so the C never reads memory through a type it was not
 //! declared with.
 
@@ -323,9 +324,8 @@ fn can_reuse(
         && spans[out.slot].is_some_and(|s| s.0 == p)
         && spans[inp.slot].is_some_and(|s| s.1 == p)
         && st.slots.iter().filter(|&&s| s == inp.slot).count() == 1
-        && out.bytes == inp.bytes
         && out.dtype.c_storage() == inp.dtype.c_storage()
-        && elementwise_in_place(k, j)
+        && ((out.bytes == inp.bytes && elementwise_in_place(k, j)) || reads_before_writes(k, j))
 }
 
 /// Does kernel `k` read parameter `j` only at the very index it stores output 0 to, before that
@@ -373,6 +373,61 @@ pub fn elementwise_in_place(k: &LinearKernel, j: usize) -> bool {
         !same.is_empty() && same.iter().all(|&s| p < s)
     });
     plain_stores && loads_ok
+}
+
+/// Does kernel `k` finish every read of parameter `j` before its first store, with output 0
+/// its only output? Then output 0 may take `j`'s memory even when it reads every element of `j`
+/// for every output (a matrix-vector product whose outputs all stay in registers until the
+/// reduce is done): every load of `j` comes before the first store in the UOps, and no loop
+/// open at that store was open at such a load (a loop around both would read `j` again after
+/// a store).
+pub fn reads_before_writes(k: &LinearKernel, j: usize) -> bool {
+    let u = &k.uops;
+    if k.bufs.iter().skip(1).any(|b| b.writable) {
+        return false;
+    }
+    let global = |want: usize| {
+        u.iter()
+            .position(|x| matches!(x.kind, UOpKind::DefineGlobal { idx, .. } if idx == want))
+    };
+    let (Some(g_out), Some(g_in)) = (global(0), global(j)) else {
+        return false;
+    };
+    let is_store = |x: &UOp| matches!(x.kind, UOpKind::Store | UOpKind::VecStore { .. });
+    if u.iter().any(|x| is_store(x) && x.src[0] as usize != g_out) {
+        return false;
+    }
+    // Walk in program order with the stack of open loops; at the first store, no load of `j`
+    // may come later and none of the loops open there may hold a load of `j`.
+    let mut open: Vec<usize> = Vec::new();
+    let mut holds_load: Vec<bool> = Vec::new();
+    let mut loaded = false;
+    for (p, x) in u.iter().enumerate() {
+        match x.kind {
+            UOpKind::Loop => {
+                open.push(p);
+                holds_load.push(false);
+            }
+            UOpKind::EndLoop => {
+                open.pop();
+                holds_load.pop();
+            }
+            UOpKind::Load | UOpKind::VecLoad { .. } if x.src[0] as usize == g_in => {
+                holds_load.iter_mut().for_each(|h| *h = true);
+                loaded = true;
+            }
+            _ if is_store(x) => {
+                // Everything after this store must not read `j`.
+                let later = u[p..].iter().any(|y| {
+                    matches!(y.kind, UOpKind::Load | UOpKind::VecLoad { .. })
+                        && y.src[0] as usize == g_in
+                });
+                return loaded && !later && !holds_load.iter().any(|&h| h);
+            }
+            _ => {}
+        }
+    }
+    false
 }
 
 /// Groups arena buffers (by their in-place root) into typed arenas and places them.
