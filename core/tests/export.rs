@@ -131,7 +131,10 @@ fn reads_before_writes_rule_on_real_kernels() {
     };
     let plain = cap.relowered_with(None, false, &|_| None).unwrap();
     let k = plain.steps()[0].kernel.clone().unwrap();
-    assert!(!reads_before_writes(&k, xi(&plain)), "loop around both: {k}");
+    assert!(
+        !reads_before_writes(&k, xi(&plain)),
+        "loop around both: {k}"
+    );
     let small = cap
         .relowered_with(Some(&OptConfig::small_device()), false, &|_| None)
         .unwrap();
