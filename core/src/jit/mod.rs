@@ -70,6 +70,9 @@ pub struct Capture {
     /// The bound values the function read as numbers while it built the graph: the capture
     /// is valid only where the inputs bind those values (see [`crate::symbolic::Watch`]).
     spec: Specialization,
+    /// Steps a replay skips, by index (empty: none): their results depend on weights alone and
+    /// are still in their slots (see [`Capture::freeze_constants`]).
+    frozen: Vec<bool>,
 }
 
 /// The slot table of a capture being recorded: buffers by position, and each buffer's slot by
@@ -150,6 +153,7 @@ impl Capture {
                 outputs: outs,
                 fresh,
                 spec: Specialization::default(),
+                frozen: Vec::new(),
             },
             results,
         ))
@@ -239,7 +243,10 @@ impl Capture {
     /// recorded values for the variables `vals` does not name); the outputs are nodes over
     /// their slots, their shapes bound to `vals`.
     fn run_steps(&self, bufs: Vec<Arc<Buffer>>, vals: &VarVals) -> Result<Vec<Tensor>> {
-        for step in &self.steps {
+        for (i, step) in self.steps.iter().enumerate() {
+            if self.frozen.get(i).copied().unwrap_or(false) {
+                continue;
+            }
             match (&step.program, &step.kernel) {
                 (Some(p), k) => {
                     let ids: Vec<BufId> = step.slots.iter().map(|&s| bufs[s].id()).collect();
@@ -341,6 +348,7 @@ impl Capture {
             outputs: self.outputs.clone(),
             fresh: self.fresh.clone(),
             spec: self.spec.clone(),
+            frozen: Vec::new(),
         })
     }
 
@@ -397,6 +405,57 @@ impl Capture {
     /// Output shapes, in result order.
     pub fn output_shapes(&self) -> Vec<&[Sint]> {
         self.outputs.iter().map(|o| o.1.as_slice()).collect()
+    }
+
+    /// Makes replays skip the steps whose results depend on weights alone — the scheduler's
+    /// layout copies of weights (blocked or panelled conv and matmul weights), and any other
+    /// kernel over weights only — and returns how many. Their results stay in their slots from
+    /// the recording, so this is exact as long as the weights keep their values: for a caller
+    /// that promises it, as [`SignatureCache`] does (its functions compute from inputs and
+    /// tensors that do not change between calls), not for [`Jit`], whose weights may be
+    /// updated in place between calls. A step is constant when every slot it reads is a weight
+    /// (never written, not an input) or the output of a constant step, its output slot is
+    /// written by it alone and is not an output of the capture, and it binds no variables.
+    /// Export is unaffected: it runs every step.
+    pub fn freeze_constants(&mut self) -> usize {
+        let n = self.slots.len();
+        let mut writes = alloc::vec![0usize; n];
+        for st in &self.steps {
+            if let Some(&out) = st.slots.first() {
+                writes[out] += 1;
+            }
+        }
+        let mut constant: Vec<bool> = writes.iter().map(|&w| w == 0).collect();
+        for (slot, _, _) in &self.inputs {
+            constant[*slot] = false;
+        }
+        let outputs: Vec<usize> = self.outputs.iter().map(|(s, _)| *s).collect();
+        let mut frozen = alloc::vec![false; self.steps.len()];
+        for (i, st) in self.steps.iter().enumerate() {
+            let Some((&out, reads)) = st.slots.split_first() else {
+                continue;
+            };
+            let binds = st.kernel.as_ref().is_some_and(|k| !k.vars.is_empty());
+            if writes[out] == 1
+                && !outputs.contains(&out)
+                && !binds
+                && reads.iter().all(|&r| constant[r])
+            {
+                frozen[i] = true;
+                constant[out] = true;
+            }
+        }
+        let count = frozen.iter().filter(|&&f| f).count();
+        self.frozen = frozen;
+        count
+    }
+
+    /// How many steps a replay runs (every step, less those [`Capture::freeze_constants`]
+    /// froze).
+    pub fn replayed_steps(&self) -> usize {
+        (0..self.steps.len())
+            .filter(|&i| !self.frozen.get(i).copied().unwrap_or(false))
+            .count()
     }
 
     /// Slots that are read and never written (weights), excluding inputs.
