@@ -41,7 +41,10 @@ fn steps_over_weights_alone_are_frozen_and_replays_stay_exact() {
         let y = cap.replay(&[&x]).unwrap()[0].to_vec::<f32>().unwrap();
         let want = reference(&xs, &wv);
         for (a, b) in y.iter().zip(&want) {
-            assert!((a - b).abs() <= 1e-5 * b.abs().max(1.0), "{y:?} vs {want:?}");
+            assert!(
+                (a - b).abs() <= 1e-5 * b.abs().max(1.0),
+                "{y:?} vs {want:?}"
+            );
         }
     }
 }
@@ -70,7 +73,10 @@ fn a_signature_cache_replay_matches_a_fresh_run() {
         let got = y[0].to_vec::<f32>().unwrap();
         let want = reference(&xs, &wv);
         for (a, b) in got.iter().zip(&want) {
-            assert!((a - b).abs() <= 1e-5 * b.abs().max(1.0), "call {k}: {got:?} vs {want:?}");
+            assert!(
+                (a - b).abs() <= 1e-5 * b.abs().max(1.0),
+                "call {k}: {got:?} vs {want:?}"
+            );
         }
     }
     assert_eq!(cache.stats().replays, 3);

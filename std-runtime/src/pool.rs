@@ -212,7 +212,11 @@ mod tests {
                     }),
                 )
             }));
-            assert_eq!(ran.is_err(), fails, "round {round}: the part's panic is raised");
+            assert_eq!(
+                ran.is_err(),
+                fails,
+                "round {round}: the part's panic is raised"
+            );
             let counts: Vec<usize> = hits.iter().map(|c| c.load(Ordering::SeqCst)).collect();
             assert_eq!(counts, vec![1; n], "round {round}");
             if round % 50 == 0 {
@@ -253,7 +257,11 @@ mod tests {
         );
         let counts: Vec<usize> = hits.iter().map(|c| c.load(Ordering::SeqCst)).collect();
         assert_eq!(counts, vec![1, 1]);
-        assert_eq!(on_caller.load(Ordering::SeqCst), 2, "both parts ran on the caller");
+        assert_eq!(
+            on_caller.load(Ordering::SeqCst),
+            2,
+            "both parts ran on the caller"
+        );
         release.send(()).unwrap();
     }
 }

@@ -73,6 +73,21 @@ pub struct Capture {
     /// Steps a replay skips, by index (empty: none): their results depend on weights alone and
     /// are still in their slots (see [`Capture::freeze_constants`]).
     frozen: Vec<bool>,
+    /// Each step's variable values when no input binds one (its recorded values; `None`: the
+    /// step has no variables): a replay of an unrolled RNN's offset kernels then looks up no
+    /// names.
+    fixed_vars: Vec<Option<Vec<i64>>>,
+}
+
+/// [`Capture::fixed_vars`] for `steps`.
+fn fixed_vars(steps: &[CapturedStep]) -> Vec<Option<Vec<i64>>> {
+    steps
+        .iter()
+        .map(|st| match &st.kernel {
+            Some(k) if !k.vars.is_empty() => step_vars(k, &st.var_vals, &VarVals::new()).ok(),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The slot table of a capture being recorded: buffers by position, and each buffer's slot by
@@ -118,7 +133,7 @@ impl Capture {
         let out_nodes: Vec<LazyBuffer> = outputs.iter().map(|t| t.lazy().contiguous()).collect();
         let rec = realize_recorded(&out_nodes)?;
         let mut fresh = Vec::new();
-        let steps = rec
+        let steps: Vec<CapturedStep> = rec
             .into_iter()
             .map(|e| CapturedStep {
                 slots: {
@@ -147,10 +162,11 @@ impl Capture {
         }
         Ok((
             Capture {
-                steps,
                 slots: slots.bufs,
                 inputs: ins,
                 outputs: outs,
+                fixed_vars: fixed_vars(&steps),
+                steps,
                 fresh,
                 spec: Specialization::default(),
                 frozen: Vec::new(),
@@ -243,18 +259,29 @@ impl Capture {
     /// recorded values for the variables `vals` does not name); the outputs are nodes over
     /// their slots, their shapes bound to `vals`.
     fn run_steps(&self, bufs: Vec<Arc<Buffer>>, vals: &VarVals) -> Result<Vec<Tensor>> {
+        // One list of ids reused by every step: a replay of many small kernels should not
+        // allocate per kernel.
+        let mut ids: Vec<BufId> = Vec::new();
         for (i, step) in self.steps.iter().enumerate() {
             if self.frozen.get(i).copied().unwrap_or(false) {
                 continue;
             }
             match (&step.program, &step.kernel) {
                 (Some(p), k) => {
-                    let ids: Vec<BufId> = step.slots.iter().map(|&s| bufs[s].id()).collect();
-                    let vars = match k {
-                        Some(k) if !k.vars.is_empty() => step_vars(k, &step.var_vals, vals)?,
-                        _ => Vec::new(),
+                    ids.clear();
+                    ids.extend(step.slots.iter().map(|&s| bufs[s].id()));
+                    let fixed = self.fixed_vars.get(i).and_then(Option::as_deref);
+                    let owned;
+                    let vars: &[i64] = match (k, fixed) {
+                        // No input binds a variable: the step's recorded values, computed once.
+                        (_, Some(v)) if vals.is_empty() => v,
+                        (Some(k), _) if !k.vars.is_empty() => {
+                            owned = step_vars(k, &step.var_vals, vals)?;
+                            &owned
+                        }
+                        _ => &[],
                     };
-                    p.run(&ids, &vars)?;
+                    p.run(&ids, vars)?;
                 }
                 (None, _) => {
                     let bytes = bufs[step.slots[1]].to_bytes()?;
@@ -342,13 +369,14 @@ impl Capture {
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(Capture {
-            steps,
             slots: self.slots.clone(),
             inputs: self.inputs.clone(),
             outputs: self.outputs.clone(),
             fresh: self.fresh.clone(),
             spec: self.spec.clone(),
             frozen: Vec::new(),
+            fixed_vars: fixed_vars(&steps),
+            steps,
         })
     }
 
