@@ -87,9 +87,31 @@ fn channel_lane_tile(
         return None;
     }
     // The pixels are broadcast operands, not lanes: any count that divides the row serves (a
-    // 14-wide row takes 7 accumulators, not the 2 a power of two would allow).
-    let pixels = largest_divisor(size(k, wide), (cfg.max_accs / c).max(1)).unwrap_or(1);
-    Some(((wide, pixels), (channel, c)))
+    // 14-wide row takes 7 accumulators, not the 2 a power of two would allow). One or more
+    // vectors of channels (`m`) times the pixels: the most accumulators the budget holds (they
+    // hide the multiply-add latency), then the fewest loads per multiply-add — each tap loads
+    // `m` weight vectors and broadcasts `pixels` inputs for `m · pixels` multiply-adds, so 2 × 4
+    // beats 1 × 8 (pointwise convs).
+    let vectors = (cfg.max_accs / c).max(1);
+    // A small window (the innermost reduce axis, 2 to 8 taps) is unrolled later, each tap
+    // loading its own `m` weight vectors, which then crowd the accumulators out of the
+    // registers (a 3×3 conv at 2 × 4 ran slower than at 1 × 8): one vector of channels there.
+    let window = k
+        .first_upcast
+        .checked_sub(1)
+        .is_some_and(|a| a >= k.first_reduce && (2..=8).contains(&size(k, a)));
+    let most = if window { 1 } else { vectors };
+    // From the most channel vectors down, so a tie keeps the fewest (`max_by` keeps the last).
+    let (m, pixels) = (1..=most)
+        .rev()
+        .filter(|&m| size(k, channel) % (m * c) as i64 == 0)
+        .map(|m| (m, largest_divisor(size(k, wide), vectors / m).unwrap_or(1)))
+        .max_by(|&(m1, p1), &(m2, p2)| {
+            // Loads per multiply-add compared without division: (m + p) / (m · p).
+            let (l1, l2) = ((m1 + p1) * m2 * p2, (m2 + p2) * m1 * p1);
+            (m1 * p1).cmp(&(m2 * p2)).then(l2.cmp(&l1))
+        })?;
+    Some(((wide, pixels), (channel, c * m)))
 }
 
 /// The conv tiles of the module doc, each with the (original) axis it upcasts last.
