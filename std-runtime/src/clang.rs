@@ -77,19 +77,27 @@ impl HostAllocator {
 
     /// The memory of each buffer of one kernel call, under one lock (dispatch cost matters
     /// when a JIT replays many small kernels).
+    #[cfg(test)]
     fn ptrs(&self, bufs: &[BufId]) -> Result<Vec<*mut core::ffi::c_void>> {
+        let mut out = vec![core::ptr::null_mut(); bufs.len()];
+        self.ptrs_into(bufs, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`HostAllocator::ptrs`] into `out` (as long as `bufs`), so a kernel call with few
+    /// buffers needs no heap allocation.
+    fn ptrs_into(&self, bufs: &[BufId], out: &mut [*mut core::ffi::c_void]) -> Result<()> {
         let blocks = self
             .blocks
             .lock()
             .map_err(|_| Error::Device("host allocator lock poisoned".into()))?;
-        bufs.iter()
-            .map(|b| {
-                blocks
-                    .get(&b.0)
-                    .map(|blk| blk.ptr.cast())
-                    .ok_or_else(|| Error::Device(format!("no host buffer {}", b.0)))
-            })
-            .collect()
+        for (b, o) in bufs.iter().zip(out.iter_mut()) {
+            *o = blocks
+                .get(&b.0)
+                .map(|blk| blk.ptr.cast())
+                .ok_or_else(|| Error::Device(format!("no host buffer {}", b.0)))?;
+        }
+        Ok(())
     }
 
     /// A kept block of exactly `layout`'s size, zeroed unless `overwrite`, if there is one.
@@ -374,19 +382,37 @@ impl Program for ClangProgram {
                 vars.len()
             )));
         }
-        let ptrs = self.alloc.ptrs(bufs)?;
-        let mut vals = Vec::with_capacity(vars.len());
-        for (v, (lo, hi)) in vars.iter().zip(&self.vars) {
+        // A JIT replays many small kernels: a call with few buffers and variables (the usual
+        // case) keeps them on the stack.
+        const ON_STACK: usize = 16;
+        let mut ptr_stack = [core::ptr::null_mut(); ON_STACK];
+        let mut ptr_heap = Vec::new();
+        let ptrs: &mut [*mut core::ffi::c_void] = if bufs.len() <= ON_STACK {
+            &mut ptr_stack[..bufs.len()]
+        } else {
+            ptr_heap.resize(bufs.len(), core::ptr::null_mut());
+            &mut ptr_heap
+        };
+        self.alloc.ptrs_into(bufs, ptrs)?;
+        let mut val_stack = [0i32; ON_STACK];
+        let mut val_heap = Vec::new();
+        let vals: &mut [i32] = if vars.len() <= ON_STACK {
+            &mut val_stack[..vars.len()]
+        } else {
+            val_heap.resize(vars.len(), 0);
+            &mut val_heap
+        };
+        for ((v, (lo, hi)), out) in vars.iter().zip(&self.vars).zip(vals.iter_mut()) {
             if v < lo || v > hi {
                 return Err(Error::Device(format!(
                     "kernel {}: variable value {v} outside [{lo}, {hi}]",
                     self.name
                 )));
             }
-            vals.push(*v as i32);
+            *out = *v as i32;
         }
         if self.cores > 1 {
-            self.run_split(ptrs.iter().map(|&p| p as usize).collect(), vals);
+            self.run_split(ptrs.iter().map(|&p| p as usize).collect(), vals.to_vec());
             return Ok(());
         }
         // SAFETY: the entry has the generated signature; every pointer is a live, aligned

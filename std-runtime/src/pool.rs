@@ -1,9 +1,11 @@
-//! A small pool of worker threads for kernels split across cores: the calling thread runs part
-//! 0 itself, workers run the others, and the call returns when every part has finished.
+//! A small pool of worker threads for kernels split across cores: the calling thread and the
+//! workers claim parts until none are left (so a late worker costs nothing: the caller has run
+//! its share), and the call returns when every part has finished.
 //!
-//! Invariant: [`Pool::run`] does not return before every part has run to completion, so a part
-//! may use memory the caller keeps alive for the duration of the call. Workers are started on
-//! first need and live for the rest of the process.
+//! Invariant: [`Pool::run`] does not return before every part has run to completion, and no
+//! part runs after it returns, so a part may use memory the caller keeps alive for the
+//! duration of the call. Workers are started on first need and live for the rest of the
+//! process.
 //!
 //! Waking a sleeping thread costs tens of microseconds on a virtual machine — as long as a
 //! batch-128 MLP layer's share of work — so a worker polls for its next part for a short while
@@ -42,37 +44,65 @@ fn spin<T>(mut poll: impl FnMut() -> Option<T>) -> Option<T> {
     }
 }
 
-/// Counts parts still running; the caller waits for zero.
-struct Pending {
-    left: AtomicUsize,
+/// One call's parts: the next part to claim, and how many claimed parts are still running.
+/// Every thread taking part — the caller and the workers sent a job — claims parts until none
+/// are left, so a worker that is slow to wake (asleep, or its core busy with another process)
+/// finds every part already run by the caller: a split kernel then costs about what the
+/// unsplit one does, never a wake-up.
+struct Parts {
+    n: usize,
+    next: AtomicUsize,
+    running: AtomicUsize,
     lock: Mutex<()>,
     zero: Condvar,
+    /// The first panic of a part, re-raised on the caller once every part has finished.
+    panic: Mutex<Option<Box<dyn std::any::Any + Send>>>,
 }
 
-impl Pending {
+impl Parts {
+    /// Claims and runs parts until none are left.
+    fn work(&self, part: &(dyn Fn(usize) + Send + Sync)) {
+        loop {
+            // Counted as running before it is claimed, so the caller never sees zero while a
+            // claimed part has yet to start.
+            self.running.fetch_add(1, Ordering::AcqRel);
+            let _guard = FinishGuard(self);
+            let i = self.next.fetch_add(1, Ordering::AcqRel);
+            if i >= self.n {
+                return;
+            }
+            let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| part(i)));
+            if let Err(p) = ran {
+                let mut first = self.panic.lock().unwrap_or_else(|e| e.into_inner());
+                first.get_or_insert(p);
+            }
+        }
+    }
+
     fn finish_one(&self) {
-        if self.left.fetch_sub(1, Ordering::AcqRel) == 1 {
+        if self.running.fetch_sub(1, Ordering::AcqRel) == 1 {
             // Under the lock, so a caller between its check and its sleep cannot miss it.
             let _g = self.lock.lock().unwrap_or_else(|e| e.into_inner());
             self.zero.notify_all();
         }
     }
 
+    /// Waits until every claimed part has finished (the caller has claimed the rest).
     fn wait(&self) {
-        if spin(|| (self.left.load(Ordering::Acquire) == 0).then_some(())).is_some() {
+        if spin(|| (self.running.load(Ordering::Acquire) == 0).then_some(())).is_some() {
             return;
         }
         let mut g = self.lock.lock().unwrap_or_else(|e| e.into_inner());
-        while self.left.load(Ordering::Acquire) > 0 {
+        while self.running.load(Ordering::Acquire) > 0 {
             g = self.zero.wait(g).unwrap_or_else(|e| e.into_inner());
         }
     }
 }
 
 /// Calls `finish_one` when dropped, so a part that panics still counts as finished.
-struct FinishGuard(Arc<Pending>);
+struct FinishGuard<'a>(&'a Parts);
 
-impl Drop for FinishGuard {
+impl Drop for FinishGuard<'_> {
     fn drop(&mut self) {
         self.0.finish_one();
     }
@@ -87,36 +117,41 @@ impl Pool {
         })
     }
 
-    /// Runs `part(0)`, ..., `part(n - 1)`: part 0 on this thread, the others on workers.
+    /// Runs `part(0)`, ..., `part(n - 1)`, each exactly once, on this thread and up to `n - 1`
+    /// workers (whichever claims a part first runs it), and returns when all have finished. A
+    /// part that panics does not stop the others; the first panic is raised here once they
+    /// have all finished.
     pub fn run(&self, n: usize, part: Arc<dyn Fn(usize) + Send + Sync>) {
         if n <= 1 {
             part(0);
             return;
         }
-        let pending = Arc::new(Pending {
-            left: AtomicUsize::new(n - 1),
+        let parts = Arc::new(Parts {
+            n,
+            next: AtomicUsize::new(0),
+            running: AtomicUsize::new(0),
             lock: Mutex::new(()),
             zero: Condvar::new(),
+            panic: Mutex::new(None),
         });
         {
             let mut workers = self.workers.lock().unwrap_or_else(|e| e.into_inner());
             while workers.len() < n - 1 {
                 workers.push(spawn_worker());
             }
-            for (i, w) in workers.iter().take(n - 1).enumerate() {
-                let (part, guard) = (part.clone(), FinishGuard(pending.clone()));
-                let job: Job = Box::new(move || {
-                    let _guard = guard;
-                    part(i + 1);
-                });
-                if let Err(e) = w.send(job) {
-                    // The worker is gone: run its part here (the guard counts it).
-                    (e.0)();
-                }
+            for w in workers.iter().take(n - 1) {
+                let (part, parts) = (part.clone(), parts.clone());
+                let job: Job = Box::new(move || parts.work(&*part));
+                // A worker that is gone leaves its share to the others (the caller at least).
+                let _ = w.send(job);
             }
         }
-        part(0);
-        pending.wait();
+        parts.work(&*part);
+        parts.wait();
+        let panicked = parts.panic.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(p) = panicked {
+            std::panic::resume_unwind(p);
+        }
     }
 }
 
@@ -153,7 +188,8 @@ mod tests {
     use super::*;
 
     /// Every part runs exactly once before `run` returns: back to back (workers still polling)
-    /// and after a pause longer than the polling (workers asleep), with a panicking part too.
+    /// and after a pause longer than the polling (workers asleep), with a panicking part too
+    /// (whose panic `run` raises after the others have run).
     #[test]
     fn every_part_runs_once_before_run_returns() {
         let pool = Pool {
@@ -164,14 +200,22 @@ mod tests {
             let hits: Arc<Vec<AtomicUsize>> =
                 Arc::new((0..n).map(|_| AtomicUsize::new(0)).collect());
             let h = hits.clone();
-            pool.run(
-                n,
-                Arc::new(move |i| {
-                    h[i].fetch_add(1, Ordering::SeqCst);
-                    if i == 1 && round % 7 == 0 {
-                        panic!("a failing part");
-                    }
-                }),
+            let fails = n > 1 && round % 7 == 0;
+            let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                pool.run(
+                    n,
+                    Arc::new(move |i| {
+                        h[i].fetch_add(1, Ordering::SeqCst);
+                        if i == 1 && fails {
+                            panic!("a failing part");
+                        }
+                    }),
+                )
+            }));
+            assert_eq!(
+                ran.is_err(),
+                fails,
+                "round {round}: the part's panic is raised"
             );
             let counts: Vec<usize> = hits.iter().map(|c| c.load(Ordering::SeqCst)).collect();
             assert_eq!(counts, vec![1; n], "round {round}");
@@ -179,5 +223,45 @@ mod tests {
                 std::thread::sleep(SPIN * 5);
             }
         }
+    }
+
+    /// A caller whose worker is busy runs every part itself and returns without waiting for
+    /// the worker (the claim, not the worker, decides who runs a part).
+    #[test]
+    fn the_caller_runs_the_parts_a_busy_worker_has_not_claimed() {
+        let pool = Pool {
+            workers: Mutex::new(vec![spawn_worker()]),
+        };
+        // Occupy the one worker with a job that blocks until released.
+        let (release, blocked) = std::sync::mpsc::channel::<()>();
+        let (started_tx, started) = std::sync::mpsc::channel::<()>();
+        let job: Job = Box::new(move || {
+            started_tx.send(()).unwrap();
+            let _ = blocked.recv();
+        });
+        pool.workers.lock().unwrap()[0].send(job).unwrap();
+        started.recv().unwrap();
+        let hits: Arc<Vec<AtomicUsize>> = Arc::new((0..2).map(|_| AtomicUsize::new(0)).collect());
+        let h = hits.clone();
+        let caller = std::thread::current().id();
+        let on_caller = Arc::new(AtomicUsize::new(0));
+        let c = on_caller.clone();
+        pool.run(
+            2,
+            Arc::new(move |i| {
+                h[i].fetch_add(1, Ordering::SeqCst);
+                if std::thread::current().id() == caller {
+                    c.fetch_add(1, Ordering::SeqCst);
+                }
+            }),
+        );
+        let counts: Vec<usize> = hits.iter().map(|c| c.load(Ordering::SeqCst)).collect();
+        assert_eq!(counts, vec![1, 1]);
+        assert_eq!(
+            on_caller.load(Ordering::SeqCst),
+            2,
+            "both parts ran on the caller"
+        );
+        release.send(()).unwrap();
     }
 }

@@ -135,7 +135,8 @@ impl SignatureCache {
     /// Calls `f` on `inputs` through the cache: the first call with a signature runs `f` and
     /// captures what it computes (the results come back realized), later ones replay it. `f`
     /// must compute its outputs from `inputs` and from tensors that do not change between calls
-    /// (weights): it is not run again on a replay. Errors from `f` or from running are returned
+    /// (weights): it is not run again on a replay, and work that depends on the weights alone
+    /// (the scheduler's re-laid copies of them) runs on the first call only. Errors from `f` or from running are returned
     /// and nothing is cached for that call. Results carry no gradient graph.
     pub fn call<F>(&self, inputs: &[Tensor], f: F) -> Result<Vec<Tensor>>
     where
@@ -221,6 +222,9 @@ impl SignatureCache {
         let out_refs: Vec<&Tensor> = outs.iter().collect();
         let (mut cap, results) = Capture::record(&in_refs, &out_refs)?;
         cap.spec = spec;
+        // Weights keep their values between calls (the contract of `call`): work over weights
+        // alone, such as the scheduler's layout copies of them, runs on this first call only.
+        cap.freeze_constants();
         if held.len() >= DEFAULT_SIGNATURES {
             held.remove(0);
         }

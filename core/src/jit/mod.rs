@@ -70,6 +70,24 @@ pub struct Capture {
     /// The bound values the function read as numbers while it built the graph: the capture
     /// is valid only where the inputs bind those values (see [`crate::symbolic::Watch`]).
     spec: Specialization,
+    /// Steps a replay skips, by index (empty: none): their results depend on weights alone and
+    /// are still in their slots (see [`Capture::freeze_constants`]).
+    frozen: Vec<bool>,
+    /// Each step's variable values when no input binds one (its recorded values; `None`: the
+    /// step has no variables): a replay of an unrolled RNN's offset kernels then looks up no
+    /// names.
+    fixed_vars: Vec<Option<Vec<i64>>>,
+}
+
+/// [`Capture::fixed_vars`] for `steps`.
+fn fixed_vars(steps: &[CapturedStep]) -> Vec<Option<Vec<i64>>> {
+    steps
+        .iter()
+        .map(|st| match &st.kernel {
+            Some(k) if !k.vars.is_empty() => step_vars(k, &st.var_vals, &VarVals::new()).ok(),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The slot table of a capture being recorded: buffers by position, and each buffer's slot by
@@ -115,7 +133,7 @@ impl Capture {
         let out_nodes: Vec<LazyBuffer> = outputs.iter().map(|t| t.lazy().contiguous()).collect();
         let rec = realize_recorded(&out_nodes)?;
         let mut fresh = Vec::new();
-        let steps = rec
+        let steps: Vec<CapturedStep> = rec
             .into_iter()
             .map(|e| CapturedStep {
                 slots: {
@@ -144,12 +162,14 @@ impl Capture {
         }
         Ok((
             Capture {
-                steps,
                 slots: slots.bufs,
                 inputs: ins,
                 outputs: outs,
+                fixed_vars: fixed_vars(&steps),
+                steps,
                 fresh,
                 spec: Specialization::default(),
+                frozen: Vec::new(),
             },
             results,
         ))
@@ -239,15 +259,29 @@ impl Capture {
     /// recorded values for the variables `vals` does not name); the outputs are nodes over
     /// their slots, their shapes bound to `vals`.
     fn run_steps(&self, bufs: Vec<Arc<Buffer>>, vals: &VarVals) -> Result<Vec<Tensor>> {
-        for step in &self.steps {
+        // One list of ids reused by every step: a replay of many small kernels should not
+        // allocate per kernel.
+        let mut ids: Vec<BufId> = Vec::new();
+        for (i, step) in self.steps.iter().enumerate() {
+            if self.frozen.get(i).copied().unwrap_or(false) {
+                continue;
+            }
             match (&step.program, &step.kernel) {
                 (Some(p), k) => {
-                    let ids: Vec<BufId> = step.slots.iter().map(|&s| bufs[s].id()).collect();
-                    let vars = match k {
-                        Some(k) if !k.vars.is_empty() => step_vars(k, &step.var_vals, vals)?,
-                        _ => Vec::new(),
+                    ids.clear();
+                    ids.extend(step.slots.iter().map(|&s| bufs[s].id()));
+                    let fixed = self.fixed_vars.get(i).and_then(Option::as_deref);
+                    let owned;
+                    let vars: &[i64] = match (k, fixed) {
+                        // No input binds a variable: the step's recorded values, computed once.
+                        (_, Some(v)) if vals.is_empty() => v,
+                        (Some(k), _) if !k.vars.is_empty() => {
+                            owned = step_vars(k, &step.var_vals, vals)?;
+                            &owned
+                        }
+                        _ => &[],
                     };
-                    p.run(&ids, &vars)?;
+                    p.run(&ids, vars)?;
                 }
                 (None, _) => {
                     let bytes = bufs[step.slots[1]].to_bytes()?;
@@ -335,12 +369,14 @@ impl Capture {
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(Capture {
-            steps,
             slots: self.slots.clone(),
             inputs: self.inputs.clone(),
             outputs: self.outputs.clone(),
             fresh: self.fresh.clone(),
             spec: self.spec.clone(),
+            frozen: Vec::new(),
+            fixed_vars: fixed_vars(&steps),
+            steps,
         })
     }
 
@@ -397,6 +433,57 @@ impl Capture {
     /// Output shapes, in result order.
     pub fn output_shapes(&self) -> Vec<&[Sint]> {
         self.outputs.iter().map(|o| o.1.as_slice()).collect()
+    }
+
+    /// Makes replays skip the steps whose results depend on weights alone — the scheduler's
+    /// layout copies of weights (blocked or panelled conv and matmul weights), and any other
+    /// kernel over weights only — and returns how many. Their results stay in their slots from
+    /// the recording, so this is exact as long as the weights keep their values: for a caller
+    /// that promises it, as [`SignatureCache`] does (its functions compute from inputs and
+    /// tensors that do not change between calls), not for [`Jit`], whose weights may be
+    /// updated in place between calls. A step is constant when every slot it reads is a weight
+    /// (never written, not an input) or the output of a constant step, its output slot is
+    /// written by it alone and is not an output of the capture, and it binds no variables.
+    /// Export is unaffected: it runs every step.
+    pub fn freeze_constants(&mut self) -> usize {
+        let n = self.slots.len();
+        let mut writes = alloc::vec![0usize; n];
+        for st in &self.steps {
+            if let Some(&out) = st.slots.first() {
+                writes[out] += 1;
+            }
+        }
+        let mut constant: Vec<bool> = writes.iter().map(|&w| w == 0).collect();
+        for (slot, _, _) in &self.inputs {
+            constant[*slot] = false;
+        }
+        let outputs: Vec<usize> = self.outputs.iter().map(|(s, _)| *s).collect();
+        let mut frozen = alloc::vec![false; self.steps.len()];
+        for (i, st) in self.steps.iter().enumerate() {
+            let Some((&out, reads)) = st.slots.split_first() else {
+                continue;
+            };
+            let binds = st.kernel.as_ref().is_some_and(|k| !k.vars.is_empty());
+            if writes[out] == 1
+                && !outputs.contains(&out)
+                && !binds
+                && reads.iter().all(|&r| constant[r])
+            {
+                frozen[i] = true;
+                constant[out] = true;
+            }
+        }
+        let count = frozen.iter().filter(|&&f| f).count();
+        self.frozen = frozen;
+        count
+    }
+
+    /// How many steps a replay runs (every step, less those [`Capture::freeze_constants`]
+    /// froze).
+    pub fn replayed_steps(&self) -> usize {
+        (0..self.steps.len())
+            .filter(|&i| !self.frozen.get(i).copied().unwrap_or(false))
+            .count()
     }
 
     /// Slots that are read and never written (weights), excluding inputs.

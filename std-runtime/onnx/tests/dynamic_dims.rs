@@ -11,7 +11,7 @@
 #[allow(dead_code)] // the shared builders; this test uses two
 mod common;
 
-use picograd_core::realize::counters;
+use picograd_core::realize::{counters, Counters};
 use picograd_core::Tensor;
 use picograd_onnx::proto::*;
 use picograd_onnx::Model;
@@ -150,6 +150,28 @@ fn reference(x: &[f32], batch: usize) -> [Vec<f64>; 3] {
     [y, s, m]
 }
 
+/// One call of a size sweep: each output against its reference, and — on every call after the
+/// first (`first` remembers it) — nothing scheduled, lowered or compiled between `before` and
+/// `after`.
+fn check_call(
+    what: &str,
+    names: &[&str],
+    outs: &[Tensor],
+    want: &[Vec<f64>],
+    (before, after): (Counters, Counters),
+    first: &mut bool,
+) {
+    for (name, (o, w)) in names.iter().zip(outs.iter().zip(want)) {
+        assert_close(&format!("{name} at {what}"), &o.to_f64_vec().unwrap(), w);
+    }
+    if std::mem::replace(first, false) {
+        return;
+    }
+    assert_eq!(after.scheduled, before.scheduled, "{what}: scheduled");
+    assert_eq!(after.lowered, before.lowered, "{what}: lowered");
+    assert_eq!(after.compiled, before.compiled, "{what}: compiled");
+}
+
 fn assert_close(what: &str, got: &[f64], want: &[f64]) {
     assert_eq!(got.len(), want.len(), "{what}: length");
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
@@ -168,7 +190,7 @@ fn a_dim_param_batch_runs_every_size_with_one_capture() {
         m.dim_bounds("batch"),
         (1, picograd_onnx::dims::DEFAULT_MAX_DIM)
     );
-    let mut first = None;
+    let mut first = true;
     for (k, batch) in [3usize, 1, 8, 5, 2, 8].into_iter().enumerate() {
         let xs = ramp(batch * IN, 0.3, k as f32 * 0.1);
         let x = Tensor::from_slice(&xs, &[batch, IN]);
@@ -177,27 +199,15 @@ fn a_dim_param_batch_runs_every_size_with_one_capture() {
         let after = counters();
         assert_eq!(outs[0].shape(), vec![batch, OUT], "batch {batch}");
         let want = reference(&xs, batch);
-        for (name, (o, w)) in ["softmax", "sum", "mean"]
-            .iter()
-            .zip(outs.iter().zip(&want))
-        {
-            assert_close(
-                &format!("{name} at batch {batch}"),
-                &o.to_f64_vec().unwrap(),
-                w,
-            );
-        }
-        match first {
-            None => first = Some(after.compiled - before.compiled),
-            Some(_) => {
-                assert_eq!(
-                    after.scheduled, before.scheduled,
-                    "batch {batch}: scheduled"
-                );
-                assert_eq!(after.lowered, before.lowered, "batch {batch}: lowered");
-                assert_eq!(after.compiled, before.compiled, "batch {batch}: compiled");
-            }
-        }
+        let what = format!("batch {batch}");
+        check_call(
+            &what,
+            &["softmax", "sum", "mean"],
+            &outs,
+            &want,
+            (before, after),
+            &mut first,
+        );
     }
     let s = m.cache_stats();
     assert_eq!(
@@ -292,7 +302,7 @@ fn cnn_reference(x: &[f32], b: usize) -> [Vec<f64>; 3] {
 fn cnn_batches() {
     let m = Model::from_proto(batch_cnn(), "batch cnn").unwrap();
     assert_eq!(m.dim_params(), vec!["batch".to_string()]);
-    let mut first = None;
+    let mut first = true;
     for (k, b) in [3usize, 1, 8, 5].into_iter().enumerate() {
         let xs = ramp(b * 64, 0.2, k as f32 * 0.05);
         let before = counters();
@@ -301,24 +311,15 @@ fn cnn_batches() {
         let shapes: Vec<Vec<usize>> = outs.iter().map(|o| o.shape()).collect();
         assert_eq!(shapes, vec![vec![b, 3], vec![b, 4], vec![b * 4, 16]]);
         let want = cnn_reference(&xs, b);
-        for (name, (o, w)) in ["y", "g", "q"].iter().zip(outs.iter().zip(&want)) {
-            assert_close(
-                &format!("cnn {name} at batch {b}"),
-                &o.to_f64_vec().unwrap(),
-                w,
-            );
-        }
-        match first {
-            None => first = Some(after.compiled - before.compiled),
-            Some(_) => {
-                assert_eq!(
-                    after.scheduled, before.scheduled,
-                    "cnn batch {b}: scheduled"
-                );
-                assert_eq!(after.lowered, before.lowered, "cnn batch {b}: lowered");
-                assert_eq!(after.compiled, before.compiled, "cnn batch {b}: compiled");
-            }
-        }
+        let what = format!("cnn batch {b}");
+        check_call(
+            &what,
+            &["y", "g", "q"],
+            &outs,
+            &want,
+            (before, after),
+            &mut first,
+        );
     }
     let s = m.cache_stats();
     assert_eq!(

@@ -50,8 +50,8 @@ pub(crate) enum Helper {
     FreestandingF32,
     /// picograd's branch-free f32 `pg_vexp2f`, `pg_vlog2f`, `pg_vsinf` (they vectorize).
     VectorF32,
-    /// The `pg_f32xN` vector types (aligned and unaligned), `pg_splat_f32xN` and the fused
-    /// `pg_fma_f32xN` for `N` lanes.
+    /// The `pg_f32xN` vector types (aligned and unaligned), `pg_splat_f32xN`, the fused
+    /// `pg_fma_f32xN` and `pg_max_f32xN` for `N` lanes.
     VecF32(usize),
 }
 
@@ -153,7 +153,10 @@ fn helper_text(h: Helper) -> String {
     }
 }
 
-/// The vector types for `w` f32 lanes and their helpers. The unaligned type may alias floats,
+/// The vector types for `w` f32 lanes and their helpers. `pg_max_f32xN` is the scalar
+/// `a < b ? b : a` per lane, through the comparison's lane mask (a NaN in `a` or in `b` gives
+/// `a`, as the scalar form does; x86's `maxps` with swapped operands is the same rule).
+/// The unaligned type may alias floats,
 /// so loading through it from a `float *` is defined. The fused multiply-add is one instruction
 /// where the compiler targets FMA — through a compiler builtin, not `<immintrin.h>`, whose
 /// parsing alone costs more than compiling a small kernel — and `__builtin_fmaf` lane by lane
@@ -183,7 +186,11 @@ fn vec_f32_text(w: usize) -> String {
          return {call};\n\
          #else\n  {t} r = c;\n  int i;\n  \
          for (i = 0; i < {w}; i++) r[i] = __builtin_fmaf(a[i], b[i], c[i]);\n  return r;\n\
-         #endif\n}}\n"
+         #endif\n}}\n\
+         typedef int pg_i32x{w} __attribute__((vector_size({bytes})));\n\
+         {PFX} {t} pg_max_f32x{w}({t} a, {t} b) {{\n  \
+         pg_i32x{w} m = a < b;\n  \
+         return ({t})((m & (pg_i32x{w})b) | (~m & (pg_i32x{w})a));\n}}\n"
     )
 }
 

@@ -1,7 +1,8 @@
 //! Printing the vector UOps ([`UOpKind::VecAcc`](crate::codegen::uops::UOpKind::VecAcc),
 //! `VecLoad`, `VecStore`, `VecAlu`, `Vectorize`) as statements on the GCC/clang vector types
 //! `pg_f32xN` the prelude defines: loads and stores through the unaligned `pg_f32xNu`, the
-//! fused multiply-add through `pg_fma_f32xN`. The lanes were chosen by the optimizer (an
+//! fused multiply-add through `pg_fma_f32xN`, the maximum through `pg_max_f32xN` (the scalar
+//! `a < b ? b : a` as a lane mask, so NaNs and signed zeros come out as in scalar code). The lanes were chosen by the optimizer (an
 //! `Opt::Vectorize`) and made by the linearizer; this file only prints them.
 //!
 //! Invariant: each lane computes what the scalar UOp computes on that lane's operands (the
@@ -74,6 +75,7 @@ impl Writer<'_> {
             AluOp::Neg => format!("-{}", a[0]),
             AluOp::MulAcc => format!("{} * {} + {}", a[0], a[1], a[2]),
             AluOp::Fma => format!("pg_fma_f32x{w}({}, {}, {})", a[0], a[1], a[2]),
+            AluOp::Max => format!("pg_max_f32x{w}({}, {})", a[0], a[1]),
             _ => match arith_sym(op).filter(|_| lane_wise(op)) {
                 Some(sym) => format!("{} {sym} {}", a[0], a[1]),
                 None => self.undefined(op, DType::F32),

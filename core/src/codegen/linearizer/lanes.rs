@@ -33,12 +33,19 @@ pub(super) enum LaneVal {
     Lanes(Vec<u32>),
 }
 
-/// Ops whose vector form (C's vector operators, `pg_fma_f32xN`) computes each lane exactly as
-/// the scalar op does.
+/// Ops whose vector form (C's vector operators, `pg_fma_f32xN`, `pg_max_f32xN`) computes each
+/// lane exactly as the scalar op does.
 fn lane_wise(op: AluOp) -> bool {
     matches!(
         op,
-        AluOp::Add | AluOp::Sub | AluOp::Mul | AluOp::Div | AluOp::Neg | AluOp::MulAcc | AluOp::Fma
+        AluOp::Add
+            | AluOp::Sub
+            | AluOp::Mul
+            | AluOp::Div
+            | AluOp::Neg
+            | AluOp::MulAcc
+            | AluOp::Fma
+            | AluOp::Max
     )
 }
 

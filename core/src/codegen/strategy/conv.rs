@@ -20,7 +20,7 @@
 //! contiguous along it ([`super::facts::vector_upcast`]).
 //!
 //! Search space: both orientations for every channel count up to [`MAX_CHANNELS`] dividing the
-//! channel axis, times every power-of-two pixel count dividing the output-contiguous axis,
+//! channel axis, times every pixel count dividing the output-contiguous axis,
 //! within `max_accs` accumulators.
 //!
 //! Invariant: only upcasts are applied (each accumulator keeps its summation order), so tiled
@@ -86,8 +86,32 @@ fn channel_lane_tile(
     if c < 2 || size(k, channel) % c as i64 != 0 {
         return None;
     }
-    let pixels = wide_amount(size(k, wide), (cfg.max_accs / c).max(1));
-    Some(((wide, pixels), (channel, c)))
+    // The pixels are broadcast operands, not lanes: any count that divides the row serves (a
+    // 14-wide row takes 7 accumulators, not the 2 a power of two would allow). One or more
+    // vectors of channels (`m`) times the pixels: the most accumulators the budget holds (they
+    // hide the multiply-add latency), then the fewest loads per multiply-add — each tap loads
+    // `m` weight vectors and broadcasts `pixels` inputs for `m · pixels` multiply-adds, so 2 × 4
+    // beats 1 × 8 (pointwise convs).
+    let vectors = (cfg.max_accs / c).max(1);
+    // A small window (the innermost reduce axis, 2 to 8 taps) is unrolled later, each tap
+    // loading its own `m` weight vectors, which then crowd the accumulators out of the
+    // registers (a 3×3 conv at 2 × 4 ran slower than at 1 × 8): one vector of channels there.
+    let window = k
+        .first_upcast
+        .checked_sub(1)
+        .is_some_and(|a| a >= k.first_reduce && (2..=8).contains(&size(k, a)));
+    let most = if window { 1 } else { vectors };
+    // From the most channel vectors down, so a tie keeps the fewest (`max_by` keeps the last).
+    let (m, pixels) = (1..=most)
+        .rev()
+        .filter(|&m| size(k, channel) % (m * c) as i64 == 0)
+        .map(|m| (m, largest_divisor(size(k, wide), vectors / m).unwrap_or(1)))
+        .max_by(|&(m1, p1), &(m2, p2)| {
+            // Loads per multiply-add compared without division: (m + p) / (m · p).
+            let (l1, l2) = ((m1 + p1) * m2 * p2, (m2 + p2) * m1 * p1);
+            (m1 * p1).cmp(&(m2 * p2)).then(l2.cmp(&l1))
+        })?;
+    Some(((wide, pixels), (channel, c * m)))
 }
 
 /// The conv tiles of the module doc, each with the (original) axis it upcasts last.
@@ -96,9 +120,7 @@ pub(super) fn space(k: &Kernel, cfg: &OptConfig) -> Vec<Choice> {
         return Vec::new();
     };
     let (nc, nw) = (size(k, channel), size(k, wide));
-    let pixels = core::iter::successors(Some(1usize), |w| Some(w * 2))
-        .take_while(|&w| w <= cfg.max_accs)
-        .filter(|&w| nw % w as i64 == 0);
+    let pixels = (1..=cfg.max_accs).filter(|&w| nw % w as i64 == 0);
     let mut out = Vec::new();
     for w in pixels {
         for c in (2..=MAX_CHANNELS).filter(|&c| nc % c as i64 == 0 && c * w <= cfg.max_accs) {
@@ -172,11 +194,14 @@ fn conv_axes(k: &Kernel) -> Option<(usize, usize)> {
     let weight = loads.iter().find(|l| {
         zero(l, wide) && (0..k.first_reduce).any(|a| a != wide && big(a) && zero(l, a))
     })?;
-    let input = loads.iter().find(|l| !zero(l, wide))?;
-    (0..k.first_reduce)
-        .rev()
-        .find(|&a| big(a) && zero(input, a) && !zero(weight, a))
-        .map(|channel| (channel, wide))
+    // Any load reading along `wide` may be the input: a residual added after the reduce reads
+    // along `wide` too, but along the channel axis as well, so it names no channel.
+    loads.iter().filter(|l| !zero(l, wide)).find_map(|input| {
+        (0..k.first_reduce)
+            .rev()
+            .find(|&a| big(a) && zero(input, a) && !zero(weight, a))
+            .map(|channel| (channel, wide))
+    })
 }
 
 /// Lanes along the output-contiguous axis: a power of two up to the vector width that divides

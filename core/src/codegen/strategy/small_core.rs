@@ -114,9 +114,15 @@ fn tile_axes(k: &Kernel) -> Option<(usize, usize)> {
     let wide = (0..k.first_reduce)
         .rev()
         .find(|&a| big(a) && store.get(a) == Some(&Some(1)))?;
-    let input = loads.iter().find(|l| !zero(l, wide))?;
-    let channel = (0..k.first_reduce).rev().find(|&a| {
-        a != wide && big(a) && zero(input, a) && loads.iter().any(|l| zero(l, wide) && !zero(l, a))
-    })?;
-    Some((channel, wide))
+    // Any load reading along `wide` may be the input (a residual added after the reduce reads
+    // along the channel axis too, so it names none).
+    loads.iter().filter(|l| !zero(l, wide)).find_map(|input| {
+        let channel = (0..k.first_reduce).rev().find(|&a| {
+            a != wide
+                && big(a)
+                && zero(input, a)
+                && loads.iter().any(|l| zero(l, wide) && !zero(l, a))
+        })?;
+        Some((channel, wide))
+    })
 }
