@@ -275,7 +275,11 @@ impl Capture {
     /// (they compute the same values up to the rounding of fused multiply-adds). For a target
     /// without caches (`cfg` `None` or `l2_bytes` 0) the scheduler's layout transforms are
     /// undone: layout copies are dropped and the kernels that read them go back to their plain
-    /// form, so the target's memory holds no copy (the results are the same bits).
+    /// form, so the target's memory holds no copy (the results are the same bits). For a target
+    /// with a dual multiply-accumulate (`cfg.dual_mac`) the int8 intermediates a packed sum
+    /// reads strided are stored channel-interleaved ([`crate::schedule::interleave`]): the
+    /// kernels' layout then differs from the kept programs', each consistent in itself (replay
+    /// the target's kernels with [`Capture::recompiled`]).
     pub fn relowered(
         &self,
         cfg: Option<&crate::codegen::opt::OptConfig>,

@@ -1,8 +1,15 @@
 //! Conv register tiles for cores without float SIMD, sized by the target's float register file
 //! ([`OptConfig::float_registers`]), or for an integer sum by its general-purpose registers
 //! ([`OptConfig::int_registers`]): the first entry of the strategy table, taken only when the
-//! configuration names a register count (and, for an integer sum, has no dual
-//! multiply-accumulate, whose pairs come from the unrolled reduce instead).
+//! configuration names a register count.
+//!
+//! With a dual multiply-accumulate ([`OptConfig::dual_mac`]), an int8 sum whose two factors are
+//! both consecutive bytes along a reduce axis (a pointwise conv over channel-interleaved
+//! activations, see `schedule/interleave.rs`) also gets that axis unrolled by 4, so the
+//! linearizer reads each factor as one 32-bit word per four products; its tile is sized as
+//! packed words use registers: `c·w` accumulators, two halfword-pair registers for each word of
+//! the operand reused across the tile (`min(c, w)` words), two for the word in use, and the two
+//! factors' addresses (KWS DS-CNN's pointwise convs: 1 × 5).
 //!
 //! A reduce kernel with two output axes that each of two loads broadcasts — a conv's output
 //! channels (the input broadcasts them) and pixels (the weight does), for pointwise,
@@ -15,16 +22,17 @@
 //! 64-channel pointwise conv over 125 pixels on 32 registers gets 4 × 5 (0.45 loads per MAC
 //! instead of the 1.25 of a 4 × 1 tile).
 //!
-//! Invariant: only upcasts of output axes, so each accumulator keeps its summation order and a
-//! tiled kernel computes bit-identical results to the untiled one.
+//! Invariant: only upcasts of output axes (and, for a packed integer sum, an unroll of a reduce
+//! axis, whose wrapping sum is the same in any order), so each float accumulator keeps its
+//! summation order and a tiled kernel computes bit-identical results to the untiled one.
 
 use alloc::vec::Vec;
 
 use super::facts::{size, strides, try_opt, upcasts};
 use super::Choice;
+use crate::ast::AstOp;
 use crate::codegen::kernel::{Kernel, Opt};
 use crate::codegen::opt::OptConfig;
-use crate::ast::AstOp;
 use crate::dtype::DType;
 use crate::ops::AluOp;
 
@@ -160,16 +168,15 @@ fn packed_axis(k: &Kernel) -> Option<usize> {
     };
     (k.first_reduce..k.first_upcast)
         .rev()
-        .find(|&a| size(k, a) > 0 && size(k, a) % PACK as i64 == 0 && strides.iter().all(|s| unit(s, a)))
+        .find(|&a| {
+            size(k, a) > 0 && size(k, a) % PACK as i64 == 0 && strides.iter().all(|s| unit(s, a))
+        })
         .map(|a| a - k.first_reduce)
 }
 
 /// The unroll that gives the linearizer [`PACK`] consecutive positions of the packed axis.
 fn packed_unroll(axis: usize) -> Opt {
-    Opt::Unroll {
-        axis,
-        amount: PACK,
-    }
+    Opt::Unroll { axis, amount: PACK }
 }
 
 /// `(channel, pixel)` axes: the pixel axis is the output-contiguous one, read along by some
