@@ -16,6 +16,11 @@
 //! only in the other readers' and the producer's strides (a depthwise conv then reads its
 //! taps `n` bytes apart); the packed sum reads one word per four products of each factor.
 //!
+//! Where: [`Capture::relowered`](crate::jit::Capture::relowered) applies it for a `dual_mac`
+//! target (export and the device search), where the capture knows which buffers its caller
+//! sees (inputs, outputs, weights keep their layout). A live schedule on a desktop device is
+//! left as it is: any buffer it realizes may be read back by its user.
+//!
 //! Invariant: only memory layout changes. The map from logical positions to memory is a
 //! bijection applied to every access of the buffer, so every kernel reads and writes the same
 //! values at the same logical positions and results are bit-identical.
