@@ -180,3 +180,122 @@ pub fn apply(steps: &mut [Step], sizes: &[usize], fixed: &[usize]) -> Result<usi
     }
     Ok(choices.len())
 }
+
+#[cfg(test)]
+mod tests {
+    //! The rule's conditions on hand-built steps: a pointwise-shaped int8 sum over an
+    //! intermediate one kernel writes is interleaved (its strided factor then reads with unit
+    //! stride, the producer's store is remapped); a fixed slot, a second writer, a copy step
+    //! touching the buffer, or a channel count that is not a whole number of words leave it.
+
+    use super::*;
+    use crate::shape::sints_usize;
+
+    const CO: usize = 4;
+    const P: usize = 6;
+
+    fn load(buf: usize, st: ShapeTracker) -> Ast {
+        Ast::new(AstOp::Load { buf, st }, DType::I8, Vec::new())
+    }
+
+    /// `out[co, p] = Σ_ci x[ci, p] · w[co, ci]`, `x` buffer 1 (NCHW: channels `P` apart).
+    fn consumer(ci: usize) -> Ast {
+        let full = sints_usize(&[CO, P, ci]);
+        let x = ShapeTracker::from_dims(&[ci, P])
+            .permute(&[1, 0])
+            .and_then(|s| s.reshape(&sints_usize(&[1, P, ci])))
+            .and_then(|s| s.expand(&full))
+            .unwrap();
+        let w = ShapeTracker::from_dims(&[CO, ci])
+            .reshape(&sints_usize(&[CO, 1, ci]))
+            .and_then(|s| s.expand(&full))
+            .unwrap();
+        let prod = Ast::new(
+            AstOp::Alu(AluOp::MulWide),
+            DType::I32,
+            alloc::vec![load(1, x), load(2, w)],
+        );
+        let red = Ast::new(
+            AstOp::Reduce(ReduceOp::Sum, alloc::vec![2]),
+            DType::I32,
+            alloc::vec![prod],
+        );
+        let st = ShapeTracker::from_dims(&[CO, P, 1]);
+        Ast::new(AstOp::Store { buf: 0, st }, DType::I32, alloc::vec![red])
+    }
+
+    /// Writes `ci · P` elements of buffer 0 from buffer 1.
+    fn producer(ci: usize) -> Ast {
+        let st = ShapeTracker::from_dims(&[ci, P]);
+        Ast::new(
+            AstOp::Store {
+                buf: 0,
+                st: st.clone(),
+            },
+            DType::I8,
+            alloc::vec![load(1, st)],
+        )
+    }
+
+    /// Slot 1: the model input, 2: the intermediate, 3: the weight, 4: the output.
+    fn steps(ci: usize) -> Vec<Step> {
+        alloc::vec![
+            (Some(producer(ci)), alloc::vec![2, 1]),
+            (Some(consumer(ci)), alloc::vec![4, 2, 3]),
+        ]
+    }
+
+    fn sizes(ci: usize) -> Vec<usize> {
+        alloc::vec![0, ci * P, ci * P, CO * ci, CO * P]
+    }
+
+    fn x_strides(steps: &[Step]) -> Vec<Option<i64>> {
+        let ast = steps[1].0.as_ref().unwrap();
+        let red = ast.find_reduce().unwrap();
+        let AstOp::Load { st, .. } = red.src()[0].src()[0].op() else {
+            panic!("not a load")
+        };
+        strides(st)
+    }
+
+    #[test]
+    fn intermediate_is_interleaved_and_read_along_its_channels() {
+        let mut s = steps(8);
+        assert_eq!(x_strides(&s)[2], Some(P as i64));
+        let before = s[0].0.clone();
+        assert_eq!(apply(&mut s, &sizes(8), &[1, 3, 4]).unwrap(), 1);
+        assert_eq!(x_strides(&s)[2], Some(1), "the channels are not contiguous");
+        assert_eq!(
+            x_strides(&s)[1],
+            Some(8),
+            "the pixels are not a word row apart"
+        );
+        assert_ne!(s[0].0, before, "the producer's store was not remapped");
+    }
+
+    #[test]
+    fn buffers_seen_outside_or_shared_keep_their_layout() {
+        let fixed = |s: &mut Vec<Step>| apply(s, &sizes(8), &[1, 2, 3, 4]).unwrap();
+        assert_eq!(fixed(&mut steps(8)), 0, "a fixed slot");
+        let mut two = steps(8);
+        two.insert(0, (Some(producer(8)), alloc::vec![2, 1]));
+        assert_eq!(
+            apply(&mut two, &sizes(8), &[1, 3, 4]).unwrap(),
+            0,
+            "two writers"
+        );
+        let mut copied = steps(8);
+        copied.push((None, alloc::vec![1, 2]));
+        assert_eq!(
+            apply(&mut copied, &sizes(8), &[1, 3, 4]).unwrap(),
+            0,
+            "a copy"
+        );
+        let mut odd = steps(6);
+        assert_eq!(
+            apply(&mut odd, &sizes(6), &[1, 3, 4]).unwrap(),
+            0,
+            "6 channels"
+        );
+    }
+}
