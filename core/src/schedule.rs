@@ -36,6 +36,7 @@ use crate::error::{Error, Result};
 use crate::lazy::{LazyBuffer, LazyOp};
 use crate::shape::ShapeTracker;
 
+pub mod interleave;
 mod layout;
 mod offsets;
 mod vars;

@@ -413,6 +413,11 @@ impl<'a> Writer<'a> {
     /// `pg_smlad_b` (both lanes' factors i8: packed as bytes and widened by `__sxtb16`) or
     /// `pg_smlad_h` (halfwords) — `__smlad` under `__ARM_FEATURE_DSP`, portable C elsewhere.
     fn dual_mac(&mut self, i: usize) -> String {
+        if self.k.uops[i].src.len() == 3 {
+            // The packed form: two words of four i8 lanes (`VecLoad`s printed as `pg_ld_i8x4`).
+            let args: Vec<String> = (0..3).map(|n| self.src(i, n).to_string()).collect();
+            return self.call(Helper::SmladWords, "pg_smlad4_b", &args.join(", "));
+        }
         let args: Vec<String> = (0..5).map(|n| self.src(i, n).to_string()).collect();
         let bytes = (1..5).all(|n| self.src_dtype(i, n) == DType::I8);
         let (h, f) = if bytes {

@@ -324,6 +324,40 @@ impl Lin {
     }
 }
 
+impl Lin {
+    /// Folds the products of `src` (a `MulWide`) at four reduce positions into `acc` with one
+    /// packed `DualMac`, when each factor is an ungated i8 load of four consecutive elements
+    /// there (one 32-bit word per factor); false, emitting nothing, when they are not.
+    fn accumulate_packed(&mut self, src: &Ast, quad: &[Vec<Node>], acc: u32) -> Result<bool> {
+        let mut words = Vec::with_capacity(2);
+        for f in &src.src()[..2] {
+            let AstOp::Load { buf, st } = f.op() else {
+                return Ok(false);
+            };
+            if f.dtype() != DType::I8 {
+                return Ok(false);
+            }
+            let (idxs, valid): (Vec<Node>, Vec<Node>) =
+                quad.iter().map(|p| st.expr_idxs(p)).unzip();
+            let ungated = valid.iter().all(|v| v.as_const().is_some_and(|c| c != 0));
+            if !ungated || !lanes::consecutive(&idxs) {
+                return Ok(false);
+            }
+            words.push((*buf, idxs[0].clone()));
+        }
+        let mut srcs = alloc::vec![acc];
+        for (buf, idx) in words {
+            let (b, i) = (self.buf_uop(buf), self.node(&idx));
+            srcs.push(self.push(UOpKind::VecLoad { lanes: 4 }, DType::I8, alloc::vec![b, i]));
+        }
+        (0..8).for_each(|_| self.count_flop());
+        self.cost.reduce_ops = self.cost.reduce_ops.saturating_add(4 * self.trip());
+        let new = self.push(UOpKind::DualMac, DType::I32, srcs);
+        self.push(UOpKind::Assign, DType::I32, alloc::vec![acc, new]);
+        Ok(true)
+    }
+}
+
 /// Is `src`, summed by `op` into `dtype`, a product of two values that fit signed 16-bit lanes
 /// (an int8 conv or matmul's `MulWide`), so two of its steps can be one `DualMac`?
 fn dual_mac_fits(op: ReduceOp, src: &Ast, dtype: DType) -> bool {
@@ -638,13 +672,24 @@ fn lower(
         // then dead, so only one step's loads are live at once (accumulator-major order would
         // keep every step's loads live and spill on a small register file). Each accumulator
         // still receives its terms in `red_combos` order, so results are unchanged.
-        for rs in red_combos.chunks(if paired { 2 } else { 1 }) {
+        // Paired: four positions at a time, one packed `DualMac` where both factors are four
+        // consecutive bytes there, else two pairs (the last chunk may be shorter: a pair and
+        // an odd position taking a single step).
+        for quad in red_combos.chunks(if paired { 4 } else { 1 }) {
             for (gi, g) in out_combos.iter().enumerate() {
-                if let [r0, r1] = rs {
-                    let (p0, p1) = (positions(g, r0, true), positions(g, r1, true));
-                    l.accumulate_pair(src, [&p0, &p1], accs[gi])?;
-                } else {
-                    l.accumulate(*rop, src, &positions(g, &rs[0], true), accs[gi], dtype)?;
+                if quad.len() == 4 {
+                    let ps: Vec<Vec<Node>> = quad.iter().map(|r| positions(g, r, true)).collect();
+                    if l.accumulate_packed(src, &ps, accs[gi])? {
+                        continue;
+                    }
+                }
+                for rs in quad.chunks(if paired { 2 } else { 1 }) {
+                    if let [r0, r1] = rs {
+                        let (p0, p1) = (positions(g, r0, true), positions(g, r1, true));
+                        l.accumulate_pair(src, [&p0, &p1], accs[gi])?;
+                    } else {
+                        l.accumulate(*rop, src, &positions(g, &rs[0], true), accs[gi], dtype)?;
+                    }
                 }
             }
         }

@@ -36,7 +36,11 @@ pub struct OptConfig {
     /// The core has a dual 16-bit multiply-accumulate (Arm's `smlad`, DSP extension): the
     /// linearizer pairs the products of an integer sum into
     /// [`UOpKind::DualMac`](super::uops::UOpKind::DualMac)s. Off by default; a target says so
-    /// (`opt.dual_mac = 1`). Integer sums wrap, so pairing changes no value.
+    /// (`opt.dual_mac = 1`). Integer sums wrap, so pairing changes no value. Where both int8
+    /// factors are four consecutive bytes the pair is packed from one 32-bit load per factor
+    /// (four products per two `smlad`s), and a capture relowered for such a target stores the
+    /// int8 intermediates a packed sum reads strided channel-interleaved
+    /// ([`crate::schedule::interleave`]).
     pub dual_mac: bool,
     /// The strategies may make an upcast's lanes vector UOps
     /// ([`Opt::Vectorize`](super::kernel::Opt::Vectorize)), which C prints on GCC/clang vector

@@ -61,6 +61,9 @@ pub enum UOpKind {
     /// i8/u8/i16 (each fits a signed 16-bit lane). The linearizer pairs two products of an
     /// integer sum into one when the target's [`OptConfig`](super::opt::OptConfig) says it has
     /// the instruction (`dual_mac`: Arm's `smlad` on cores with the DSP extension).
+    /// Packed form, three sources: `src0 + Σₖ src1[k]·src2[k]` over two `VecLoad`s of four i8
+    /// lanes each (one 32-bit word per operand: two `smlad`s on `sxtb16`-widened halves), made
+    /// where both factors are four consecutive elements of memory.
     DualMac,
     /// A vector accumulator of `lanes` elements of the UOp's dtype, every lane starting at the
     /// value; updated by `Assign` with a vector of as many lanes.

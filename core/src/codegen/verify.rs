@@ -279,6 +279,21 @@ fn kind_problem(lk: &LinearKernel, u: &UOp) -> Option<String> {
                 same(&[acc.dtype, dt(1), u.dtype], "assign")
             }
         }),
+        // The packed form: an i32 accumulator and two `VecLoad`s of four i8 lanes.
+        UOpKind::DualMac if u.src.len() == 3 => {
+            let word = |s: usize| {
+                let w = &lk.uops[u.src[s] as usize];
+                w.kind == UOpKind::VecLoad { lanes: 4 } && w.dtype == DType::I8
+            };
+            (u.dtype != DType::I32 || dt(0) != DType::I32 || !word(1) || !word(2)).then(|| {
+                format!(
+                    "packed dual multiply-accumulate of {:?} giving {} (wants i32 and two \
+                     4-lane i8 loads)",
+                    dts(lk, u),
+                    u.dtype.name()
+                )
+            })
+        }
         UOpKind::DualMac => arity(5).or_else(|| {
             let lanes_fit = (1..5).all(|s| matches!(dt(s), DType::I8 | DType::U8 | DType::I16));
             (u.dtype != DType::I32 || dt(0) != DType::I32 || !lanes_fit).then(|| {
@@ -328,6 +343,10 @@ fn lanes_problem(lk: &LinearKernel, i: usize) -> Option<String> {
             "gep reads a lane of a vector",
         ),
         UOpKind::Assign => want(&|_, n| n == w, "the value is as wide as the accumulator"),
+        UOpKind::DualMac if u.src.len() == 3 => want(
+            &|s, n| n == if s == 0 { 1 } else { 4 },
+            "a packed dual MAC takes a scalar accumulator and two 4-lane words",
+        ),
         UOpKind::DefineGlobal { .. }
         | UOpKind::DefineVar { .. }
         | UOpKind::Const(_)

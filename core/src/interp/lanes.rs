@@ -69,6 +69,21 @@ pub(super) fn scalarize(k: &LinearKernel) -> Option<LinearKernel> {
                     push(&mut out, UOpKind::Assign, src)
                 })
                 .collect(),
+            // The packed dual MAC (`acc`, two 4-lane words): two scalar `DualMac`s, lanes 0–1
+            // then 2–3, the sum the C helper computes (integer sums wrap, so any order).
+            UOpKind::DualMac if u.src.len() == 3 => {
+                let (a, b) = (u.src[1], u.src[2]);
+                let lo = alloc::vec![
+                    lane(u.src[0], 0),
+                    lane(a, 0),
+                    lane(b, 0),
+                    lane(a, 1),
+                    lane(b, 1)
+                ];
+                let acc = push(&mut out, UOpKind::DualMac, lo);
+                let hi = alloc::vec![acc, lane(a, 2), lane(b, 2), lane(a, 3), lane(b, 3)];
+                alloc::vec![push(&mut out, UOpKind::DualMac, hi)]
+            }
             UOpKind::Vectorize => scalar(&u.src),
             UOpKind::Gep(n) => alloc::vec![lane(u.src[0], usize::from(*n))],
             kind @ (UOpKind::DefineGlobal { .. }

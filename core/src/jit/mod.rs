@@ -309,7 +309,11 @@ impl Capture {
     /// (they compute the same values up to the rounding of fused multiply-adds). For a target
     /// without caches (`cfg` `None` or `l2_bytes` 0) the scheduler's layout transforms are
     /// undone: layout copies are dropped and the kernels that read them go back to their plain
-    /// form, so the target's memory holds no copy (the results are the same bits).
+    /// form, so the target's memory holds no copy (the results are the same bits). For a target
+    /// with a dual multiply-accumulate (`cfg.dual_mac`) the int8 intermediates a packed sum
+    /// reads strided are stored channel-interleaved ([`crate::schedule::interleave`]): the
+    /// kernels' layout then differs from the kept programs', each consistent in itself (replay
+    /// the target's kernels with [`Capture::recompiled`]).
     pub fn relowered(
         &self,
         cfg: Option<&crate::codegen::opt::OptConfig>,
@@ -328,15 +332,32 @@ impl Capture {
         chosen: &dyn Fn(&crate::ast::Ast) -> Option<Vec<crate::codegen::kernel::Opt>>,
     ) -> Result<Capture> {
         let undo = cfg.is_none_or(|c| c.l2_bytes == 0);
-        let steps = self
+        let kept: Vec<&CapturedStep> = self
             .steps
             .iter()
             .filter(|st| !(undo && st.layout_copy))
-            .map(|st| {
-                let (ast, slots) = match (&st.plain, undo) {
-                    (Some((plain, n)), true) => (Some(plain.clone()), st.slots[..=*n].to_vec()),
-                    _ => (st.ast.clone(), st.slots.clone()),
-                };
+            .collect();
+        let mut staged: Vec<crate::schedule::interleave::Step> = kept
+            .iter()
+            .map(|st| match (&st.plain, undo) {
+                (Some((plain, n)), true) => (Some(plain.clone()), st.slots[..=*n].to_vec()),
+                _ => (st.ast.clone(), st.slots.clone()),
+            })
+            .collect();
+        if cfg.is_some_and(|c| c.dual_mac) {
+            // The target packs int8 sums: intermediates a packed sum reads strided are stored
+            // channel-interleaved (a layout only the kernels see; the programs recorded on the
+            // desktop keep theirs, consistently among themselves).
+            let sizes: Vec<usize> = self.slots.iter().map(|b| b.len()).collect();
+            let mut fixed = self.input_slots();
+            fixed.extend(self.output_slots());
+            fixed.extend(self.weight_slots());
+            crate::schedule::interleave::apply(&mut staged, &sizes, &fixed)?;
+        }
+        let steps = kept
+            .into_iter()
+            .zip(staged)
+            .map(|(st, (ast, slots))| {
                 let kernel = match (&ast, &st.kernel) {
                     (Some(ast), Some(k)) => {
                         let bufs = k.bufs[..slots.len()].to_vec();
@@ -377,6 +398,40 @@ impl Capture {
             frozen: Vec::new(),
             fixed_vars: fixed_vars(&steps),
             steps,
+        })
+    }
+
+    /// The same capture with every kernel compiled again by `dev` (the device its buffers live
+    /// on): replays then run the kernels as lowered — after [`Capture::relowered`], the
+    /// target's kernels and layouts on this device (how tests check a target's kernels on the
+    /// interpreter). Errors when a compile fails.
+    pub fn recompiled(&self, dev: &Arc<dyn crate::device::Device>) -> Result<Capture> {
+        let steps = self
+            .steps
+            .iter()
+            .map(|st| {
+                let program = match &st.kernel {
+                    Some(k) => Some(dev.compile(k)?),
+                    None => st.program.clone(),
+                };
+                Ok(CapturedStep {
+                    ast: st.ast.clone(),
+                    kernel: st.kernel.clone(),
+                    program,
+                    slots: st.slots.clone(),
+                    plain: st.plain.clone(),
+                    layout_copy: st.layout_copy,
+                    var_vals: st.var_vals.clone(),
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Capture {
+            steps,
+            slots: self.slots.clone(),
+            inputs: self.inputs.clone(),
+            outputs: self.outputs.clone(),
+            fresh: self.fresh.clone(),
+            spec: self.spec.clone(),
         })
     }
 

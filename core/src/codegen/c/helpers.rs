@@ -38,6 +38,9 @@ pub(crate) enum Helper {
     SmladHalves,
     /// `pg_smlad_b`: the same on i8 factors, widened to halfwords by `__sxtb16`.
     SmladBytes,
+    /// `pg_ld_i8x4` and `pg_smlad4_b`: a 4-lane [`UOpKind::DualMac`](crate::codegen::uops::UOpKind::DualMac)
+    /// over two packed words of four i8 each (one 32-bit load per operand).
+    SmladWords,
     /// `pg_div_<int>`: truncating division, x/0 = 0, MIN/-1 wraps.
     Div(DType),
     /// `pg_mod_<int>`: C remainder, x%0 = 0, MIN%-1 = 0.
@@ -135,6 +138,7 @@ fn helper_text(h: Helper) -> String {
         Helper::Requant => String::from(REQUANT),
         Helper::SmladHalves => String::from(SMLAD_HALVES),
         Helper::SmladBytes => String::from(SMLAD_BYTES),
+        Helper::SmladWords => String::from(SMLAD_WORDS),
         Helper::Div(dt) => div_text(dt),
         Helper::Mod(dt) => mod_text(dt),
         Helper::FloatToInt(f, i) => float_to_int_text(f, i),
@@ -415,6 +419,37 @@ static inline __attribute__((unused)) int32_t pg_smlad_h(int32_t acc, int32_t a0
 #else
 static inline __attribute__((unused)) int32_t pg_smlad_h(int32_t acc, int32_t a0, int32_t b0, int32_t a1, int32_t b1) {
   return (int32_t)((uint32_t)acc + (uint32_t)(a0 * b0) + (uint32_t)(a1 * b1));
+}
+#endif
+";
+
+/// The packed form: `pg_ld_i8x4` reads four consecutive i8 as one word (`memcpy`: one `ldr`,
+/// which Cortex-M4 allows unaligned), and `pg_smlad4_b` adds the four lane products of two such
+/// words to `acc`. With the DSP extension `__sxtb16(w)` sign-extends bytes 0 and 2 and
+/// `__sxtb16(w >> 8)` bytes 1 and 3 (a shift, not `__ror`, which gcc 12 lacks: `__sxtb16` reads
+/// only bytes 0 and 2 of its operand, where the shift and the rotate agree), so two `__smlad`s
+/// add all four products. The portable form sums the four byte products through `uint32_t`
+/// (wrapping like the instruction); it pairs byte `k` of `a` with byte `k` of `b`, so it gives
+/// the same sum whatever the byte order.
+const SMLAD_WORDS: &str = "static inline __attribute__((unused)) int32_t pg_ld_i8x4(const int8_t *p) {
+  int32_t w;
+  __builtin_memcpy(&w, p, 4);
+  return w;
+}
+#if defined(__ARM_FEATURE_DSP)
+#include <arm_acle.h>
+static inline __attribute__((unused)) int32_t pg_smlad4_b(int32_t acc, int32_t a, int32_t b) {
+  acc = __smlad(__sxtb16(a), __sxtb16(b), acc);
+  return __smlad(__sxtb16((int32_t)((uint32_t)a >> 8)), __sxtb16((int32_t)((uint32_t)b >> 8)), acc);
+}
+#else
+static inline __attribute__((unused)) int32_t pg_smlad4_b(int32_t acc, int32_t a, int32_t b) {
+  uint32_t s = (uint32_t)acc;
+  int k;
+  for (k = 0; k < 32; k += 8) {
+    s += (uint32_t)((int32_t)(int8_t)(uint8_t)((uint32_t)a >> k) * (int32_t)(int8_t)(uint8_t)((uint32_t)b >> k));
+  }
+  return (int32_t)s;
 }
 #endif
 ";

@@ -54,6 +54,13 @@ impl Writer<'_> {
     }
 
     pub(super) fn vec_load(&mut self, i: usize, w: usize) {
+        if self.k.uops[i].dtype == DType::I8 && w == 4 {
+            // Four i8 lanes are made only as a packed `DualMac`'s operand: one 32-bit word.
+            self.needs.add(Helper::SmladWords);
+            let e = format!("pg_ld_i8x4({} + {})", self.src(i, 0), self.src(i, 1));
+            self.vec_value(i, "int32_t", &e);
+            return;
+        }
         let Some(t) = self.vec_type(i, w) else { return };
         let e = format!("*(const {t}u *)({} + {})", self.src(i, 0), self.src(i, 1));
         self.vec_value(i, &t, &e);

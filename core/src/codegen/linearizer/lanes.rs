@@ -50,7 +50,7 @@ fn lane_wise(op: AluOp) -> bool {
 }
 
 /// Are `idxs` the elements `idxs[0] + k`, lane `k` by lane?
-fn consecutive(idxs: &[Node]) -> bool {
+pub(super) fn consecutive(idxs: &[Node]) -> bool {
     (idxs.iter().enumerate()).all(|(k, i)| i.sub_node(&idxs[0]).as_const() == Some(k as i64))
 }
 

@@ -1,8 +1,15 @@
 //! Conv register tiles for cores without float SIMD, sized by the target's float register file
 //! ([`OptConfig::float_registers`]), or for an integer sum by its general-purpose registers
 //! ([`OptConfig::int_registers`]): the first entry of the strategy table, taken only when the
-//! configuration names a register count (and, for an integer sum, has no dual
-//! multiply-accumulate, whose pairs come from the unrolled reduce instead).
+//! configuration names a register count.
+//!
+//! With a dual multiply-accumulate ([`OptConfig::dual_mac`]), an int8 sum whose two factors are
+//! both consecutive bytes along a reduce axis (a pointwise conv over channel-interleaved
+//! activations, see `schedule/interleave.rs`) also gets that axis unrolled by 4, so the
+//! linearizer reads each factor as one 32-bit word per four products; its tile is sized as
+//! packed words use registers: `c·w` accumulators, two halfword-pair registers for each word of
+//! the operand reused across the tile (`min(c, w)` words), two for the word in use, and the two
+//! factors' addresses (KWS DS-CNN's pointwise convs: 1 × 5).
 //!
 //! A reduce kernel with two output axes that each of two loads broadcasts — a conv's output
 //! channels (the input broadcasts them) and pixels (the weight does), for pointwise,
@@ -15,15 +22,19 @@
 //! 64-channel pointwise conv over 125 pixels on 32 registers gets 4 × 5 (0.45 loads per MAC
 //! instead of the 1.25 of a 4 × 1 tile).
 //!
-//! Invariant: only upcasts of output axes, so each accumulator keeps its summation order and a
-//! tiled kernel computes bit-identical results to the untiled one.
+//! Invariant: only upcasts of output axes (and, for a packed integer sum, an unroll of a reduce
+//! axis, whose wrapping sum is the same in any order), so each float accumulator keeps its
+//! summation order and a tiled kernel computes bit-identical results to the untiled one.
 
 use alloc::vec::Vec;
 
 use super::facts::{size, strides, try_opt, upcasts};
 use super::Choice;
+use crate::ast::AstOp;
 use crate::codegen::kernel::{Kernel, Opt};
 use crate::codegen::opt::OptConfig;
+use crate::dtype::DType;
+use crate::ops::AluOp;
 
 /// Float registers left for the compiler's temporaries (a product, a spilled bias).
 const RESERVED: usize = 2;
@@ -47,6 +58,13 @@ pub(super) fn choose(k: &mut Kernel, cfg: &OptConfig, applied: &mut Vec<Opt>) ->
             return false;
         }
     }
+    if cfg.dual_mac {
+        if let Some(axis) = packed_axis(&next) {
+            if !try_opt(&mut next, packed_unroll(axis), &mut opts) {
+                return false;
+            }
+        }
+    }
     *k = next;
     applied.extend(opts);
     true
@@ -61,7 +79,12 @@ pub(super) fn space(k: &Kernel, cfg: &OptConfig) -> Vec<Choice> {
                 .into_iter()
                 .filter(|p| p.1 > 1)
                 .collect();
-            Choice::new(upcasts(k, &picks), Some(wide))
+            let mut opts = upcasts(k, &picks);
+            let mut next = k.clone();
+            if cfg.dual_mac && opts.iter().all(|&o| next.apply_opt(o).is_ok()) {
+                opts.extend(packed_axis(&next).map(packed_unroll));
+            }
+            Choice::new(opts, Some(wide))
         })
         .collect()
 }
@@ -73,7 +96,10 @@ fn tiles(k: &Kernel, cfg: &OptConfig) -> Vec<((usize, usize), (usize, usize))> {
     // multiply-accumulate its reduce is left to unroll so the linearizer can pair products.
     let integer = k.ast.find_reduce().is_some_and(|r| !r.dtype().is_float());
     let registers = super::facts::tile_registers(k, cfg);
-    if registers == 0 || (integer && cfg.dual_mac) {
+    // A packed dual multiply-accumulate (both factors four consecutive bytes along a reduce
+    // axis) is tiled too: each word loaded is widened into two registers of halfword pairs.
+    let packed = integer && cfg.dual_mac && packed_axis(k).is_some();
+    if registers == 0 {
         return Vec::new();
     }
     let Some((channel, wide)) = tile_axes(k) else {
@@ -89,7 +115,16 @@ fn tiles(k: &Kernel, cfg: &OptConfig) -> Vec<((usize, usize), (usize, usize))> {
     for c in sides(size(k, channel)) {
         for &w in &sides(size(k, wide)) {
             // The tile is `c·w` copies of the body: the code budget bounds it (size mode).
-            if c * w > 1 && c * w + c + w <= room && c * w <= cfg.max_unrolled {
+            // Packed: the operand reused across the tile's other side stays widened (two
+            // halfword-pair registers per word), the other's two are live only while used,
+            // and each factor walks its own address (gcc spilled accumulators of an 8 × 1
+            // tile, counted without those: 6.14 M instructions in the KWS pointwise convs).
+            let (live, copies) = if packed {
+                (c * w + 2 * c.min(w) + 2 + PACKED_ADDRESSES, PACK)
+            } else {
+                (c * w + c + w, 1)
+            };
+            if c * w > 1 && live <= room && c * w * copies <= cfg.max_unrolled {
                 out.push((c, w));
             }
         }
@@ -102,6 +137,46 @@ fn tiles(k: &Kernel, cfg: &OptConfig) -> Vec<((usize, usize), (usize, usize))> {
     out.into_iter()
         .map(|(c, w)| ((channel, c), (wide, w)))
         .collect()
+}
+
+/// Registers a packed tile's two factor addresses hold while its reduce runs.
+const PACKED_ADDRESSES: usize = 2;
+
+/// Reduce positions one packed dual multiply-accumulate takes (four i8 lanes: one word).
+const PACK: usize = 4;
+
+/// The reduce axis (counted from the first reduce axis) along which both factors of an int8
+/// product sum are consecutive in memory, its size a whole number of [`PACK`]-byte words: the
+/// axis the linearizer's packed dual multiply-accumulate reads (`None` without one).
+fn packed_axis(k: &Kernel) -> Option<usize> {
+    let src = k.ast.find_reduce()?.src().first()?.clone();
+    if !matches!(src.op(), AstOp::Alu(AluOp::MulWide)) {
+        return None;
+    }
+    let mut strides = Vec::new();
+    for f in src.src() {
+        let AstOp::Load { st, .. } = f.op() else {
+            return None;
+        };
+        if f.dtype() != DType::I8 {
+            return None;
+        }
+        strides.push(st.real_strides());
+    }
+    let unit = |s: &Vec<Option<crate::symbolic::Node>>, a: usize| {
+        s.get(a).and_then(|n| n.as_ref()?.as_const()) == Some(1)
+    };
+    (k.first_reduce..k.first_upcast)
+        .rev()
+        .find(|&a| {
+            size(k, a) > 0 && size(k, a) % PACK as i64 == 0 && strides.iter().all(|s| unit(s, a))
+        })
+        .map(|a| a - k.first_reduce)
+}
+
+/// The unroll that gives the linearizer [`PACK`] consecutive positions of the packed axis.
+fn packed_unroll(axis: usize) -> Opt {
+    Opt::Unroll { axis, amount: PACK }
 }
 
 /// `(channel, pixel)` axes: the pixel axis is the output-contiguous one, read along by some
