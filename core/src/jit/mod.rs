@@ -432,6 +432,9 @@ impl Capture {
             outputs: self.outputs.clone(),
             fresh: self.fresh.clone(),
             spec: self.spec.clone(),
+            // The same steps and kernels: the same frozen steps and variable values.
+            frozen: self.frozen.clone(),
+            fixed_vars: self.fixed_vars.clone(),
         })
     }
 
