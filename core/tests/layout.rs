@@ -125,6 +125,29 @@ fn convs_with_odd_channel_counts_get_padded_inputs_and_channel_blocks_bit_exactl
 }
 
 #[test]
+fn narrow_channel_blocks_give_way_to_full_vectors_along_the_row() {
+    // 100 channels make blocks of 4 on 8 lanes. On a 7-wide output row (no 8-lane vectors
+    // along it) the conv tile vectorizes the blocks, so they are made; on a 16-wide row the
+    // row takes full vectors and the weights keep their layout: only the padded input is
+    // copied. 24 channels (full blocks of 8) are blocked on either row.
+    for (cout, width, want) in [(100, 7, 2), (100, 16, 1), (24, 16, 2)] {
+        let (cin, xs, ws) = (3, [1, 3, 5, width], [cout, 3]);
+        let xv = vals(cin * 5 * width, cout + width);
+        let wv = vals(cout * cin * 9, cout);
+        let conv = || {
+            let x = Tensor::from_slice(&xv, &xs);
+            let w = Tensor::from_slice(&wv, &[cout, cin, 3, 3]);
+            x.conv2d(&w, None, &ConvOpts::default().padding(1))
+        };
+        let (plain, _, _) = run(&conv(), None);
+        let (laid, copies, _) = run(&conv(), Some(&desktop()));
+        assert_eq!(copies, want, "cout {cout}, row {width}");
+        assert_eq!(bits(&laid), bits(&plain), "cout {cout}, row {width}");
+        assert_eq!(bits(&laid), bits(&naive_conv(&xv, xs, &wv, ws, 1)));
+    }
+}
+
+#[test]
 fn batched_matmuls_with_remainder_columns_get_panels_bit_exactly() {
     // A small L2 (4 KiB) so these small operands overflow it; 100 columns are 6 panels of 16 and
     // a zero-padded remainder panel; 96 columns are 6 whole panels, run panels-outermost.

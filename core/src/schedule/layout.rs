@@ -17,7 +17,8 @@
 //!   channel axis is copied into blocks of `c` channels, `[.., channels / c, reduce.., c]`, so the
 //!   conv tile loads a vector of consecutive channels per tap; `c` is the widest power of two up
 //!   to `V` that divides the channel count (24 and 40 channels on 8 lanes: 8; 100: 4; odd
-//!   counts: no blocks, the tile then vectorizes along the output width instead).
+//!   counts: no blocks, the tile then vectorizes along the output width instead) — and when
+//!   `c < V`, only if `V` does not divide the output row (else the tile vectorizes the row).
 //! - **Panels** (matmul operands): in any other reduce, the operand that varies along the output's
 //!   contiguous axis (the register tile's vector lanes) is copied into panels of `P` columns,
 //!   `[.., columns / P, reduce.., P]`, when its lanes are strided (a transposed weight: each
@@ -191,7 +192,12 @@ fn choose(f: &Facts, cfg: &OptConfig) -> Plan {
             if let Some(axis) = conv_weight(f, s) {
                 let reuse = f.reuse(&f.broadcasts(s));
                 let width = channel_lanes(f.full[axis], v);
-                if s[axis] != Some(1) && reuse >= min_reuse && width > 1 {
+                // The conv tile puts narrower channel vectors than the target's on the row
+                // instead when the vector width divides the row (`strategy/conv.rs`): no blocks
+                // then, so its broadcast weights keep a plain index.
+                let row_lanes = f.wide.is_some_and(|w| f.full[w] % v == 0);
+                let used = width == v || !row_lanes;
+                if s[axis] != Some(1) && reuse >= min_reuse && width > 1 && used {
                     out.push((i, Choice::Blocks { axis, width }));
                 }
             }

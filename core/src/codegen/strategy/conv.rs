@@ -43,7 +43,14 @@ pub(super) fn choose(k: &mut Kernel, cfg: &OptConfig, applied: &mut Vec<Opt>) ->
     let Some((channel, wide)) = conv_axes(k) else {
         return false;
     };
-    let (first, second) = match channel_lane_tile(k, cfg, (channel, wide)) {
+    // Vectors of channels narrower than the target's (100 channels in blocks of 4 on 8 lanes)
+    // do half the work per multiply-add of full vectors along a row the vector width divides:
+    // that row takes the lanes instead.
+    let full_row = size(k, wide) % cfg.vec_width.max(1) as i64 == 0;
+    let channel_tile = channel_lane_tile(k, cfg, (channel, wide))
+        .filter(|&(_, lanes)| lanes >= cfg.vec_width || !full_row)
+        .map(|(tile, _)| tile);
+    let (first, second) = match channel_tile {
         Some(tile) => tile,
         None => {
             let lanes = wide_amount(size(k, wide), cfg.vec_width);
@@ -68,15 +75,15 @@ pub(super) fn choose(k: &mut Kernel, cfg: &OptConfig, applied: &mut Vec<Opt>) ->
     true
 }
 
-/// The channel-lane tile `((wide, pixels), (channel, lanes))` — upcast in that order, so the
-/// channels become the vector lanes — when a vector width of channels divides the channel axis
+/// The channel-lane tile `((wide, pixels), (channel, m · lanes))` and its lane count — upcast
+/// in that order, so the channels become the vector lanes — when a vector width of channels divides the channel axis
 /// and the weights are contiguous within it with a plain stride across such groups (so the
 /// renderer sees one vector load per tap).
 fn channel_lane_tile(
     k: &Kernel,
     cfg: &OptConfig,
     (channel, wide): (usize, usize),
-) -> Option<((usize, usize), (usize, usize))> {
+) -> Option<(Tile, usize)> {
     // The widest power-of-two lane count that divides the channels and finds the weights
     // contiguous within it (the scheduler blocks weights by [`channel_lanes`] too, `schedule/layout.rs`).
     let mut c = channel_lanes(size(k, channel).max(0) as usize, cfg.vec_width);
@@ -111,8 +118,11 @@ fn channel_lane_tile(
             let (l1, l2) = ((m1 + p1) * m2 * p2, (m2 + p2) * m1 * p1);
             (m1 * p1).cmp(&(m2 * p2)).then(l2.cmp(&l1))
         })?;
-    Some(((wide, pixels), (channel, c * m)))
+    Some((((wide, pixels), (channel, c * m)), c))
 }
+
+/// Two upcasts `(axis, amount)`, applied in order (the second carries the vector lanes).
+type Tile = ((usize, usize), (usize, usize));
 
 /// The conv tiles of the module doc, each with the (original) axis it upcasts last.
 pub(super) fn space(k: &Kernel, cfg: &OptConfig) -> Vec<Choice> {
