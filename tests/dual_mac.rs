@@ -18,7 +18,7 @@ use picograd::export::{export, ExportNames, ExportOptions};
 use picograd::interp::Interp;
 use picograd::jit::Capture;
 use picograd::ops::requant;
-use picograd::runtime::target::{build_and_run, BuildOptions, Target, Values};
+use picograd::runtime::target::{Target, Values};
 use picograd::schedule::schedule;
 use picograd::tensor::quantized::{requant_params, Ties};
 use picograd::{ConvOpts, DType, Padding, Result, Tensor};
@@ -28,17 +28,11 @@ const COUT: usize = 4;
 const XZ: i64 = 117;
 const YZ: i64 = 9;
 
-/// A deterministic pseudo-random stream (xorshift), so the test needs no RNG crate.
-struct Rng(u64);
-
-impl Rng {
-    fn range(&mut self, lo: i64, hi: i64) -> i64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        lo + (self.0 % (hi - lo + 1) as u64) as i64
-    }
-}
+#[path = "common/int_bundle.rs"]
+mod int_bundle;
+#[path = "common/rng.rs"]
+mod rng;
+use rng::Rng;
 
 /// The weights, biases and per-channel scales of the two convs.
 struct Params {
@@ -236,15 +230,6 @@ fn dual_mac_conv_agrees_on_every_device() {
     let dir = std::env::temp_dir().join(format!("picograd-dual-mac-{}", std::process::id()));
     picograd::runtime::export::write_bundle(&bundle, &dir).unwrap();
     let feed = [("x", Values::i32(&input()))];
-    for name in ["host", "cortex-m4"] {
-        let t = Target::by_name(name).unwrap();
-        let r = build_and_run(&t, &dir, &feed, &BuildOptions::default())
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
-        let got: Vec<i32> = r.output("y").expect("output y").to_i64().unwrap()[..]
-            .iter()
-            .map(|&v| v as i32)
-            .collect();
-        assert_eq!(got, want, "exported C on {name}");
-    }
+    int_bundle::check_host_and_cortex_m4(&dir, &feed, &want);
     let _ = std::fs::remove_dir_all(&dir);
 }

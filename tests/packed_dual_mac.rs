@@ -19,7 +19,7 @@ use picograd::export::{export, ExportNames, ExportOptions};
 use picograd::interp::Interp;
 use picograd::jit::Capture;
 use picograd::ops::requant;
-use picograd::runtime::target::{build_and_run, BuildOptions, Target, Values};
+use picograd::runtime::target::{Target, Values};
 use picograd::tensor::quantized::{requant_params, Ties};
 use picograd::{ConvOpts, DType, Tensor};
 
@@ -29,17 +29,11 @@ const W: usize = 5;
 const C: [usize; 4] = [12, 12, 6, 4];
 const ZP: i64 = -3;
 
-/// A deterministic pseudo-random stream (xorshift), so the test needs no RNG crate.
-struct Rng(u64);
-
-impl Rng {
-    fn range(&mut self, lo: i64, hi: i64) -> i64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        lo + (self.0 % (hi - lo + 1) as u64) as i64
-    }
-}
+#[path = "common/int_bundle.rs"]
+mod int_bundle;
+#[path = "common/rng.rs"]
+mod rng;
+use rng::Rng;
 
 /// Layer `n`: 1×1 conv weights `[C[n+1], C[n]]`, biases and per-channel scales.
 struct Layer {
@@ -208,15 +202,6 @@ fn packed_dual_mac_on_interleaved_activations_matches_the_reference() {
         bits: input().iter().map(|&v| u64::from(v as u8)).collect(),
     };
     let feed = [("x", xs)];
-    for name in ["host", "cortex-m4"] {
-        let t = Target::by_name(name).unwrap();
-        let r = build_and_run(&t, &dir, &feed, &BuildOptions::default())
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
-        let got: Vec<i32> = r.output("y").expect("output y").to_i64().unwrap()[..]
-            .iter()
-            .map(|&v| v as i32)
-            .collect();
-        assert_eq!(got, want, "exported C on {name}");
-    }
+    int_bundle::check_host_and_cortex_m4(&dir, &feed, &want);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -328,6 +328,16 @@ fn can_reuse(
         && ((out.bytes == inp.bytes && elementwise_in_place(k, j)) || reads_before_writes(k, j))
 }
 
+/// The UOp positions of output 0's and parameter `j`'s buffer definitions in `k`.
+fn out_and_param(k: &LinearKernel, j: usize) -> Option<(usize, usize)> {
+    let global = |want: usize| {
+        k.uops
+            .iter()
+            .position(|x| matches!(x.kind, UOpKind::DefineGlobal { idx, .. } if idx == want))
+    };
+    Some((global(0)?, global(j)?))
+}
+
 /// Does kernel `k` read parameter `j` only at the very index it stores output 0 to, before that
 /// store, with no accumulator and no other output? Then output 0 may share `j`'s memory.
 pub fn elementwise_in_place(k: &LinearKernel, j: usize) -> bool {
@@ -336,11 +346,7 @@ pub fn elementwise_in_place(k: &LinearKernel, j: usize) -> bool {
     if has_acc || k.bufs.iter().skip(1).any(|b| b.writable) {
         return false;
     }
-    let global = |want: usize| {
-        u.iter()
-            .position(|x| matches!(x.kind, UOpKind::DefineGlobal { idx, .. } if idx == want))
-    };
-    let (Some(g_out), Some(g_in)) = (global(0), global(j)) else {
+    let Some((g_out, g_in)) = out_and_param(k, j) else {
         return false;
     };
     // A vector load or store covers `lanes` elements from its index: a load matches only a
@@ -386,11 +392,7 @@ pub fn reads_before_writes(k: &LinearKernel, j: usize) -> bool {
     if k.bufs.iter().skip(1).any(|b| b.writable) {
         return false;
     }
-    let global = |want: usize| {
-        u.iter()
-            .position(|x| matches!(x.kind, UOpKind::DefineGlobal { idx, .. } if idx == want))
-    };
-    let (Some(g_out), Some(g_in)) = (global(0), global(j)) else {
+    let Some((g_out, g_in)) = out_and_param(k, j) else {
         return false;
     };
     let is_store = |x: &UOp| matches!(x.kind, UOpKind::Store | UOpKind::VecStore { .. });
