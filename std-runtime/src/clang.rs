@@ -240,9 +240,11 @@ struct Batched {
 /// How many batch entries [`Clang`] keeps before forgetting those of unloaded batches.
 const MAX_BATCHED_ENTRIES: usize = 4096;
 
-/// Below about four million operations, waking workers costs more than it saves: a split
-/// kernel waits for a worker's wake-up (tens of µs on a shared or virtual machine), longer than
-/// a matrix-vector product of an MLP layer at batch 1 (784×512: about 1.2M) takes on one core.
+/// Below about a million operations a kernel is not split: handing a part to a worker (tens of
+/// ns while it polls, more when it sleeps) costs more than the part saves. From there up — an
+/// MLP layer at batch 1 (784×512: about 1.2M) gains from two cores while the workers poll
+/// between back-to-back kernels — and a late worker costs nothing, since the caller claims
+/// the parts it has not taken (`pool.rs`).
 const MIN_SPLIT_WORK: u64 = 1 << 20;
 
 impl Clang {
