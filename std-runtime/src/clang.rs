@@ -240,8 +240,9 @@ struct Batched {
 /// How many batch entries [`Clang`] keeps before forgetting those of unloaded batches.
 const MAX_BATCHED_ENTRIES: usize = 4096;
 
-/// Below about a million operations a kernel is not split: handing a part to a worker (tens of
-/// ns while it polls, more when it sleeps) costs more than the part saves. From there up — an
+/// Below about a million operations a kernel is not split: handing a part to a worker (a
+/// channel hand-off while it polls, a wake-up of tens of µs when it sleeps) costs more than the
+/// part saves. From there up — an
 /// MLP layer at batch 1 (784×512: about 1.2M) gains from two cores while the workers poll
 /// between back-to-back kernels — and a late worker costs nothing, since the caller claims
 /// the parts it has not taken (`pool.rs`).
