@@ -97,19 +97,24 @@ fn naive_pooled(x: &[f32], w: &[f32], bias: &[f32], b: usize) -> Vec<f32> {
     out
 }
 
+/// The input `[b, C, S, S]` holding `xs`, its batch axis `batch` bound to `b`, on `dev`.
+fn batch_input(xs: &[f32], batch: &Variable, b: usize, dev: &Arc<dyn Device>) -> Tensor {
+    let dims = [
+        batch.bind(b as i64).unwrap(),
+        Node::cst(C as i64),
+        Node::cst(S as i64),
+        Node::cst(S as i64),
+    ];
+    Tensor::try_from_slice_sym_on(xs, &dims, dev).unwrap()
+}
+
 fn batches_on(dev: Arc<dyn Device>, sizes: &[usize], check: &[usize], count_work: bool) {
     let m = Cnn::new(&dev);
     let batch = Variable::new("batch", 1, 8).unwrap();
     let (mut first, mut work) = (None, Vec::new());
     for &b in sizes {
         let xs = vals(b * C * S * S, b as f32);
-        let dims = [
-            batch.bind(b as i64).unwrap(),
-            Node::cst(C as i64),
-            Node::cst(S as i64),
-            Node::cst(S as i64),
-        ];
-        let x = Tensor::try_from_slice_sym_on(&xs, &dims, &dev).unwrap();
+        let x = batch_input(&xs, &batch, b, &dev);
         let (c0, w0) = (counters(), executed_ops());
         let ys = m.forward(&x);
         Tensor::realize_all(&ys.iter().collect::<Vec<_>>()).unwrap();
@@ -178,13 +183,7 @@ fn jit_on(dev: Arc<dyn Device>) {
     let mut before = None;
     for (i, b) in [3usize, 1, 8, 5].into_iter().enumerate() {
         let xs = vals(b * C * S * S, b as f32 * 0.5);
-        let dims = [
-            batch.bind(b as i64).unwrap(),
-            Node::cst(C as i64),
-            Node::cst(S as i64),
-            Node::cst(S as i64),
-        ];
-        let x = Tensor::try_from_slice_sym_on(&xs, &dims, &dev).unwrap();
+        let x = batch_input(&xs, &batch, b, &dev);
         if i == 1 {
             before = Some(counters());
         }

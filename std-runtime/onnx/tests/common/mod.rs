@@ -104,6 +104,11 @@ pub fn tiny_cnn() -> ModelProto {
         output: vec![value("y", &[1, 3])],
         ..Default::default()
     };
+    opset17(graph)
+}
+
+/// `graph` as a model of IR version 8 importing the default domain at opset 17.
+fn opset17(graph: GraphProto) -> ModelProto {
     ModelProto {
         ir_version: 8,
         opset_import: vec![OperatorSetIdProto {
@@ -235,15 +240,7 @@ pub fn batch_cnn() -> ModelProto {
         ],
         ..Default::default()
     };
-    ModelProto {
-        ir_version: 8,
-        opset_import: vec![OperatorSetIdProto {
-            domain: String::new(),
-            version: 17,
-        }],
-        graph: Some(graph),
-        ..Default::default()
-    }
+    opset17(graph)
 }
 
 /// A float value with no declared shape.
