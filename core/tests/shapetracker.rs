@@ -811,3 +811,39 @@ fn valid_size_of_a_padded_window_read() {
         "the plain bound counts padding: {st}"
     );
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// The row-major view of a shape (built without symbolic products when the shape is
+    /// constant) is the view `View::new` makes from strides computed by hand: each dimension's
+    /// stride the product of the later ones, 0 on size-1 dimensions; contiguous unless empty.
+    #[test]
+    fn row_major_view_matches_hand_strides(shape in prop::collection::vec(0usize..=5, 0..=4)) {
+        let mut strides = vec![0i64; shape.len()];
+        let mut acc = 1i64;
+        for i in (0..shape.len()).rev() {
+            if shape[i] != 1 {
+                strides[i] = acc;
+            }
+            acc *= shape[i] as i64;
+        }
+        let hand = View::new(dims(&shape), strides.iter().map(|&s| Node::cst(s)).collect(), Node::cst(0), None);
+        let v = View::from_shape(&dims(&shape));
+        prop_assert_eq!(&v, &hand);
+        prop_assert_eq!(v.contiguous(), hand.contiguous());
+        prop_assert_eq!(v.strides().to_vec(), hand.strides().to_vec());
+    }
+}
+
+#[test]
+fn row_major_view_of_a_symbolic_shape() {
+    // [n, 3, 1, 4]: strides [12, 4, 0, 1]; [3, n]: strides [n, 1].
+    let n = Node::var("n", 1, 9);
+    let v = View::from_shape(&[n.clone(), Node::cst(3), Node::cst(1), Node::cst(4)]);
+    assert_eq!(v.strides(), &sints(&[12, 4, 0, 1])[..]);
+    assert!(v.contiguous());
+    let w = View::from_shape(&[Node::cst(3), n.clone()]);
+    assert_eq!(w.strides(), &[n, Node::cst(1)][..]);
+    assert!(w.contiguous());
+}

@@ -646,3 +646,43 @@ fn bound_variables_bind_unbind_and_rebind() {
     let both = (&n3 + &n5).var_vals();
     assert!(both.is_err(), "one name bound to 3 and 5");
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// `eq_unbound` (no nodes built) answers what comparing the unbound forms answers, and
+    /// `merge_bound_into` collects what `var_vals` does, for expressions over variables bound
+    /// to two assignments, against the same and another expression.
+    #[test]
+    fn eq_unbound_and_merge_bound_agree_with_unbind(
+        e in expr_strategy(),
+        other in expr_strategy(),
+        raw1 in any::<[u32; 3]>(),
+        raw2 in any::<[u32; 3]>(),
+    ) {
+        use picograd_core::symbolic::Variable;
+        let bounds: Bounds = [(0, 7), (1, 9), (2, 5)];
+        let vars: Vec<Variable> = (0..3)
+            .map(|i| Variable::new(NAMES[i], bounds[i].0, bounds[i].1).unwrap())
+            .collect();
+        let env1 = assignment(&bounds, &raw1);
+        let bind = |raw: &[u32; 3]| -> [Node; 3] {
+            let env = assignment(&bounds, raw);
+            [0, 1, 2].map(|i| vars[i].bind(env[i]).unwrap())
+        };
+        let (x1, x2, y) = (build(&e, &bind(&raw1)), build(&e, &bind(&raw2)), build(&other, &bind(&raw2)));
+        prop_assert!(x1.eq_unbound(&x2));
+        prop_assert_eq!(x1.eq_unbound(&y), x1.unbind() == y.unbind());
+        prop_assert_eq!(y.eq_unbound(&x1), x1.unbind() == y.unbind());
+        // The names the expression mentions (read from its unbound form), each at its value.
+        let mentioned: Vec<String> = x1.unbind().vars().iter().filter_map(|v| v.var_name().map(String::from)).collect();
+        let want: Vec<(String, i64)> = (0..3)
+            .filter(|&i| mentioned.iter().any(|m| m == NAMES[i]))
+            .map(|i| (NAMES[i].to_string(), env1[i]))
+            .collect();
+        let mut merged = Vec::new();
+        x1.merge_bound_into(&mut merged).unwrap();
+        let got: Vec<(String, i64)> = merged.iter().map(|(n, v)| (n.to_string(), *v)).collect();
+        prop_assert_eq!(got, want);
+    }
+}

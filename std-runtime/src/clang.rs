@@ -11,7 +11,8 @@
 //! output ~5× slower to write than reused memory.
 
 use std::alloc::{alloc_zeroed, dealloc, Layout};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -53,12 +54,36 @@ struct Spare {
     bytes: usize,
 }
 
+/// Hashes a buffer id by Fibonacci hashing (a multiplication by 2⁶⁴/φ): distinct ids stay
+/// distinct in the low bits the table indexes with, and the high bits it also reads are mixed.
+/// Ids come from a counter, never from input, so no one can choose colliding keys.
+#[derive(Default)]
+struct IdHash(u64);
+
+impl Hasher for IdHash {
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `u64` keys are hashed; any other key folds its bytes in the same way.
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0 ^ v).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
 /// Host memory for the Clang device.
 #[derive(Default)]
 pub struct HostAllocator {
-    /// By id. A B-tree, not a hash map: ids are small sequential integers, and hashing them
-    /// (SipHash) was a visible part of a JIT replay's per-kernel dispatch.
-    blocks: Mutex<BTreeMap<u64, Block>>,
+    /// By id, hashed by one multiplication ([`IdHash`]): ids are distinct sequential integers,
+    /// and a JIT replay looks up every buffer of every kernel it runs (SipHash, and later a
+    /// B-tree's key scans, were a visible part of its per-kernel dispatch).
+    blocks: Mutex<HashMap<u64, Block, BuildHasherDefault<IdHash>>>,
     spare: Mutex<Spare>,
     next: AtomicU64,
 }

@@ -73,21 +73,60 @@ pub struct Capture {
     /// Steps a replay skips, by index (empty: none): their results depend on weights alone and
     /// are still in their slots (see [`Capture::freeze_constants`]).
     frozen: Vec<bool>,
-    /// Each step's variable values when no input binds one (its recorded values; `None`: the
-    /// step has no variables): a replay of an unrolled RNN's offset kernels then looks up no
-    /// names.
-    fixed_vars: Vec<Option<Vec<i64>>>,
+    /// Where each step's variable values come from (`None`: the step has no variables), by
+    /// position in [`Capture::input_vars`]: a replay then looks up no names and allocates
+    /// nothing per kernel (a decoder's ~15 kernels per token each bind the position).
+    var_plan: Vec<Option<Vec<VarSrc>>>,
+    /// The names the inputs' shapes bind, sorted (as a replay's [`VarVals`] lists them).
+    input_vars: Vec<Arc<str>>,
 }
 
-/// [`Capture::fixed_vars`] for `steps`.
-fn fixed_vars(steps: &[CapturedStep]) -> Vec<Option<Vec<i64>>> {
+/// Where a kernel variable's value comes from in a replay.
+#[derive(Clone, Copy)]
+enum VarSrc {
+    /// The replay's `at`-th input value (by sorted name), checked against the kernel's bounds.
+    Input { at: usize, lo: i64, hi: i64 },
+    /// No input binds it: the value the step was recorded with (checked when planned).
+    Recorded(i64),
+}
+
+/// [`Capture::var_plan`] for `steps` whose inputs bind the variables `input_vars`. A step whose
+/// recorded values do not cover a variable no input binds gets `None`, and a replay reports
+/// the error [`step_vars`] gives.
+fn var_plan(steps: &[CapturedStep], input_vars: &[Arc<str>]) -> Vec<Option<Vec<VarSrc>>> {
+    let plan = |k: &LinearKernel, recorded: &VarVals| {
+        k.vars
+            .iter()
+            .map(|(name, lo, hi)| {
+                if let Some(at) = input_vars.iter().position(|n| n == name) {
+                    return Some(VarSrc::Input {
+                        at,
+                        lo: *lo,
+                        hi: *hi,
+                    });
+                }
+                let v = recorded.iter().find(|(n, _)| n == name)?.1;
+                (*lo..=*hi).contains(&v).then_some(VarSrc::Recorded(v))
+            })
+            .collect::<Option<Vec<_>>>()
+    };
     steps
         .iter()
         .map(|st| match &st.kernel {
-            Some(k) if !k.vars.is_empty() => step_vars(k, &st.var_vals, &VarVals::new()).ok(),
+            Some(k) if !k.vars.is_empty() => plan(k, &st.var_vals),
             _ => None,
         })
         .collect()
+}
+
+/// The names bound by the shapes of a capture's inputs, sorted.
+fn input_vars(inputs: &[(usize, Vec<Sint>, DType)]) -> Vec<Arc<str>> {
+    let mut vals = VarVals::new();
+    for d in inputs.iter().flat_map(|(_, shape, _)| shape) {
+        // A conflict was an error when the inputs were recorded; the names are what matter.
+        let _ = d.merge_bound_into(&mut vals);
+    }
+    vals.into_iter().map(|(n, _)| n).collect()
 }
 
 /// The slot table of a capture being recorded: buffers by position, and each buffer's slot by
@@ -160,12 +199,14 @@ impl Capture {
             outs.push((slots.slot_of(&buf), n.shape().to_vec()));
             results.push(Tensor::from_lazy(n.clone()));
         }
+        let in_vars = input_vars(&ins);
         Ok((
             Capture {
                 slots: slots.bufs,
                 inputs: ins,
                 outputs: outs,
-                fixed_vars: fixed_vars(&steps),
+                var_plan: var_plan(&steps, &in_vars),
+                input_vars: in_vars,
                 steps,
                 fresh,
                 spec: Specialization::default(),
@@ -178,7 +219,14 @@ impl Capture {
     /// Runs the recorded steps on new inputs (same shapes and dtypes, same device). The
     /// outputs alias the capture's output slots: the next replay overwrites them.
     pub fn replay(&self, inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
-        let (bufs, vals) = self.bind_inputs(inputs)?;
+        let (bufs, vals) = self.bind_inputs(inputs, None)?;
+        self.run_steps(bufs, &vals)
+    }
+
+    /// [`Capture::replay`] with the values the inputs' shapes bind already computed (by
+    /// [`shape_vals`], to choose the capture).
+    fn replay_with(&self, inputs: &[&Tensor], vals: VarVals) -> Result<Vec<Tensor>> {
+        let (bufs, vals) = self.bind_inputs(inputs, Some(vals))?;
         self.run_steps(bufs, &vals)
     }
 
@@ -186,7 +234,7 @@ impl Capture {
     /// buffer, so the results stay valid whatever runs later (the intermediates are still the
     /// capture's own: two detached replays of one capture must not run at the same time).
     pub fn replay_detached(&self, inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
-        let (mut bufs, vals) = self.bind_inputs(inputs)?;
+        let (mut bufs, vals) = self.bind_inputs(inputs, None)?;
         for (slot, shape) in &self.outputs {
             let slot = *slot;
             if self.fresh.contains(&slot) && Arc::ptr_eq(&bufs[slot], &self.slots[slot]) {
@@ -206,8 +254,13 @@ impl Capture {
 
     /// The slot table with `inputs` in the input slots, after checking them against the
     /// capture's shapes (symbolic dimensions match whatever value they are bound to), dtypes
-    /// and devices; and the values the inputs' shapes bind.
-    fn bind_inputs(&self, inputs: &[&Tensor]) -> Result<(Vec<Arc<Buffer>>, VarVals)> {
+    /// and devices; and the values the inputs' shapes bind (`known`, when the caller computed
+    /// them from the same inputs).
+    fn bind_inputs(
+        &self,
+        inputs: &[&Tensor],
+        known: Option<VarVals>,
+    ) -> Result<(Vec<Arc<Buffer>>, VarVals)> {
         if inputs.len() != self.inputs.len() {
             return Err(Error::shape(
                 "jit",
@@ -219,10 +272,13 @@ impl Capture {
             ));
         }
         let mut bufs: Vec<Arc<Buffer>> = self.slots.clone();
-        let mut vals = VarVals::new();
+        let computed = known.is_none();
+        let mut vals = known.unwrap_or_default();
         for (i, (t, (slot, shape, dtype))) in inputs.iter().zip(&self.inputs).enumerate() {
             let node = realized_node(t)?;
-            if unbound(node.shape()) != unbound(shape) || node.dtype() != *dtype {
+            let same_shape = node.shape().len() == shape.len()
+                && node.shape().iter().zip(shape).all(|(a, b)| a.eq_unbound(b));
+            if !same_shape || node.dtype() != *dtype {
                 return Err(Error::shape(
                     "jit",
                     alloc::format!(
@@ -244,10 +300,10 @@ impl Capture {
                 )));
             }
             bufs[*slot] = buf;
-            for d in node.shape() {
-                for (k, v) in d.var_vals()? {
-                    crate::symbolic::merge_val(&mut vals, &k, v)?;
-                }
+            if computed {
+                node.shape()
+                    .iter()
+                    .try_for_each(|d| d.merge_bound_into(&mut vals))?;
             }
         }
         // A replay inside another capture's function reads that function's inputs outside it.
@@ -262,6 +318,11 @@ impl Capture {
         // One list of ids reused by every step: a replay of many small kernels should not
         // allocate per kernel.
         let mut ids: Vec<BufId> = Vec::new();
+        let mut vars: Vec<i64> = Vec::new();
+        // The plan holds when the inputs bind the names they bound at the recording (always,
+        // unless an input's shape mentions a variable only in some calls).
+        let planned = vals.len() == self.input_vars.len()
+            && vals.iter().zip(&self.input_vars).all(|((n, _), m)| n == m);
         for (i, step) in self.steps.iter().enumerate() {
             if self.frozen.get(i).copied().unwrap_or(false) {
                 continue;
@@ -270,18 +331,15 @@ impl Capture {
                 (Some(p), k) => {
                     ids.clear();
                     ids.extend(step.slots.iter().map(|&s| bufs[s].id()));
-                    let fixed = self.fixed_vars.get(i).and_then(Option::as_deref);
-                    let owned;
-                    let vars: &[i64] = match (k, fixed) {
-                        // No input binds a variable: the step's recorded values, computed once.
-                        (_, Some(v)) if vals.is_empty() => v,
+                    let plan = self.var_plan.get(i).and_then(Option::as_deref);
+                    match (k, plan) {
+                        (_, Some(plan)) if planned => fill_vars(&mut vars, plan, vals, k)?,
                         (Some(k), _) if !k.vars.is_empty() => {
-                            owned = step_vars(k, &step.var_vals, vals)?;
-                            &owned
+                            vars = step_vars(k, &step.var_vals, vals)?;
                         }
-                        _ => &[],
-                    };
-                    p.run(&ids, vars)?;
+                        _ => vars.clear(),
+                    }
+                    p.run(&ids, &vars)?;
                 }
                 (None, _) => {
                     let bytes = bufs[step.slots[1]].to_bytes()?;
@@ -396,7 +454,8 @@ impl Capture {
             fresh: self.fresh.clone(),
             spec: self.spec.clone(),
             frozen: Vec::new(),
-            fixed_vars: fixed_vars(&steps),
+            var_plan: var_plan(&steps, &self.input_vars),
+            input_vars: self.input_vars.clone(),
             steps,
         })
     }
@@ -434,7 +493,8 @@ impl Capture {
             spec: self.spec.clone(),
             // The same steps and kernels: the same frozen steps and variable values.
             frozen: self.frozen.clone(),
-            fixed_vars: self.fixed_vars.clone(),
+            var_plan: self.var_plan.clone(),
+            input_vars: self.input_vars.clone(),
         })
     }
 
@@ -554,6 +614,36 @@ impl Capture {
     }
 }
 
+/// Fills `out` with a step's variable values by its plan: the replay's input values `vals`
+/// (named as the plan was made with) or the recorded ones.
+fn fill_vars(
+    out: &mut Vec<i64>,
+    plan: &[VarSrc],
+    vals: &VarVals,
+    k: &Option<LinearKernel>,
+) -> Result<()> {
+    out.clear();
+    for (j, src) in plan.iter().enumerate() {
+        out.push(match *src {
+            VarSrc::Recorded(v) => v,
+            VarSrc::Input { at, lo, hi } => {
+                let v = vals[at].1;
+                if !(lo..=hi).contains(&v) {
+                    let (kernel, name) = k.as_ref().map_or(("?", "?"), |k| {
+                        (&*k.name, k.vars.get(j).map_or("?", |(n, _, _)| &**n))
+                    });
+                    return Err(Error::Symbolic(alloc::format!(
+                        "jit: kernel {kernel}: variable {name} = {v} is outside its bounds \
+                         [{lo}, {hi}]"
+                    )));
+                }
+                v
+            }
+        });
+    }
+    Ok(())
+}
+
 /// The values of `k`'s variables for a replay: from the replay's inputs (`vals`) where they
 /// bind the name, else the value the step was recorded with; outside the bounds is an error.
 fn step_vars(k: &LinearKernel, recorded: &VarVals, vals: &VarVals) -> Result<Vec<i64>> {
@@ -580,11 +670,10 @@ fn step_vars(k: &LinearKernel, recorded: &VarVals, vals: &VarVals) -> Result<Vec
 pub(crate) fn shape_vals(inputs: &[&Tensor]) -> Result<VarVals> {
     let mut vals = VarVals::new();
     for t in inputs {
-        for d in t.lazy().shape() {
-            for (k, v) in d.var_vals()? {
-                crate::symbolic::merge_val(&mut vals, &k, v)?;
-            }
-        }
+        t.lazy()
+            .shape()
+            .iter()
+            .try_for_each(|d| d.merge_bound_into(&mut vals))?;
     }
     Ok(vals)
 }
@@ -669,13 +758,13 @@ impl<F: FnMut(&[Tensor]) -> Result<Vec<Tensor>>> Jit<F> {
             // all (its replay checks the inputs and errors on a wrong signature).
             if let Some(c) = fit.or((first.spec == Specialization::default()).then_some(first)) {
                 *self.replays.lock() += 1;
-                return c.replay(&refs);
+                return c.replay_with(&refs, vals);
             }
         }
         if let Some(first) = caps.first() {
             // Another capture serves the same signature only: a wrong one is the error a replay
             // gives.
-            first.bind_inputs(&refs)?;
+            first.bind_inputs(&refs, None)?;
         }
         // `f` must read the very buffers the capture records as inputs.
         let realized = inputs

@@ -40,6 +40,27 @@ pub fn prod(dims: &[Sint]) -> Sint {
 
 /// The row-major strides of `shape`, 0 for size-1 dimensions.
 pub fn strides_for_shape(shape: &[Sint]) -> Vec<Sint> {
+    // Constant shapes (most of them) need no symbolic products: replays build output views
+    // per call.
+    if let Some(dims) = consts(shape) {
+        let mut out = vec![Node::cst(0); shape.len()];
+        let mut acc = 1i64;
+        for (i, &d) in dims.iter().enumerate().rev() {
+            if d != 1 {
+                out[i] = Node::cst(acc);
+            }
+            match acc.checked_mul(d) {
+                Some(a) => acc = a,
+                // Out of i64: the symbolic products below say what that means.
+                None => return strides_symbolic(shape),
+            }
+        }
+        return out;
+    }
+    strides_symbolic(shape)
+}
+
+fn strides_symbolic(shape: &[Sint]) -> Vec<Sint> {
     let mut out = vec![Node::cst(0); shape.len()];
     let mut acc = Node::cst(1);
     for (i, s) in shape.iter().enumerate().rev() {
@@ -189,7 +210,18 @@ impl View {
 
     /// The row-major view of `shape`.
     pub fn from_shape(shape: &[Sint]) -> View {
-        View::new(shape.to_vec(), strides_for_shape(shape), Node::cst(0), None)
+        if shape.iter().any(is_zero) {
+            return View::new(shape.to_vec(), strides_for_shape(shape), Node::cst(0), None);
+        }
+        // What `View::new` makes of the row-major strides (already 0 on size-1 dimensions),
+        // without checking them against themselves.
+        View {
+            shape: shape.to_vec(),
+            strides: strides_for_shape(shape),
+            offset: Node::cst(0),
+            mask: None,
+            contiguous: true,
+        }
     }
 
     /// The dimensions.

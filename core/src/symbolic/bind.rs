@@ -149,15 +149,64 @@ impl Node {
     /// name is bound to two values.
     pub fn var_vals(&self) -> Result<VarVals> {
         let mut out = VarVals::new();
-        if self.is_const() {
-            return Ok(out);
-        }
-        for v in self.vars() {
-            if let (Some(name), Some(val)) = (v.var_name(), v.bound_value()) {
-                merge_val(&mut out, name, val)?;
-            }
-        }
+        self.merge_bound_into(&mut out)?;
         Ok(out)
+    }
+
+    /// Adds the values of the bound variables the node mentions to `vals` (kept sorted by
+    /// name, as [`merge_val`] does); an error when a name is bound to two values. Allocates
+    /// only for a name `vals` does not hold yet: replays call it on every input dimension.
+    pub fn merge_bound_into(&self, vals: &mut VarVals) -> Result<()> {
+        match self.kind() {
+            Kind::Const(_) => Ok(()),
+            Kind::Var(name) => match self.bound_value() {
+                Some(v) => merge_arc(vals, name, v),
+                None => Ok(()),
+            },
+            Kind::Sum(ts) | Kind::And(ts) => ts.iter().try_for_each(|t| t.merge_bound_into(vals)),
+            Kind::Mul(a, b) | Kind::Lt(a, b) => {
+                a.merge_bound_into(vals)?;
+                b.merge_bound_into(vals)
+            }
+            Kind::Div(a, _) | Kind::Mod(a, _) => a.merge_bound_into(vals),
+        }
+    }
+
+    /// Do the two nodes differ at most in the values their variables are bound to
+    /// (`a.unbind() == b.unbind()`, without building either)? A replay checks its inputs'
+    /// shapes against the captured ones this way.
+    pub fn eq_unbound(&self, other: &Node) -> bool {
+        if Arc::ptr_eq(&self.0, &other.0) {
+            return true;
+        }
+        if (self.vmin(), self.vmax()) != (other.vmin(), other.vmax()) {
+            return false;
+        }
+        let all = |a: &[Node], b: &[Node]| {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.eq_unbound(y))
+        };
+        match (self.kind(), other.kind()) {
+            (Kind::Const(a), Kind::Const(b)) => a == b,
+            (Kind::Var(a), Kind::Var(b)) => a == b,
+            (Kind::Sum(a), Kind::Sum(b)) | (Kind::And(a), Kind::And(b)) => all(a, b),
+            (Kind::Mul(a, b), Kind::Mul(c, d)) | (Kind::Lt(a, b), Kind::Lt(c, d)) => {
+                a.eq_unbound(c) && b.eq_unbound(d)
+            }
+            (Kind::Div(a, x), Kind::Div(b, y)) | (Kind::Mod(a, x), Kind::Mod(b, y)) => {
+                x == y && a.eq_unbound(b)
+            }
+            (
+                Kind::Const(_)
+                | Kind::Var(_)
+                | Kind::Sum(_)
+                | Kind::And(_)
+                | Kind::Mul(..)
+                | Kind::Lt(..)
+                | Kind::Div(..)
+                | Kind::Mod(..),
+                _,
+            ) => false,
+        }
     }
 
     /// The node with every bound variable replaced by its unbound variable.
@@ -214,6 +263,18 @@ pub fn merge_val(vals: &mut VarVals, name: &str, val: i64) -> Result<()> {
         ))),
         Err(i) => {
             vals.insert(i, (Arc::from(name), val));
+            Ok(())
+        }
+    }
+}
+
+/// [`merge_val`] for a name already shared: inserting it clones the `Arc`.
+fn merge_arc(vals: &mut VarVals, name: &Arc<str>, val: i64) -> Result<()> {
+    match vals.binary_search_by(|(k, _)| (**k).cmp(&**name)) {
+        Ok(i) if vals[i].1 == val => Ok(()),
+        Ok(_) => merge_val(vals, name, val),
+        Err(i) => {
+            vals.insert(i, (name.clone(), val));
             Ok(())
         }
     }
