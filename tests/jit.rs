@@ -70,6 +70,22 @@ fn check_on(device: std::sync::Arc<dyn picograd::device::Device>) {
         );
     }
     assert_eq!(step.replays(), 2);
+
+    // Recompiling for the device the buffers live on replays the same values; for another
+    // device it is refused (its programs could not take these buffers).
+    let cap = f.capture().unwrap();
+    let x = Tensor::try_from_slice_on(&[1.0f32, 2.0, 3.0], &[3], &device).unwrap();
+    x.realize().unwrap();
+    let again = cap.recompiled(&device).unwrap().replay(&[&x]).unwrap();
+    // x + sum(x * w) = x + (0.5 - 2 + 6).
+    assert_eq!(again[0].to_vec::<f32>().unwrap(), vec![5.5f32, 6.5, 7.5]);
+    let other = if device.name() == "CLANG" {
+        picograd::context::interp()
+    } else {
+        picograd::runtime::clang().expect("no C compiler")
+    };
+    let e = cap.recompiled(&other).err().expect("another device");
+    assert!(e.to_string().contains("live on"), "{e}");
 }
 
 #[test]

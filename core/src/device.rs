@@ -36,6 +36,14 @@ pub trait Allocator: Send + Sync {
     fn copy_out(&self, b: BufId, dst: &mut [u8]) -> Result<()>;
     /// Releases `b`.
     fn free(&self, b: BufId);
+    /// Appends to `out` a handle for each of `bufs`, what [`Program::run_handles`] takes: valid
+    /// while the buffer lives. A replay resolves each of its buffers once this way instead of
+    /// once per kernel argument. The default hands out the ids, which `run_handles`'s default
+    /// turns back into ids; a device overrides both or neither.
+    fn handles(&self, bufs: &[BufId], out: &mut Vec<u64>) -> Result<()> {
+        out.extend(bufs.iter().map(|b| b.0));
+        Ok(())
+    }
 }
 
 /// A compiled kernel.
@@ -43,6 +51,25 @@ pub trait Program: Send + Sync {
     /// Runs the kernel on buffers (in the kernel's parameter order) with variable values (in the
     /// kernel's variable order).
     fn run(&self, bufs: &[BufId], vars: &[i64]) -> Result<()>;
+
+    /// [`Program::run`] on buffers given by their handles ([`Allocator::handles`]).
+    ///
+    /// # Safety
+    /// Each handle must come from `handles` of the allocator of the device that compiled this
+    /// program, for a buffer that is not freed before the call returns and is as large as the
+    /// kernel's parameter at its position needs.
+    unsafe fn run_handles(&self, handles: &[u64], vars: &[i64]) -> Result<()> {
+        // The default handles are the ids; a few of them stay on the stack.
+        let mut stack = [BufId(0); 16];
+        if let Some(ids) = stack.get_mut(..handles.len()) {
+            for (id, &h) in ids.iter_mut().zip(handles) {
+                *id = BufId(h);
+            }
+            return self.run(ids, vars);
+        }
+        let ids: Vec<BufId> = handles.iter().map(|&h| BufId(h)).collect();
+        self.run(&ids, vars)
+    }
 }
 
 /// A place kernels run: memory plus a way to turn UOps into programs.

@@ -222,6 +222,18 @@ impl Allocator for HostAllocator {
         })
     }
 
+    /// A block's address (blocks never move while they live).
+    fn handles(&self, bufs: &[BufId], out: &mut Vec<u64>) -> Result<()> {
+        let start = out.len();
+        out.resize(start + bufs.len(), 0);
+        let mut ptrs = vec![core::ptr::null_mut(); bufs.len()];
+        self.ptrs_into(bufs, &mut ptrs)?;
+        for (o, p) in out[start..].iter_mut().zip(ptrs) {
+            *o = p as usize as u64;
+        }
+        Ok(())
+    }
+
     fn free(&self, b: BufId) {
         if let Ok(mut blocks) = self.blocks.lock() {
             if let Some(blk) = blocks.remove(&b.0).and_then(|blk| self.keep(blk)) {
@@ -398,30 +410,23 @@ impl ClangProgram {
     }
 }
 
-impl Program for ClangProgram {
-    fn run(&self, bufs: &[BufId], vars: &[i64]) -> Result<()> {
-        if bufs.len() != self.nbufs || vars.len() != self.vars.len() {
+impl ClangProgram {
+    /// Checks the argument counts: a program called with the wrong number of buffers or
+    /// variables would read past its arrays.
+    fn check_counts(&self, nbufs: usize, nvars: usize) -> Result<()> {
+        if nbufs != self.nbufs || nvars != self.vars.len() {
             return Err(Error::Device(format!(
-                "kernel {} takes {} buffers and {} variables, got {} and {}",
+                "kernel {} takes {} buffers and {} variables, got {nbufs} and {nvars}",
                 self.name,
                 self.nbufs,
                 self.vars.len(),
-                bufs.len(),
-                vars.len()
             )));
         }
-        // A JIT replays many small kernels: a call with few buffers and variables (the usual
-        // case) keeps them on the stack.
-        const ON_STACK: usize = 16;
-        let mut ptr_stack = [core::ptr::null_mut(); ON_STACK];
-        let mut ptr_heap = Vec::new();
-        let ptrs: &mut [*mut core::ffi::c_void] = if bufs.len() <= ON_STACK {
-            &mut ptr_stack[..bufs.len()]
-        } else {
-            ptr_heap.resize(bufs.len(), core::ptr::null_mut());
-            &mut ptr_heap
-        };
-        self.alloc.ptrs_into(bufs, ptrs)?;
+        Ok(())
+    }
+
+    /// Runs the kernel on buffer addresses `ptrs` (checked counts; live, sized buffers).
+    fn run_ptrs(&self, ptrs: &[*mut core::ffi::c_void], vars: &[i64]) -> Result<()> {
         let mut val_stack = [0i32; ON_STACK];
         let mut val_heap = Vec::new();
         let vals: &mut [i32] = if vars.len() <= ON_STACK {
@@ -447,6 +452,54 @@ impl Program for ClangProgram {
         // allocation sized for the kernel (the scheduler sized it), and values are in bounds.
         unsafe { (self.entry)(ptrs.as_ptr(), vals.as_ptr()) };
         Ok(())
+    }
+}
+
+/// A JIT replays many small kernels: a call with few buffers and variables (the usual case)
+/// keeps them on the stack.
+const ON_STACK: usize = 16;
+
+impl Program for ClangProgram {
+    fn run(&self, bufs: &[BufId], vars: &[i64]) -> Result<()> {
+        self.check_counts(bufs.len(), vars.len())?;
+        let mut ptr_stack = [core::ptr::null_mut(); ON_STACK];
+        let mut ptr_heap = Vec::new();
+        let ptrs: &mut [*mut core::ffi::c_void] = if bufs.len() <= ON_STACK {
+            &mut ptr_stack[..bufs.len()]
+        } else {
+            ptr_heap.resize(bufs.len(), core::ptr::null_mut());
+            &mut ptr_heap
+        };
+        self.alloc.ptrs_into(bufs, ptrs)?;
+        self.run_ptrs(ptrs, vars)
+    }
+
+    /// The handles are the blocks' addresses ([`HostAllocator`]'s `handles`): no lookup, no
+    /// lock.
+    unsafe fn run_handles(&self, handles: &[u64], vars: &[i64]) -> Result<()> {
+        self.check_counts(handles.len(), vars.len())?;
+        // A handle is the address as a `u64`, which on a 64-bit host is a pointer's layout:
+        // the handles are the entry's pointer array as they are.
+        #[cfg(target_pointer_width = "64")]
+        {
+            // SAFETY: `u64` and pointers have the same size and alignment here, and each
+            // handle is a block's address (the caller's contract).
+            let ptrs = unsafe {
+                core::slice::from_raw_parts(
+                    handles.as_ptr().cast::<*mut core::ffi::c_void>(),
+                    handles.len(),
+                )
+            };
+            self.run_ptrs(ptrs, vars)
+        }
+        #[cfg(not(target_pointer_width = "64"))]
+        {
+            let ptrs: Vec<*mut core::ffi::c_void> = handles
+                .iter()
+                .map(|&h| h as usize as *mut core::ffi::c_void)
+                .collect();
+            self.run_ptrs(&ptrs, vars)
+        }
     }
 }
 

@@ -79,6 +79,50 @@ pub struct Capture {
     var_plan: Vec<Option<Vec<VarSrc>>>,
     /// The names the inputs' shapes bind, sorted (as a replay's [`VarVals`] lists them).
     input_vars: Vec<Arc<str>>,
+    /// What a replay runs, flattened (see [`Dispatch`]); rebuilt when `frozen` changes.
+    dispatch: Dispatch,
+}
+
+/// The steps a replay runs (frozen ones left out) with their buffer slots concatenated: a
+/// replay turns every slot into its handle in one pass, and each kernel call then takes its
+/// arguments as a slice, touching nothing else of its step.
+struct Dispatch {
+    calls: Vec<Call>,
+    /// Every call's buffer slots, in call order.
+    arg_slots: Vec<usize>,
+}
+
+/// One step of a [`Dispatch`].
+struct Call {
+    /// The step's index.
+    step: usize,
+    /// Its program (`None`: a copy from its second slot to its first).
+    program: Option<Arc<dyn Program>>,
+    /// Its slots' range in [`Dispatch::arg_slots`].
+    args: core::ops::Range<usize>,
+    /// Does its kernel take variables?
+    has_vars: bool,
+}
+
+impl Dispatch {
+    fn new(steps: &[CapturedStep], frozen: &[bool]) -> Dispatch {
+        let mut calls = Vec::with_capacity(steps.len());
+        let mut arg_slots = Vec::new();
+        for (i, st) in steps.iter().enumerate() {
+            if frozen.get(i).copied().unwrap_or(false) {
+                continue;
+            }
+            let start = arg_slots.len();
+            arg_slots.extend_from_slice(&st.slots);
+            calls.push(Call {
+                step: i,
+                program: st.program.clone(),
+                args: start..arg_slots.len(),
+                has_vars: st.kernel.as_ref().is_some_and(|k| !k.vars.is_empty()),
+            });
+        }
+        Dispatch { calls, arg_slots }
+    }
 }
 
 /// Where a kernel variable's value comes from in a replay.
@@ -207,6 +251,7 @@ impl Capture {
                 outputs: outs,
                 var_plan: var_plan(&steps, &in_vars),
                 input_vars: in_vars,
+                dispatch: Dispatch::new(&steps, &[]),
                 steps,
                 fresh,
                 spec: Specialization::default(),
@@ -315,36 +360,49 @@ impl Capture {
     /// recorded values for the variables `vals` does not name); the outputs are nodes over
     /// their slots, their shapes bound to `vals`.
     fn run_steps(&self, bufs: Vec<Arc<Buffer>>, vals: &VarVals) -> Result<Vec<Tensor>> {
-        // One list of ids reused by every step: a replay of many small kernels should not
-        // allocate per kernel.
+        // Buffers as their handles, all arguments at once: a replay of many small kernels
+        // should do little per kernel and allocate nothing.
+        let d = &self.dispatch;
+        let args: Vec<u64> = match slot_handles(&bufs)? {
+            Some(h) => d.arg_slots.iter().map(|&s| h[s]).collect(),
+            None => Vec::new(),
+        };
         let mut ids: Vec<BufId> = Vec::new();
         let mut vars: Vec<i64> = Vec::new();
         // The plan holds when the inputs bind the names they bound at the recording (always,
         // unless an input's shape mentions a variable only in some calls).
         let planned = vals.len() == self.input_vars.len()
             && vals.iter().zip(&self.input_vars).all(|((n, _), m)| n == m);
-        for (i, step) in self.steps.iter().enumerate() {
-            if self.frozen.get(i).copied().unwrap_or(false) {
+        for call in &d.calls {
+            let Some(p) = &call.program else {
+                let (dst, src) = (
+                    d.arg_slots[call.args.start],
+                    d.arg_slots[call.args.start + 1],
+                );
+                let bytes = bufs[src].to_bytes()?;
+                bufs[dst].copy_in(&bytes)?;
                 continue;
+            };
+            vars.clear();
+            if call.has_vars {
+                let step = &self.steps[call.step];
+                let plan = self.var_plan.get(call.step).and_then(Option::as_deref);
+                match (plan, &step.kernel) {
+                    (Some(plan), k) if planned => fill_vars(&mut vars, plan, vals, k)?,
+                    (_, Some(k)) => vars = step_vars(k, &step.var_vals, vals)?,
+                    (_, None) => {}
+                }
             }
-            match (&step.program, &step.kernel) {
-                (Some(p), k) => {
-                    ids.clear();
-                    ids.extend(step.slots.iter().map(|&s| bufs[s].id()));
-                    let plan = self.var_plan.get(i).and_then(Option::as_deref);
-                    match (k, plan) {
-                        (_, Some(plan)) if planned => fill_vars(&mut vars, plan, vals, k)?,
-                        (Some(k), _) if !k.vars.is_empty() => {
-                            vars = step_vars(k, &step.var_vals, vals)?;
-                        }
-                        _ => vars.clear(),
-                    }
-                    p.run(&ids, &vars)?;
-                }
-                (None, _) => {
-                    let bytes = bufs[step.slots[1]].to_bytes()?;
-                    bufs[step.slots[0]].copy_in(&bytes)?;
-                }
+            if args.is_empty() && !call.args.is_empty() {
+                ids.clear();
+                ids.extend(d.arg_slots[call.args.clone()].iter().map(|&s| bufs[s].id()));
+                p.run(&ids, &vars)?;
+            } else {
+                // SAFETY: `args` holds handles of `bufs` from the allocator of the one device
+                // they all live on, which compiled every program of the capture (recording
+                // compiles on the buffers' device, `recompiled` refuses another); `bufs` keeps
+                // each buffer alive until this replay returns, sized as when recorded.
+                unsafe { p.run_handles(&args[call.args.clone()], &vars)? };
             }
         }
         let outs = self.outputs.iter().map(|(slot, shape)| {
@@ -456,6 +514,7 @@ impl Capture {
             frozen: Vec::new(),
             var_plan: var_plan(&steps, &self.input_vars),
             input_vars: self.input_vars.clone(),
+            dispatch: Dispatch::new(&steps, &[]),
             steps,
         })
     }
@@ -465,6 +524,13 @@ impl Capture {
     /// target's kernels and layouts on this device (how tests check a target's kernels on the
     /// interpreter). Errors when a compile fails.
     pub fn recompiled(&self, dev: &Arc<dyn crate::device::Device>) -> Result<Capture> {
+        if let Some(b) = self.slots.iter().find(|b| !Arc::ptr_eq(b.device(), dev)) {
+            return Err(Error::Device(alloc::format!(
+                "recompiled: the capture's buffers live on {}, not on {}",
+                b.device().name(),
+                dev.name()
+            )));
+        }
         let steps = self
             .steps
             .iter()
@@ -485,6 +551,7 @@ impl Capture {
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(Capture {
+            dispatch: Dispatch::new(&steps, &self.frozen),
             steps,
             slots: self.slots.clone(),
             inputs: self.inputs.clone(),
@@ -592,6 +659,7 @@ impl Capture {
             }
         }
         let count = frozen.iter().filter(|&&f| f).count();
+        self.dispatch = Dispatch::new(&self.steps, &frozen);
         self.frozen = frozen;
         count
     }
@@ -612,6 +680,22 @@ impl Capture {
             .filter(|s| !written.contains(s) && !inputs.contains(s))
             .collect()
     }
+}
+
+/// Each slot's handle ([`crate::device::Allocator::handles`]) when every slot lives on one
+/// device (`None` otherwise): a replay resolves each buffer once, not once per kernel argument.
+fn slot_handles(bufs: &[Arc<Buffer>]) -> Result<Option<Vec<u64>>> {
+    let Some(first) = bufs.first() else {
+        return Ok(Some(Vec::new()));
+    };
+    let dev = first.device();
+    if !bufs.iter().all(|b| Arc::ptr_eq(b.device(), dev)) {
+        return Ok(None);
+    }
+    let ids: Vec<BufId> = bufs.iter().map(|b| b.id()).collect();
+    let mut out = Vec::with_capacity(ids.len());
+    dev.allocator().handles(&ids, &mut out)?;
+    Ok(Some(out))
 }
 
 /// Fills `out` with a step's variable values by its plan: the replay's input values `vals`
