@@ -264,3 +264,123 @@ fn a_bounded_wrapped_index_loses_its_modulo() {
         "i + 7995 spans 8000 for i in [0, 10)"
     );
 }
+
+/// `out[i] = (len - 2 < i && i < len) ? i + 100 : i` for `i` in `[0, 10)`, `len` a kernel
+/// variable in `[1, 12]` (a KV cache's row `len - 1`), as UOps; `len - 2` is computed inside
+/// the loop (invariant there).
+fn symbolic_row() -> LinearKernel {
+    use picograd_core::codegen::uops::{BufParam, KernelCost};
+    use picograd_core::dtype::DType;
+    use picograd_core::ops::Scalar;
+    let u = |kind, dtype, src: Vec<u32>| UOp { kind, dtype, src };
+    let c = |v: i64| {
+        u(
+            UOpKind::Const(Scalar::from_i64(v, DType::I32)),
+            DType::I32,
+            vec![],
+        )
+    };
+    let alu = |op, dtype, src| u(UOpKind::Alu(op), dtype, src);
+    let uops = vec![
+        u(
+            UOpKind::DefineGlobal {
+                idx: 0,
+                writable: true,
+            },
+            DType::I32,
+            vec![],
+        ), // 0
+        u(
+            UOpKind::DefineVar {
+                name: "len".into(),
+                min: 1,
+                max: 12,
+            },
+            DType::I32,
+            vec![],
+        ), // 1
+        c(0),                                          // 2
+        c(10),                                         // 3
+        u(UOpKind::Loop, DType::I32, vec![2, 3]),      // 4
+        c(-2),                                         // 5
+        alu(AluOp::Add, DType::I32, vec![1, 5]),       // 6: len - 2
+        alu(AluOp::CmpLt, DType::Bool, vec![6, 4]),    // 7: len - 2 < i
+        alu(AluOp::CmpLt, DType::Bool, vec![4, 1]),    // 8: i < len
+        alu(AluOp::And, DType::Bool, vec![7, 8]),      // 9
+        c(100),                                        // 10
+        alu(AluOp::Add, DType::I32, vec![4, 10]),      // 11
+        alu(AluOp::Where, DType::I32, vec![9, 11, 4]), // 12
+        u(UOpKind::Store, DType::I32, vec![0, 4, 12]), // 13
+        u(UOpKind::EndLoop, DType::I32, vec![4]),      // 14
+    ];
+    LinearKernel {
+        name: "sym_row".into(),
+        uops,
+        bufs: vec![BufParam {
+            dtype: DType::I32,
+            size: 10,
+            writable: true,
+        }],
+        vars: vec![("len".into(), 1, 12)],
+        cost: KernelCost::default(),
+    }
+}
+
+/// A loop whose gates compare its variable with a kernel variable plus constants splits at
+/// those (clamped) points: no comparison is left, and the values equal the unsplit kernel's
+/// and the formula's at every value of the variable, including ones that put both points
+/// outside the loop's range.
+#[test]
+fn gates_on_a_kernel_variable_split_at_symbolic_points() {
+    use picograd_core::codegen::pad_bounds::pad_bounds;
+    use picograd_core::device::Device;
+    let plain = symbolic_row();
+    let split = LinearKernel {
+        uops: pad_bounds(plain.uops.clone()),
+        ..plain.clone()
+    };
+    let cmps = |k: &LinearKernel| {
+        k.uops
+            .iter()
+            .filter(|u| u.kind == UOpKind::Alu(AluOp::CmpLt))
+            .count()
+    };
+    let loops = |k: &LinearKernel| k.uops.iter().filter(|u| u.kind == UOpKind::Loop).count();
+    assert_eq!(loops(&split), 3, "{:?}", split.uops);
+    assert!(
+        split
+            .uops
+            .iter()
+            .all(|u| u.kind != UOpKind::Alu(AluOp::And)),
+        "gates left: {:?}",
+        split.uops
+    );
+    assert!(cmps(&split) < cmps(&plain));
+    let dev = picograd_core::Interp::new();
+    let mem = dev.allocator();
+    for len in 1..=12i64 {
+        let mut outs = Vec::new();
+        for k in [&plain, &split] {
+            let id = mem.alloc(40).unwrap();
+            dev.compile(k).unwrap().run(&[id], &[len]).unwrap();
+            let mut b = vec![0u8; 40];
+            mem.copy_out(id, &mut b).unwrap();
+            outs.push(
+                b.chunks_exact(4)
+                    .map(|c| i32::from_le_bytes(c.try_into().unwrap()))
+                    .collect::<Vec<_>>(),
+            );
+        }
+        let want: Vec<i32> = (0..10)
+            .map(|i| {
+                if i == len - 1 {
+                    i as i32 + 100
+                } else {
+                    i as i32
+                }
+            })
+            .collect();
+        assert_eq!(outs[0], want, "unsplit, len {len}");
+        assert_eq!(outs[1], want, "split, len {len}");
+    }
+}

@@ -1015,6 +1015,7 @@ fn alu_range(op: AluOp, a: (i128, i128), b: Option<(i128, i128)>) -> Option<(i12
         AluOp::Neg => Some((-a.1, -a.0)),
         AluOp::Add => b.map(|b| (a.0 + b.0, a.1 + b.1)),
         AluOp::Sub => b.map(|b| (a.0 - b.1, a.1 - b.0)),
+        AluOp::Max => b.map(|b| (a.0.max(b.0), a.1.max(b.1))),
         AluOp::Mul => b.map(|b| span([a.0 * b.0, a.0 * b.1, a.1 * b.0, a.1 * b.1])),
         // Non-negative dividend, positive divisor: truncating and floor forms agree.
         AluOp::Div | AluOp::FloorDiv if a.0 >= 0 => {

@@ -54,6 +54,7 @@ pub fn pad_bounds_within(uops: Vec<UOp>, max_copies: usize) -> Vec<UOp> {
         out: Vec::with_capacity(uops.len()),
         range: Vec::with_capacity(uops.len()),
         max_copies,
+        forced: vec![None; uops.len()],
     };
     e.emit(0, uops.len());
     e.out
@@ -83,6 +84,20 @@ struct Emitter<'a> {
     range: Vec<Range>,
     /// The code budget: a loop is split into at most this many parts.
     max_copies: usize,
+    /// Comparisons a symbolic split decided for the part being emitted (by old index).
+    forced: Vec<Option<bool>>,
+}
+
+/// A comparison of a loop's variable with a loop-invariant `base + offset` (`base` an old UOp,
+/// typically a kernel variable): `ridx < base + c` holds below the point `base + c`, and
+/// `base + c < ridx` from the point `base + c + 1`.
+struct SymGate {
+    /// The comparison (old index).
+    cmp: usize,
+    /// Its point's offset from the base.
+    point: i128,
+    /// Does it hold below the point (`ridx < base + c`) rather than from it?
+    below: bool,
 }
 
 impl Emitter<'_> {
@@ -109,6 +124,7 @@ impl Emitter<'_> {
                     self.emit_part(at, a, b);
                 }
             }
+            _ if self.split_symbolic(at) => {}
             _ => {
                 let l = self.copy(at);
                 self.emit(at + 1, end);
@@ -130,6 +146,9 @@ impl Emitter<'_> {
             self.emit(at + 1, end);
             return;
         }
+        if self.split_symbolic_in(at, a, b) {
+            return;
+        }
         let (lo, hi) = (
             self.konst(Scalar::from_i64(a as i64, dtype)),
             self.konst(Scalar::from_i64(b as i64, dtype)),
@@ -146,6 +165,152 @@ impl Emitter<'_> {
             dtype: self.old[end].dtype,
             src: vec![l],
         });
+    }
+
+    /// Splits loop `at` (constant bounds) at symbolic points: where its variable crosses
+    /// `base + c` for the gates comparing it with one loop-invariant base plus constants (a KV
+    /// cache's row `len - 1`: `len - 2 < ridx & ridx < len`). The points, clamped to the loop's
+    /// range, are in the order of their offsets, so the parts cover the range in order (some
+    /// possibly empty), and in each part every such gate is decided. `false` (nothing emitted)
+    /// when no base is shared, the bounds are not constant or the budget is too small.
+    fn split_symbolic(&mut self, at: usize) -> bool {
+        let src = &self.old[at].src;
+        let (Some(lo), Some(hi)) = (
+            self.mapped_range(src[0]).and_then(exact),
+            self.mapped_range(src[1]).and_then(exact),
+        ) else {
+            return false;
+        };
+        self.split_symbolic_in(at, lo, hi)
+    }
+
+    /// [`Emitter::split_symbolic`] over `[lo, hi)` (the loop's range, or one part of it).
+    fn split_symbolic_in(&mut self, at: usize, lo: i128, hi: i128) -> bool {
+        let end = self.ends[at];
+        let Some((base, gates)) = self.sym_gates(at) else {
+            return false;
+        };
+        let mut points: Vec<i128> = gates.iter().map(|g| g.point).collect();
+        points.sort_unstable();
+        points.dedup();
+        if points.len() + 1 > self.max_copies.min(MAX_PARTS) || hi - lo < 2 {
+            return false;
+        }
+        let dtype = self.old[at].dtype;
+        let base = self.new_of(base as u32);
+        // clamp(base + c) = max(lo, -max(-hi, -(base + c))): ops whose bounds are known.
+        let mut bounds = vec![self.konst(Scalar::from_i64(lo as i64, dtype))];
+        for &c in &points {
+            let off = self.konst(Scalar::from_i64(c as i64, dtype));
+            let x = self.alu(AluOp::Add, dtype, vec![base, off]);
+            let nx = self.alu(AluOp::Neg, dtype, vec![x]);
+            let nhi = self.konst(Scalar::from_i64(-(hi as i64), dtype));
+            let m = self.alu(AluOp::Max, dtype, vec![nhi, nx]);
+            let under = self.alu(AluOp::Neg, dtype, vec![m]);
+            let lo_c = self.konst(Scalar::from_i64(lo as i64, dtype));
+            bounds.push(self.alu(AluOp::Max, dtype, vec![lo_c, under]));
+        }
+        bounds.push(self.konst(Scalar::from_i64(hi as i64, dtype)));
+        for part in 0..bounds.len() - 1 {
+            // In part `j` the variable is at or past points 1..=j and before the others.
+            for g in &gates {
+                let past = points.iter().position(|&p| p == g.point).unwrap_or(0) < part;
+                self.forced[g.cmp] = Some(past != g.below);
+            }
+            let l = self.push(UOp {
+                kind: UOpKind::Loop,
+                dtype,
+                src: vec![bounds[part], bounds[part + 1]],
+            });
+            self.map[at] = Some(l);
+            self.emit(at + 1, end);
+            self.push(UOp {
+                kind: UOpKind::EndLoop,
+                dtype: self.old[end].dtype,
+                src: vec![l],
+            });
+        }
+        for g in &gates {
+            self.forced[g.cmp] = None;
+        }
+        true
+    }
+
+    /// The comparisons in loop `at`'s body of its variable with one kernel variable plus
+    /// constants, and that variable; `None` when there are none or they have different ones.
+    fn sym_gates(&self, at: usize) -> Option<(usize, Vec<SymGate>)> {
+        let end = self.ends[at];
+        let mut base = None;
+        let mut gates = Vec::new();
+        for (j, u) in self.old.iter().enumerate().take(end).skip(at + 1) {
+            if !self.int_cmp(u) {
+                continue;
+            }
+            let (a, b) = (u.src[0] as usize, u.src[1] as usize);
+            let (other, below) = match (a == at, b == at) {
+                (true, false) => (b, true),
+                (false, true) => (a, false),
+                _ => continue,
+            };
+            if self.reads_var(other, at)
+                || self.mapped_range(other as u32).and_then(exact).is_some()
+            {
+                continue;
+            }
+            let (v, c) = self.base_offset(other);
+            // Kernel variables only: fixed-shape kernels keep the splits they had.
+            if !matches!(self.old[v].kind, UOpKind::DefineVar { .. }) {
+                continue;
+            }
+            if *base.get_or_insert(v) != v {
+                return None;
+            }
+            let point = if below { c } else { c + 1 };
+            gates.push(SymGate {
+                cmp: j,
+                point,
+                below,
+            });
+        }
+        let base = base?;
+        Some((base, gates))
+    }
+
+    /// Does old UOp `n` depend on loop `at`'s variable (or a loop inside it)?
+    fn reads_var(&self, n: usize, at: usize) -> bool {
+        n == at
+            || (n > at
+                && (self.old[n].kind == UOpKind::Loop
+                    || self.old[n]
+                        .src
+                        .iter()
+                        .any(|&s| self.reads_var(s as usize, at))))
+    }
+
+    /// An old UOp as `base + c`: through an integer `Add` of a constant, else itself + 0.
+    fn base_offset(&self, n: usize) -> (usize, i128) {
+        let u = &self.old[n];
+        if u.kind == UOpKind::Alu(AluOp::Add) {
+            let (a, b) = (u.src[0] as usize, u.src[1] as usize);
+            let cst = |i: usize| match &self.old[i].kind {
+                UOpKind::Const(s) => Some(i128::from(s.as_i64())),
+                _ => None,
+            };
+            match (cst(a), cst(b)) {
+                (None, Some(c)) => return (a, c),
+                (Some(c), None) => return (b, c),
+                _ => {}
+            }
+        }
+        (n, 0)
+    }
+
+    fn alu(&mut self, op: AluOp, dtype: DType, src: Vec<u32>) -> u32 {
+        self.push(UOp {
+            kind: UOpKind::Alu(op),
+            dtype,
+            src,
+        })
     }
 
     /// Where to split loop `at`: consecutive iterations with the same decided gates form one
@@ -235,6 +400,11 @@ impl Emitter<'_> {
 
     /// Emits old UOp `i`, folding what the bounds decide.
     fn emit_one(&mut self, i: usize) {
+        if let Some(d) = self.forced[i] {
+            let c = self.konst(Scalar::from_bool(d));
+            self.map[i] = Some(c);
+            return;
+        }
         let u = &self.old[i];
         let src: Vec<u32> = u.src.iter().map(|&s| self.new_of(s)).collect();
         let folded = match &u.kind {
