@@ -93,15 +93,14 @@ fn wide_index_kernels_equal_narrow_ones() {
             let same = match want.dtype() {
                 DType::I32 => want.to_vec::<i32>().unwrap() == got.to_vec::<i32>().unwrap(),
                 _ => {
-                    let (w, g) = (
-                        want.to_vec::<f32>().unwrap(),
-                        got.to_vec::<f32>().unwrap(),
-                    );
-                    w.len() == g.len()
-                        && w.iter().zip(&g).all(|(a, b)| a.to_bits() == b.to_bits())
+                    let (w, g) = (want.to_vec::<f32>().unwrap(), got.to_vec::<f32>().unwrap());
+                    w.len() == g.len() && w.iter().zip(&g).all(|(a, b)| a.to_bits() == b.to_bits())
                 }
             };
-            assert!(same, "{name} ({threads} threads): i64 indices differ from i32");
+            assert!(
+                same,
+                "{name} ({threads} threads): i64 indices differ from i32"
+            );
         }
     }
 }
