@@ -37,8 +37,8 @@ pub const DEFAULT_FLAGS: &[&str] = &[
 /// Added to [`DEFAULT_FLAGS`] when the compiler accepts them (clang: LLVM options; the probe in
 /// [`Compiler::new`] tries them once): no partial or runtime unrolling by the optimizer. Codegen
 /// already unrolls what the target's `OptConfig` says pays, and LLVM unrolling those long
-/// bodies again took over a third of a cold start's compile time (resnet18's 37 kernels, min
-/// of 5 runs: 4.0 → 2.5 s of CPU, 2026-11-27; BENCH.md, cold start). Full unrolling of short
+/// bodies again took a third of a cold start's compile time (resnet18's 37 kernels, min
+/// of 5 runs: 4.3 → 2.9 s of CPU, 2026-11-27; BENCH.md, cold start). Full unrolling of short
 /// constant loops and the vectorizer's interleaving stay (`-fno-unroll-loops` would drop both).
 pub const LLVM_FLAGS: &[&str] = &[
     "-mllvm",
