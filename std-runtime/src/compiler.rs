@@ -34,6 +34,19 @@ pub const DEFAULT_FLAGS: &[&str] = &[
     "-lm",
 ];
 
+/// Added to [`DEFAULT_FLAGS`] when the compiler accepts them (clang: LLVM options; the probe in
+/// [`Compiler::new`] tries them once): no partial or runtime unrolling by the optimizer. Codegen
+/// already unrolls what the target's `OptConfig` says pays, and LLVM unrolling those long
+/// bodies again took a third of a cold start's compile time (resnet18's 37 kernels, min
+/// of 5 runs: 4.3 → 2.9 s of CPU, 2026-11-27; BENCH.md, cold start). Full unrolling of short
+/// constant loops and the vectorizer's interleaving stay (`-fno-unroll-loops` would drop both).
+pub const LLVM_FLAGS: &[&str] = &[
+    "-mllvm",
+    "-unroll-allow-partial=false",
+    "-mllvm",
+    "-unroll-runtime=false",
+];
+
 /// How many lines of the source a compile error quotes.
 const SOURCE_LINES_IN_ERRORS: usize = 20;
 
@@ -149,10 +162,23 @@ impl Compiler {
         } else {
             cc.to_path_buf()
         };
-        let flags: Vec<String> = DEFAULT_FLAGS.iter().map(|f| f.to_string()).collect();
+        let base: Vec<String> = DEFAULT_FLAGS.iter().map(|f| f.to_string()).collect();
+        let llvm: Vec<String> = base
+            .iter()
+            .cloned()
+            .chain(LLVM_FLAGS.iter().map(|f| f.to_string()))
+            .collect();
         // One probe, not three (`--version`, `-dumpmachine`, macros): each run of the compiler
-        // costs tens of milliseconds, and cold start pays for every one.
-        let macros = predefined_macros(&path, &flags)?;
+        // costs tens of milliseconds, and cold start pays for every one. It also tells whether
+        // the LLVM flags are understood (clang parses them even to preprocess); a compiler that
+        // rejects them is probed again without.
+        let (flags, macros) = match predefined_macros(&path, &llvm) {
+            Ok(m) => (llvm, m),
+            Err(_) => {
+                let m = predefined_macros(&path, &base)?;
+                (base, m)
+            }
+        };
         let version = match macro_value(&macros, "__VERSION__") {
             Some(v) => v.to_string(),
             None => first_line(&probe(&path, &["--version"], "")?),

@@ -117,11 +117,13 @@ fn cpu_has_fma() -> bool {
 }
 
 /// How host kernels render: [`CRenderOpts::host`] with the host's vector width, with libm's
-/// scalar f32 transcendentals instead of the vectorizable ones when `PICOGRAD_LIBM` is set.
+/// scalar f32 transcendentals instead of the vectorizable ones when `PICOGRAD_LIBM` is set,
+/// and 64-bit index arithmetic only where addresses are 64-bit.
 pub fn host_render_opts() -> CRenderOpts {
     static OPTS: OnceLock<CRenderOpts> = OnceLock::new();
     OPTS.get_or_init(|| CRenderOpts {
         vector_math: !env_flag("PICOGRAD_LIBM"),
+        wide_index: cfg!(target_pointer_width = "64"),
         ..CRenderOpts::host()
     })
     .clone()

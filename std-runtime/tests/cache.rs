@@ -396,3 +396,39 @@ fn falls_back_to_cc_and_says_so_once() {
         );
     }
 }
+
+/// The LLVM-only flags (`compiler::LLVM_FLAGS`) are passed to a compiler that takes them
+/// (clang) and left out for one that rejects them, which still compiles working kernels.
+#[test]
+fn llvm_flags_only_where_the_compiler_takes_them() {
+    let has_llvm = |cc: &Compiler| {
+        picograd_runtime::compiler::LLVM_FLAGS
+            .iter()
+            .all(|f| cc.flags().iter().any(|g| g == f))
+    };
+    let dir = fresh_dir("llvm-flags");
+    let cc = compiler(&dir);
+    let is_clang = cc.version().to_lowercase().contains("clang");
+    assert_eq!(has_llvm(&cc), is_clang, "flags {:?}", cc.flags());
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        // A compiler that rejects `-mllvm` as gcc does, and is otherwise the detected one.
+        let script = dir.join("no-mllvm-cc");
+        fs::write(
+            &script,
+            format!(
+                "#!/bin/sh\nfor a in \"$@\"; do\n  if [ \"$a\" = -mllvm ]; then echo \"unrecognized option -mllvm\" >&2; exit 1; fi\ndone\nexec '{}' \"$@\"\n",
+                cc.path().display()
+            ),
+        )
+        .unwrap();
+        fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
+        let plain = Compiler::new(&script)
+            .expect("probed again without the LLVM flags")
+            .with_cache_dir(dir.join("plain"));
+        assert!(!has_llvm(&plain), "flags {:?}", plain.flags());
+        assert!(plain.flags().iter().all(|f| f != "-mllvm"));
+        assert!(!check_add(&plain), "a fresh cache cannot hold the kernel");
+    }
+}

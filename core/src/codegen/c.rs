@@ -64,15 +64,23 @@ pub struct CRenderOpts {
     /// vectorizer takes such a loop first and vectorizes across iterations, gathering the
     /// copies with shuffles: the elementwise chain in `examples/bench.rs` ran 5× slower.
     pub slp_upcasts: bool,
+    /// Compute index arithmetic (i32 loop counters, and i32 `+ - *` whose bounds prove no
+    /// wrap) in `int64_t`. Worth it on 64-bit targets: an address is 64-bit, and from i32
+    /// indices clang must prove each sign extension away (`IndVarSimplify` alone took 17–27% of
+    /// its time on resnet18's kernels). The values are the same,
+    /// since the bounds prove the i32 results fit. Off for 32-bit targets (exported code).
+    pub wide_index: bool,
 }
 
 impl CRenderOpts {
     /// The desktop Clang device's settings: libm, entry wrappers, vectorizable math, SLP for
-    /// upcast copies. (Vector types come from the kernels' vector UOps, `c/lanes.rs`.)
+    /// upcast copies, 64-bit index arithmetic. (Vector types come from the kernels' vector
+    /// UOps, `c/lanes.rs`.)
     pub fn host() -> CRenderOpts {
         CRenderOpts {
             vector_math: true,
             slp_upcasts: true,
+            wide_index: true,
             ..CRenderOpts::default()
         }
     }
@@ -87,6 +95,7 @@ impl Default for CRenderOpts {
             static_kernels: false,
             vector_math: false,
             slp_upcasts: false,
+            wide_index: false,
         }
     }
 }
@@ -352,10 +361,12 @@ impl<'a> Writer<'a> {
         let name = format!("val{i}");
         let u = &self.k.uops[i];
         let index_math = matches!(u.kind, UOpKind::Alu(AluOp::Add | AluOp::Sub | AluOp::Mul));
-        let t = if self.in_slp && u.dtype == DType::I32 && index_math && self.range[i].is_some() {
+        let wide = self.in_slp || self.opts.wide_index;
+        let t = if wide && u.dtype == DType::I32 && index_math && self.range[i].is_some() {
             // Bounds prove the value fits i32, so i64 holds the same value; clang proves the
             // copies' addresses consecutive from i64 arithmetic (not from i32 when the loop
-            // starts at a runtime value, as a thread's share does).
+            // starts at a runtime value, as a thread's share does), and needs no sign
+            // extension to address memory (`wide_index`).
             "int64_t"
         } else {
             u.dtype.c_compute()
@@ -442,7 +453,10 @@ impl<'a> Writer<'a> {
             self.line(&format!("const {t} {name}_lo = {lo}, {name}_hi = {hi};"));
             (s, e) = (format!("{name}_lo"), format!("{name}_hi"));
         }
-        let t = self.slp_prologue(i, t);
+        let t = match self.slp_prologue(i, t) {
+            "int32_t" if self.opts.wide_index => "int64_t",
+            t => t,
+        };
         let l = format!("for ({t} {name} = {s}; {name} < {e}; {name}++) {{");
         self.line(&l);
         self.names[i] = name;
