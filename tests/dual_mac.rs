@@ -1,7 +1,7 @@
 //! The dual multiply-accumulate (`UOpKind::DualMac`, Arm's `smlad`): for a target whose
 //! `OptConfig` has `dual_mac` (Cortex-M4 with `opt.dual_mac = 1`), the linearizer pairs the products of an int8 conv's
 //! sum into `DualMac` UOps; the interpreter runs them lane by lane, and the C renderer prints
-//! `__smlad` (each pair packed by one `pkhbt`) under `__ARM_FEATURE_DSP` and portable C
+//! `__smlad` (each pair packed into one word by `pg_pack16`) under `__ARM_FEATURE_DSP` and portable C
 //! elsewhere. Checked: the kernels hold the op only when the target says so; one quantized
 //! model (a 3×3 conv of centered i16 activations and one of i8 activations, both with i8
 //! weights per channel) gives a naive i64 reference's values on the interpreter and the Clang
@@ -177,7 +177,8 @@ fn dual_macs(cfg: &OptConfig) -> usize {
             n += 1;
             // A product with a constant zero factor (a padded input) is never paired: the
             // linearizer drops it (the other product takes a single step).
-            let zero = |&s: &u32| matches!(lk.uops[s as usize].kind, UOpKind::Const(c) if c.bits() == 0);
+            let zero =
+                |&s: &u32| matches!(lk.uops[s as usize].kind, UOpKind::Const(c) if c.bits() == 0);
             assert!(
                 !u.src[1..].iter().any(zero),
                 "a DualMac with a zero factor in {}",
@@ -230,7 +231,7 @@ fn dual_mac_conv_agrees_on_every_device() {
     };
     let bundle = export(&cap, &ExportNames::new(&["x"], &["y"]), &opts).unwrap();
     let c = String::from_utf8(bundle.file("model.c").unwrap().to_vec()).unwrap();
-    for call in ["pg_smlad_h(", "pg_smlad_b(", "__smlad(", "pkhbt"] {
+    for call in ["pg_smlad_h(", "pg_smlad_b(", "__smlad(", "pg_pack16("] {
         assert!(c.contains(call), "the exported C has no {call}");
     }
     let dir = std::env::temp_dir().join(format!("picograd-dual-mac-{}", std::process::id()));

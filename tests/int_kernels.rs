@@ -508,7 +508,11 @@ fn requant_inline_path_agrees_with_the_reference() {
             } else {
                 (r.range(1 << 23, (1 << 24) - 1) << 7) as i32
             };
-            let z = if i % 2 == 0 { 0 } else { r.range(-130, 130) as i32 };
+            let z = if i % 2 == 0 {
+                0
+            } else {
+                r.range(-130, 130) as i32
+            };
             acc.push(a);
             ms.push(m);
             sz.push(pack_shift(s, z));
@@ -567,7 +571,12 @@ fn requantize_clamp_is_a_min_and_agrees_with_a_naive_clamp() {
                 assert!(!has(UOpKind::Alu(AluOp::Neg)), "a Neg read in {}", lk.name);
                 assert!(has(UOpKind::Alu(AluOp::Where)), "no min in {}", lk.name);
             }
-            assert_eq!(y.to_vec::<i8>().unwrap(), want, "{floor:?} on {}", dev.name());
+            assert_eq!(
+                y.to_vec::<i8>().unwrap(),
+                want,
+                "{floor:?} on {}",
+                dev.name()
+            );
         }
     }
 }

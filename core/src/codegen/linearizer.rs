@@ -157,7 +157,7 @@ impl Lin {
         if !dtype.is_int() || dtype.is_unsigned() {
             return None;
         }
-        let min = Scalar::from_f64(dtype.min_value(), dtype).as_i64();
+        let min = dtype.int_min() as i64;
         let konst = |lin: &Self, u: u32| match lin.uops[u as usize].kind {
             UOpKind::Const(v) if v.dtype() == dtype && v.as_i64() != min => Some(v.as_i64()),
             _ => None,
@@ -176,7 +176,10 @@ impl Lin {
             }
         };
         let (neg, c) = max_of(self, m)?;
-        let x = match (&self.uops[neg as usize].kind, &self.uops[neg as usize].src[..]) {
+        let x = match (
+            &self.uops[neg as usize].kind,
+            &self.uops[neg as usize].src[..],
+        ) {
             (UOpKind::Alu(AluOp::Neg), &[x]) => x,
             _ => return None,
         };

@@ -36,7 +36,7 @@ pub(crate) enum Helper {
     /// `pg_smlad_h`: [`UOpKind::DualMac`](crate::codegen::uops::UOpKind::DualMac) on halfword
     /// lanes (`__smlad` where the core has the DSP extension).
     SmladHalves,
-    /// `pg_smlad_b`: the same on i8 factors (needs [`Helper::SmladHalves`]' `pg_pkhbt`).
+    /// `pg_smlad_b`: the same on i8 factors (needs [`Helper::SmladHalves`]' `pg_pack16`).
     SmladBytes,
     /// `pg_ld_i8x4` and `pg_smlad4_b`: a 4-lane [`UOpKind::DualMac`](crate::codegen::uops::UOpKind::DualMac)
     /// over two packed words of four i8 each (one 32-bit load per operand).
@@ -80,7 +80,7 @@ impl Needs {
                 self.helpers.insert(Helper::Bits32);
                 self.helpers.insert(Helper::Bits64);
             }
-            // `pg_smlad_b` packs with `pg_pkhbt`, defined beside `pg_smlad_h`.
+            // `pg_smlad_b` packs with `pg_pack16`, defined beside `pg_smlad_h`.
             Helper::SmladBytes => {
                 self.helpers.insert(Helper::SmladHalves);
             }
@@ -344,7 +344,10 @@ const F32_TO_BF16: &str = "static inline __attribute__((unused)) uint16_t pg_f32
 /// `(w - 1) >> t` whenever the test passes); the bias and the zero point come back as one
 /// per-channel constant. So the common case is a 32×32→64 multiply of which only the high
 /// word is used (`smull`), an add, an and, a compare, a shift and an add; `__builtin_expect`
-/// keeps it on the fall-through path and the general form's call out of line. Same bits as
+/// keeps it on the fall-through path and the general form's call out of line. The two
+/// constants are computed before the branches (their shifts masked to 0..31, so no shift is
+/// undefined when the general form is taken instead), which lets the compiler share them
+/// between the outputs of one channel in a register tile. Same bits as
 /// the general form (`tests/int_kernels.rs` checks the C at every shift, next to ties of f32
 /// scales included, and the inline path's whole accumulator range and edges, against the
 /// Rust reference; 2·10^8 random and near-tie operands against the general form when
@@ -380,10 +383,12 @@ static __attribute__((noinline, unused)) int32_t pg_requant_wide(int32_t a, int3
 
 static inline __attribute__((unused)) int32_t pg_requant(int32_t a, int32_t m, int32_t sz) {
   uint32_t s = (uint32_t)sz & 255u, t = s - 32u, w;
+  uint32_t h = (1u << 31) + (1u << ((t - 1u) & 31u)) + 1u;
+  uint32_t c = (uint32_t)((sz - (int32_t)s) / 256) - (1u << ((31u - t) & 31u));
   if (__builtin_expect(t - 1u < 30u && (uint32_t)a + (1u << 24) < (1u << 25), 1)) {
-    w = (uint32_t)((uint64_t)((int64_t)a * (int64_t)m) >> 32) + ((1u << 31) + (1u << (t - 1u)) + 1u);
+    w = (uint32_t)((uint64_t)((int64_t)a * (int64_t)m) >> 32) + h;
     if (__builtin_expect((w & ((1u << t) - 1u)) > 1u, 1))
-      return (int32_t)((w >> t) + ((uint32_t)((sz - (int32_t)s) / 256) - (1u << (31u - t))));
+      return (int32_t)((w >> t) + c);
   }
   return pg_requant_wide(a, m, sz);
 }
@@ -411,23 +416,21 @@ const FLOORMOD: &str =
 ";
 
 /// The dual multiply-accumulate on two 16-bit lanes: `acc + a0*b0 + a1*b1`, wrapping. With the
-/// DSP extension (Cortex-M4/M7/M33) the lanes are packed low/high into a word each and `__smlad`
-/// does both products and both adds in one instruction (it wraps too; its Q flag is not read).
-/// The packing is one `pkhbt` (`pg_pkhbt`: low halfword of the first operand, low halfword of
-/// the second shifted up): ACLE has no intrinsic for it and gcc 12 compiles the C form to a
-/// `uxth` and an `orr` (one more instruction per pair; the KWS DS-CNN's depthwise convs pack
-/// several input pairs per output). A plain (non-volatile) asm statement, so the compiler still
-/// shares and hoists it. The portable form adds through `uint32_t`, so it wraps identically
-/// without undefined behaviour; each product of 16-bit lanes fits an `int32_t`.
+/// DSP extension (Cortex-M4/M7/M33) the lanes are packed low/high into a word each
+/// (`pg_pack16`: C that gcc compiles to a `uxth` and an `orr`) and `__smlad` does both products
+/// and both adds in one instruction (it wraps too; its Q flag is not read). The packing stays C:
+/// a `pkhbt` by inline asm (one instruction instead of two) measured worse on the KWS DS-CNN
+/// int8 (7,682,649 against 7,569,501 instructions, 2026-11-27), as the compiler can then no
+/// longer fold, share or combine the packing. The portable form adds through `uint32_t`, so it
+/// wraps identically without undefined behaviour; each product of 16-bit lanes fits an
+/// `int32_t`.
 const SMLAD_HALVES: &str = "#if defined(__ARM_FEATURE_DSP)
 #include <arm_acle.h>
-static inline __attribute__((unused)) int32_t pg_pkhbt(int32_t lo, int32_t hi) {
-  int32_t r;
-  __asm__(\"pkhbt %0, %1, %2, lsl #16\" : \"=r\"(r) : \"r\"(lo), \"r\"(hi));
-  return r;
+static inline __attribute__((unused)) int32_t pg_pack16(int32_t lo, int32_t hi) {
+  return (int32_t)((uint32_t)(uint16_t)lo | ((uint32_t)(uint16_t)hi << 16));
 }
 static inline __attribute__((unused)) int32_t pg_smlad_h(int32_t acc, int32_t a0, int32_t b0, int32_t a1, int32_t b1) {
-  return __smlad(pg_pkhbt(a0, a1), pg_pkhbt(b0, b1), acc);
+  return __smlad(pg_pack16(a0, a1), pg_pack16(b0, b1), acc);
 }
 #else
 static inline __attribute__((unused)) int32_t pg_smlad_h(int32_t acc, int32_t a0, int32_t b0, int32_t a1, int32_t b1) {
@@ -476,12 +479,12 @@ static inline __attribute__((unused)) int32_t pg_smlad4_b(int32_t acc, int32_t a
 ";
 
 /// [`SMLAD_HALVES`] for i8 factors: an `int32_t` holding an i8 value holds it sign-extended, so
-/// its low halfword is already the value as a signed halfword and one `pkhbt` per pair packs
-/// it (`pg_pkhbt`, defined by [`SMLAD_HALVES`], which this helper requires).
+/// its low halfword is already the value as a signed halfword and `pg_pack16` (defined by
+/// [`SMLAD_HALVES`], which this helper requires) packs a pair with no `__sxtb16`.
 const SMLAD_BYTES: &str = "#if defined(__ARM_FEATURE_DSP)
 #include <arm_acle.h>
 static inline __attribute__((unused)) int32_t pg_smlad_b(int32_t acc, int32_t a0, int32_t b0, int32_t a1, int32_t b1) {
-  return __smlad(pg_pkhbt(a0, a1), pg_pkhbt(b0, b1), acc);
+  return __smlad(pg_pack16(a0, a1), pg_pack16(b0, b1), acc);
 }
 #else
 static inline __attribute__((unused)) int32_t pg_smlad_b(int32_t acc, int32_t a0, int32_t b0, int32_t a1, int32_t b1) {
