@@ -487,3 +487,96 @@ fn requantized_conv_is_stored_narrow() {
     }
     assert_eq!(pooled.to_vec::<u8>().unwrap(), want);
 }
+
+/// `pg_requant`'s inline path (shifts 33..=62, accumulators within ±2^24) against the exact
+/// reference: random accumulators across that range and its edges (±(2^24 − 1), ±2^24, where
+/// the general form takes over) with f32 multipliers (`M·2^7`, as `fixed_point` makes them)
+/// and random 31-bit ones, zero points in the packed shift on every other value.
+#[test]
+fn requant_inline_path_agrees_with_the_reference() {
+    let mut r = Rng(0x0017_5eed);
+    let (mut acc, mut ms, mut sz, mut want) = (vec![], vec![], vec![], vec![]);
+    let edges = [(1 << 24) - 1, 1 << 24, -(1 << 24) + 1, -(1 << 24), 0, 1, -1];
+    for s in 33..=62i32 {
+        for i in 0..64 {
+            let a = match edges.get(i) {
+                Some(&e) => e,
+                None => r.range(-(1 << 24), 1 << 24) as i32,
+            };
+            let m = if i % 3 == 0 {
+                r.range(1 << 30, (1 << 31) - 1) as i32
+            } else {
+                (r.range(1 << 23, (1 << 24) - 1) << 7) as i32
+            };
+            let z = if i % 2 == 0 {
+                0
+            } else {
+                r.range(-130, 130) as i32
+            };
+            acc.push(a);
+            ms.push(m);
+            sz.push(pack_shift(s, z));
+            want.push(reference_requant_z(a, m, s, z));
+        }
+    }
+    let dev = clang();
+    let n = acc.len();
+    let t = |v: &[i32]| Tensor::try_from_slice_on(v, &[n], &dev).unwrap();
+    let got = t(&acc)
+        .try_alu(AluOp::Requant, &[&t(&ms), &t(&sz)])
+        .unwrap();
+    assert_eq!(got.to_vec::<i32>().unwrap(), want);
+}
+
+/// The requantize clamp `-max(-max(r, lo), -hi)` is lowered as `min(max(r, lo), hi)` (a `Where`
+/// the C compiler turns into a saturate): the kernel holds no `Neg`, and on the interpreter and
+/// in C the values equal a naive clamp for accumulators at and beyond both ends of the i8 range
+/// (i32 extremes included), with and without a fused ReLU's floor.
+#[test]
+fn requantize_clamp_is_a_min_and_agrees_with_a_naive_clamp() {
+    let mut acc: Vec<i32> = vec![i32::MIN, i32::MIN + 1, i32::MAX, i32::MAX - 1, 0];
+    acc.extend((-300..300).step_by(7));
+    let (m, s) = (1i32 << 30, 31); // scale 1/2
+    let devs: [Arc<dyn Device>; 2] = [Arc::new(Interp::new()), clang()];
+    for floor in [None, Some(-5i64)] {
+        let want: Vec<i8> = acc
+            .iter()
+            .map(|&a| {
+                let lo = floor.unwrap_or(-128).max(-128);
+                (reference_requant(a, m, s) + 3).clamp(lo as i32, 127) as i8
+            })
+            .collect();
+        for dev in &devs {
+            let n = acc.len();
+            let t = Tensor::try_from_slice_on(&acc, &[n], dev).unwrap();
+            let mt = Tensor::try_from_slice_on(&[m], &[1], dev).unwrap();
+            let st = Tensor::try_from_slice_on(&[s], &[1], dev).unwrap();
+            let z = Tensor::try_from_slice_on(&[3i8], &[1], dev).unwrap();
+            let y = t
+                .try_requantize(&mt, &st, &z, floor, DType::I8, Ties::BeforeZeroPoint)
+                .unwrap();
+            let items = schedule(&[y.lazy().contiguous()]).unwrap();
+            for item in items.iter().filter(|i| !i.is_copy) {
+                let lk = lower_ast(&item.ast, buf_params(item), None, false).unwrap();
+                // What the stores read (the C prints only these; a replaced value stays in
+                // the list unread).
+                let mut live = vec![false; lk.uops.len()];
+                for (i, u) in lk.uops.iter().enumerate().rev() {
+                    if u.kind == UOpKind::Store || live[i] {
+                        live[i] = true;
+                        u.src.iter().for_each(|&s| live[s as usize] = true);
+                    }
+                }
+                let has = |k: UOpKind| (0..live.len()).any(|i| live[i] && lk.uops[i].kind == k);
+                assert!(!has(UOpKind::Alu(AluOp::Neg)), "a Neg read in {}", lk.name);
+                assert!(has(UOpKind::Alu(AluOp::Where)), "no min in {}", lk.name);
+            }
+            assert_eq!(
+                y.to_vec::<i8>().unwrap(),
+                want,
+                "{floor:?} on {}",
+                dev.name()
+            );
+        }
+    }
+}

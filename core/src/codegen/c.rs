@@ -421,8 +421,8 @@ impl<'a> Writer<'a> {
         }
     }
 
-    /// `pg_smlad_b` (both lanes' factors i8: packed as bytes and widened by `__sxtb16`) or
-    /// `pg_smlad_h` (halfwords) — `__smlad` under `__ARM_FEATURE_DSP`, portable C elsewhere.
+    /// `pg_smlad_b` (both lanes' factors i8) or `pg_smlad_h` (halfwords) — `__smlad` under
+    /// `__ARM_FEATURE_DSP`, portable C elsewhere.
     fn dual_mac(&mut self, i: usize) -> String {
         if self.k.uops[i].src.len() == 3 {
             // The packed form: two words of four i8 lanes (`VecLoad`s printed as `pg_ld_i8x4`).

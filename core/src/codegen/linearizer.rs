@@ -116,7 +116,8 @@ impl Lin {
         if let Some(v) = consts.and_then(|c| crate::ops::eval_alu(op, &c, dtype)) {
             return self.konst(v);
         }
-        // x + 0 = x and x * 1 = x for ints (for floats, -0.0 + 0.0 is +0.0, so only x * 1).
+        // x + 0 = x and x * 1 = x for ints (for floats, -0.0 + 0.0 is +0.0, so only x * 1);
+        // a widening product with a zero factor is 0 (integers: exact).
         if let [a, b] = src[..] {
             let is = |u: u32, v: i64| matches!(self.uops[u as usize].kind, UOpKind::Const(c) if c == Scalar::from_i64(v, dtype));
             match op {
@@ -124,10 +125,66 @@ impl Lin {
                 AluOp::Add if dtype.is_int() && is(a, 0) => return b,
                 AluOp::Mul if is(b, 1) && self.uops[a as usize].dtype == dtype => return a,
                 AluOp::Mul if is(a, 1) && self.uops[b as usize].dtype == dtype => return b,
+                AluOp::MulWide if self.is_zero(a) || self.is_zero(b) => {
+                    return self.konst(Scalar::zero(dtype))
+                }
                 _ => {}
             }
         }
+        if op == AluOp::Neg {
+            if let Some((x, h)) = self.negated_clamp(src[0], dtype) {
+                // -max(-x, c) = min(x, -c), printed `x < -c ? x : -c`: a C compiler sees a
+                // min and, after the max bounding x below, a saturate (Arm's `ssat` for an
+                // int8 range: one instruction instead of ten).
+                let below = self.alu(AluOp::CmpLt, DType::Bool, alloc::vec![x, h]);
+                return self.alu(AluOp::Where, dtype, alloc::vec![below, x, h]);
+            }
+        }
         self.push(UOpKind::Alu(op), dtype, src)
+    }
+
+    /// Is `u` the constant zero (of any dtype)?
+    fn is_zero(&self, u: u32) -> bool {
+        matches!(self.uops[u as usize].kind, UOpKind::Const(c) if c.bits() == 0)
+    }
+
+    /// `(x, -c)` when `m` is `max(-x, c)` (either operand order) in a signed integer `dtype`
+    /// with `c` a constant other than the dtype's minimum and `x` itself `max(y, lo)` with a
+    /// constant `lo` above the minimum: then no negation in `-max(-x, c)` wraps, and it equals
+    /// `min(x, -c)` for every `y` (a requantize's clamp to `[lo, -c]` is written this way,
+    /// `Tensor::try_requantize`). `None` otherwise.
+    fn negated_clamp(&mut self, m: u32, dtype: DType) -> Option<(u32, u32)> {
+        if !dtype.is_int() || dtype.is_unsigned() {
+            return None;
+        }
+        let min = dtype.int_min() as i64;
+        let konst = |lin: &Self, u: u32| match lin.uops[u as usize].kind {
+            UOpKind::Const(v) if v.dtype() == dtype && v.as_i64() != min => Some(v.as_i64()),
+            _ => None,
+        };
+        let max_of = |lin: &Self, u: u32| {
+            let op = &lin.uops[u as usize];
+            match (&op.kind, &op.src[..]) {
+                (UOpKind::Alu(AluOp::Max), &[a, b]) if op.dtype == dtype => {
+                    match (konst(lin, a), konst(lin, b)) {
+                        (_, Some(c)) => Some((a, c)),
+                        (Some(c), None) => Some((b, c)),
+                        (None, None) => None,
+                    }
+                }
+                _ => None,
+            }
+        };
+        let (neg, c) = max_of(self, m)?;
+        let x = match (
+            &self.uops[neg as usize].kind,
+            &self.uops[neg as usize].src[..],
+        ) {
+            (UOpKind::Alu(AluOp::Neg), &[x]) => x,
+            _ => return None,
+        };
+        max_of(self, x)?;
+        Some((x, self.konst(Scalar::from_i64(-c, dtype))))
     }
 
     /// UOps computing an index expression.
@@ -260,6 +317,13 @@ impl Lin {
                 } else {
                     UOpKind::Bitcast
                 };
+                // An integer constant cast to an integer type folds (wrapping, as C converts):
+                // a padded input's centered zero then folds away from the sums it feeds.
+                if let UOpKind::Const(v) = self.uops[x as usize].kind {
+                    if kind == UOpKind::Cast && v.dtype().is_int() && dtype.is_int() {
+                        return Ok(self.konst(v.cast(dtype)));
+                    }
+                }
                 Ok(self.push(kind, dtype, alloc::vec![x]))
             }
             AstOp::Store { .. } => Err(Error::internal("linearizer: nested store")),
@@ -308,6 +372,8 @@ impl Lin {
 
     /// Folds the products of `src` (a `MulWide`) at two positions into `acc` with one
     /// `DualMac`. Integer sums wrap, so this is the same value as two single steps.
+    /// A product with a constant zero factor (a padded input) is dropped: the other one takes a
+    /// single step, and a pair of two such products emits nothing.
     fn accumulate_pair(&mut self, src: &Ast, pair: [&[Node]; 2], acc: u32) -> Result<()> {
         let mut lanes = Vec::with_capacity(5);
         lanes.push(acc);
@@ -318,7 +384,18 @@ impl Lin {
         }
         (0..4).for_each(|_| self.count_flop());
         self.cost.reduce_ops = self.cost.reduce_ops.saturating_add(2 * self.trip());
-        let new = self.push(UOpKind::DualMac, DType::I32, lanes);
+        let live: Vec<[u32; 2]> = [[lanes[1], lanes[2]], [lanes[3], lanes[4]]]
+            .into_iter()
+            .filter(|f| !self.is_zero(f[0]) && !self.is_zero(f[1]))
+            .collect();
+        let new = match live[..] {
+            [] => return Ok(()),
+            [[a, b]] => {
+                let p = self.alu(AluOp::MulWide, DType::I32, alloc::vec![a, b]);
+                self.alu(AluOp::Add, DType::I32, alloc::vec![acc, p])
+            }
+            _ => self.push(UOpKind::DualMac, DType::I32, lanes),
+        };
         self.push(UOpKind::Assign, DType::I32, alloc::vec![acc, new]);
         Ok(())
     }

@@ -4,13 +4,14 @@
 //! becomes straight-line code with the loop variable a constant). In each part, gates decided by
 //! the part's bounds become constants and fold away: a load whose gate always holds is a plain
 //! load, one whose gate never holds is the padding value 0, and a multiply-accumulate of a
-//! constant zero (`fma(0, w, acc)`) is the accumulator itself: padding taps are never multiplied.
+//! constant zero (`fma(0, w, acc)`) is the accumulator itself: padding taps are never multiplied
+//! (a dual multiply-accumulate keeps only its products without a zero factor).
 //! An index `x % c` or `x / c` whose operand the part's bounds keep in `[k·c, (k+1)·c)` is
 //! `x - k·c` or `k`.
 //!
 //! Invariants: the parts cover the loop's range in order, so every accumulator folds the same
 //! values in the same order; the only values dropped are products with the constant 0 added to
-//! an accumulator. Such a step is an exact no-op when the other factor is finite and the
+//! an accumulator (integer ones, in a dual multiply-accumulate, exactly). Such a step is an exact no-op when the other factor is finite and the
 //! accumulator is not `-0.0` — always the case unless a weight is ±inf or NaN (the product would
 //! be NaN) or a fused sum of underflowing products rounded to `-0.0` (adding `+0` would give
 //! `+0`). The README's numeric-semantics section says so. Loops with symbolic bounds, without
@@ -420,6 +421,13 @@ impl Emitter<'_> {
             },
             // An accumulator given its own value: a padding tap folded away.
             UOpKind::Assign if src[0] == src[1] => Some(src[0]),
+            UOpKind::DualMac if src.len() == 5 => self.fold_dual_mac(&src),
+            // An integer constant converted to an integer type (a padding zero widened before
+            // its zero point is subtracted) folds, wrapping as C converts.
+            UOpKind::Cast if u.dtype.is_int() => match self.const_of(src[0]) {
+                Some(v) if v.dtype().is_int() => Some(self.konst(v.cast(u.dtype))),
+                _ => None,
+            },
             _ => None,
         };
         let n = match folded {
@@ -474,6 +482,33 @@ impl Emitter<'_> {
                 }
             }
             _ if dtype.is_int() => self.fold_int(op, dtype, src),
+            _ => None,
+        }
+    }
+
+    /// A dual multiply-accumulate `acc + a0·b0 + a1·b1` with a padding tap (a constant zero
+    /// factor): both products zero is `acc`; one is `acc + a·b` (a `MulWide` and an add, one
+    /// multiply-accumulate in C instead of packing both pairs). Integers: exact.
+    fn fold_dual_mac(&mut self, src: &[u32]) -> Option<u32> {
+        let zero = |e: &Self, n: u32| e.const_of(n).is_some_and(|s| s.bits() == 0);
+        let live: Vec<[u32; 2]> = [[src[1], src[2]], [src[3], src[4]]]
+            .into_iter()
+            .filter(|f| !zero(self, f[0]) && !zero(self, f[1]))
+            .collect();
+        match live[..] {
+            [] => Some(src[0]),
+            [[a, b]] => {
+                let p = self.push(UOp {
+                    kind: UOpKind::Alu(AluOp::MulWide),
+                    dtype: DType::I32,
+                    src: vec![a, b],
+                });
+                Some(self.push(UOp {
+                    kind: UOpKind::Alu(AluOp::Add),
+                    dtype: DType::I32,
+                    src: vec![src[0], p],
+                }))
+            }
             _ => None,
         }
     }

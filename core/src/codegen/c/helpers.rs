@@ -36,7 +36,7 @@ pub(crate) enum Helper {
     /// `pg_smlad_h`: [`UOpKind::DualMac`](crate::codegen::uops::UOpKind::DualMac) on halfword
     /// lanes (`__smlad` where the core has the DSP extension).
     SmladHalves,
-    /// `pg_smlad_b`: the same on i8 factors, widened to halfwords by `__sxtb16`.
+    /// `pg_smlad_b`: the same on i8 factors (needs [`Helper::SmladHalves`]' `pg_pack16`).
     SmladBytes,
     /// `pg_ld_i8x4` and `pg_smlad4_b`: a 4-lane [`UOpKind::DualMac`](crate::codegen::uops::UOpKind::DualMac)
     /// over two packed words of four i8 each (one 32-bit load per operand).
@@ -79,6 +79,10 @@ impl Needs {
             Helper::VectorF32 => {
                 self.helpers.insert(Helper::Bits32);
                 self.helpers.insert(Helper::Bits64);
+            }
+            // `pg_smlad_b` packs with `pg_pack16`, defined beside `pg_smlad_h`.
+            Helper::SmladBytes => {
+                self.helpers.insert(Helper::SmladHalves);
             }
             _ => {}
         }
@@ -334,10 +338,19 @@ const F32_TO_BF16: &str = "static inline __attribute__((unused)) uint16_t pg_f32
 /// call in `2^(t-1)`) goes to the general form; every other one lies at least 2^32 below a tie
 /// (low bits at most `2^(t-1) - 2`) or above it (at least `2^(t-1) + 1`), so rounding the high
 /// word alone half up, `(hi + 2^(t-1)) >> t`, is the answer — no parity or low-word test
-/// (`|a·m| < 2^55`, so `hi + 2^(t-1)` stays below 2^32; `v = hi + 2^(t-1)` serves both the
-/// tie test, `(v + 1) mod 2^t` in {0, 1}, and the quotient). Same bits as the general form
-/// (`tests/int_kernels.rs` checks the C at every shift, next to ties of f32 scales included,
-/// against the Rust reference; 2·10^8 random and near-tie operands against the general form when
+/// (`|a·m| < 2^55`, so `hi + 2^(t-1)` stays below 2^32). One sum `w = hi + 2^31 + 2^(t-1) + 1`
+/// (the bias, the rounding half and the tie test's +1 in one per-channel constant) serves
+/// both the tie test, `w mod 2^t` in {0, 1}, and the quotient `w >> t` (equal to
+/// `(w - 1) >> t` whenever the test passes); the bias and the zero point come back as one
+/// per-channel constant. So the common case is a 32×32→64 multiply of which only the high
+/// word is used (`smull`), an add, an and, a compare, a shift and an add; `__builtin_expect`
+/// keeps it on the fall-through path and the general form's call out of line. The two
+/// constants are computed before the branches (their shifts masked to 0..31, so no shift is
+/// undefined when the general form is taken instead), which lets the compiler share them
+/// between the outputs of one channel in a register tile. Same bits as
+/// the general form (`tests/int_kernels.rs` checks the C at every shift, next to ties of f32
+/// scales included, and the inline path's whole accumulator range and edges, against the
+/// Rust reference; 2·10^8 random and near-tie operands against the general form when
 /// written).
 const REQUANT: &str = "static inline __attribute__((unused)) uint64_t pg_round24(uint64_t v) {
   int k;
@@ -369,15 +382,13 @@ static __attribute__((noinline, unused)) int32_t pg_requant_wide(int32_t a, int3
 }
 
 static inline __attribute__((unused)) int32_t pg_requant(int32_t a, int32_t m, int32_t sz) {
-  uint64_t u;
-  uint32_t v, t;
-  int32_t s = sz & 255;
-  if (s > 32 && s <= 62 && (uint32_t)a + (1u << 24) < (1u << 25)) {
-    t = (uint32_t)s - 32u;
-    u = (uint64_t)((int64_t)a * (int64_t)m) + ((uint64_t)1 << 63);
-    v = (uint32_t)(u >> 32) + (1u << (t - 1u));
-    if (((v + 1u) & ((1u << t) - 1u)) > 1u)
-      return (int32_t)((v >> t) - (1u << (31u - t)) + (uint32_t)((sz - s) / 256));
+  uint32_t s = (uint32_t)sz & 255u, t = s - 32u, w;
+  uint32_t h = (1u << 31) + (1u << ((t - 1u) & 31u)) + 1u;
+  uint32_t c = (uint32_t)((sz - (int32_t)s) / 256) - (1u << ((31u - t) & 31u));
+  if (__builtin_expect(t - 1u < 30u && (uint32_t)a + (1u << 24) < (1u << 25), 1)) {
+    w = (uint32_t)((uint64_t)((int64_t)a * (int64_t)m) >> 32) + h;
+    if (__builtin_expect((w & ((1u << t) - 1u)) > 1u, 1))
+      return (int32_t)((w >> t) + c);
   }
   return pg_requant_wide(a, m, sz);
 }
@@ -405,16 +416,21 @@ const FLOORMOD: &str =
 ";
 
 /// The dual multiply-accumulate on two 16-bit lanes: `acc + a0*b0 + a1*b1`, wrapping. With the
-/// DSP extension (Cortex-M4/M7/M33) the lanes are packed low/high into a word each and `__smlad`
-/// does both products and both adds in one instruction (it wraps too; its Q flag is not read).
-/// The portable form adds through `uint32_t`, so it wraps identically without undefined
-/// behaviour; each product of 16-bit lanes fits an `int32_t`.
+/// DSP extension (Cortex-M4/M7/M33) the lanes are packed low/high into a word each
+/// (`pg_pack16`: C that gcc compiles to a `uxth` and an `orr`) and `__smlad` does both products
+/// and both adds in one instruction (it wraps too; its Q flag is not read). The packing stays C:
+/// a `pkhbt` by inline asm (one instruction instead of two) measured worse on the KWS DS-CNN
+/// int8 (7,682,649 against 7,569,501 instructions, 2026-11-27), as the compiler can then no
+/// longer fold, share or combine the packing. The portable form adds through `uint32_t`, so it
+/// wraps identically without undefined behaviour; each product of 16-bit lanes fits an
+/// `int32_t`.
 const SMLAD_HALVES: &str = "#if defined(__ARM_FEATURE_DSP)
 #include <arm_acle.h>
+static inline __attribute__((unused)) int32_t pg_pack16(int32_t lo, int32_t hi) {
+  return (int32_t)((uint32_t)(uint16_t)lo | ((uint32_t)(uint16_t)hi << 16));
+}
 static inline __attribute__((unused)) int32_t pg_smlad_h(int32_t acc, int32_t a0, int32_t b0, int32_t a1, int32_t b1) {
-  int32_t a = (int32_t)((uint32_t)(uint16_t)a0 | ((uint32_t)(uint16_t)a1 << 16));
-  int32_t b = (int32_t)((uint32_t)(uint16_t)b0 | ((uint32_t)(uint16_t)b1 << 16));
-  return __smlad(a, b, acc);
+  return __smlad(pg_pack16(a0, a1), pg_pack16(b0, b1), acc);
 }
 #else
 static inline __attribute__((unused)) int32_t pg_smlad_h(int32_t acc, int32_t a0, int32_t b0, int32_t a1, int32_t b1) {
@@ -426,11 +442,14 @@ static inline __attribute__((unused)) int32_t pg_smlad_h(int32_t acc, int32_t a0
 /// The packed form: `pg_ld_i8x4` reads four consecutive i8 as one word (`memcpy`: one `ldr`,
 /// which Cortex-M4 allows unaligned), and `pg_smlad4_b` adds the four lane products of two such
 /// words to `acc`. With the DSP extension `__sxtb16(w)` sign-extends bytes 0 and 2 and
-/// `__sxtb16(w >> 8)` bytes 1 and 3 (a shift, not `__ror`, which gcc 12 lacks: `__sxtb16` reads
-/// only bytes 0 and 2 of its operand, where the shift and the rotate agree), so two `__smlad`s
-/// add all four products. The portable form sums the four byte products through `uint32_t`
-/// (wrapping like the instruction); it pairs byte `k` of `a` with byte `k` of `b`, so it gives
-/// the same sum whatever the byte order.
+/// `pg_sxtb16_ror8(w)` bytes 1 and 3, so two `__smlad`s add all four products. The odd bytes
+/// are one `sxtb16 rd, rm, ror #8` (the instruction's own rotate operand): neither gcc 12 (no
+/// `__ror`) nor a shift then `__sxtb16` gives that, gcc emits a separate `lsrs`/`ror` for every
+/// word widened (KWS DS-CNN int8: 6 of the 38 instructions per pointwise reduce step). It is a
+/// plain (non-volatile) asm statement, so the compiler still hoists and shares it like the
+/// intrinsic. The portable form sums the four byte products through `uint32_t` (wrapping like
+/// the instruction); it pairs byte `k` of `a` with byte `k` of `b`, so it gives the same sum
+/// whatever the byte order.
 const SMLAD_WORDS: &str = "static inline __attribute__((unused)) int32_t pg_ld_i8x4(const int8_t *p) {
   int32_t w;
   __builtin_memcpy(&w, p, 4);
@@ -438,9 +457,14 @@ const SMLAD_WORDS: &str = "static inline __attribute__((unused)) int32_t pg_ld_i
 }
 #if defined(__ARM_FEATURE_DSP)
 #include <arm_acle.h>
+static inline __attribute__((unused)) int32_t pg_sxtb16_ror8(int32_t w) {
+  int32_t r;
+  __asm__(\"sxtb16 %0, %1, ror #8\" : \"=r\"(r) : \"r\"(w));
+  return r;
+}
 static inline __attribute__((unused)) int32_t pg_smlad4_b(int32_t acc, int32_t a, int32_t b) {
   acc = __smlad(__sxtb16(a), __sxtb16(b), acc);
-  return __smlad(__sxtb16((int32_t)((uint32_t)a >> 8)), __sxtb16((int32_t)((uint32_t)b >> 8)), acc);
+  return __smlad(pg_sxtb16_ror8(a), pg_sxtb16_ror8(b), acc);
 }
 #else
 static inline __attribute__((unused)) int32_t pg_smlad4_b(int32_t acc, int32_t a, int32_t b) {
@@ -454,15 +478,13 @@ static inline __attribute__((unused)) int32_t pg_smlad4_b(int32_t acc, int32_t a
 #endif
 ";
 
-/// [`SMLAD_HALVES`] for i8 factors: each pair is packed into bytes 0 and 2 of a word and
-/// sign-extended to two halfwords by `__sxtb16` (no rotate is needed, so nothing depends on
-/// `__ror`, which gcc 12's `<arm_acle.h>` lacks).
+/// [`SMLAD_HALVES`] for i8 factors: an `int32_t` holding an i8 value holds it sign-extended, so
+/// its low halfword is already the value as a signed halfword and `pg_pack16` (defined by
+/// [`SMLAD_HALVES`], which this helper requires) packs a pair with no `__sxtb16`.
 const SMLAD_BYTES: &str = "#if defined(__ARM_FEATURE_DSP)
 #include <arm_acle.h>
 static inline __attribute__((unused)) int32_t pg_smlad_b(int32_t acc, int32_t a0, int32_t b0, int32_t a1, int32_t b1) {
-  int32_t a = __sxtb16((int32_t)((uint32_t)(uint8_t)a0 | ((uint32_t)(uint8_t)a1 << 16)));
-  int32_t b = __sxtb16((int32_t)((uint32_t)(uint8_t)b0 | ((uint32_t)(uint8_t)b1 << 16)));
-  return __smlad(a, b, acc);
+  return __smlad(pg_pack16(a0, a1), pg_pack16(b0, b1), acc);
 }
 #else
 static inline __attribute__((unused)) int32_t pg_smlad_b(int32_t acc, int32_t a0, int32_t b0, int32_t a1, int32_t b1) {
