@@ -61,6 +61,28 @@ pub(super) fn choose(k: &mut Kernel, cfg: &OptConfig, applied: &mut Vec<Opt>) ->
             ((channel, c), (wide, lanes))
         }
     };
+    // Pixels the row does not divide: the channel vectors first, then the pixels as a looped
+    // remainder (which must be the last global opt).
+    if size(k, first.0) % first.1 as i64 != 0 {
+        let ((wide, pixels), (channel, cs)) = (first, second);
+        let (mut next, mut opts) = (k.clone(), Vec::new());
+        if !try_vector_upcast(&mut next, (channel, cs), cfg, &mut opts) {
+            return false;
+        }
+        // An upcast that consumed the whole channel axis removed it: later axes moved down.
+        let moved = next.first_reduce < k.first_reduce && channel < wide;
+        let looped = Opt::LoopedUpcast {
+            axis: wide - usize::from(moved),
+            amount: pixels,
+            lanes: 0,
+        };
+        if !try_opt(&mut next, looped, &mut opts) {
+            return false;
+        }
+        *k = next;
+        applied.extend(opts);
+        return true;
+    }
     let rank = k.rank();
     if first.1 > 1 && !try_opt(k, upcast(first), applied) {
         return false;
@@ -108,15 +130,33 @@ fn channel_lane_tile(
         .checked_sub(1)
         .is_some_and(|a| a >= k.first_reduce && (2..=8).contains(&size(k, a)));
     let most = if window { 1 } else { vectors };
-    // From the most channel vectors down, so a tie keeps the fewest (`max_by` keeps the last).
-    let (m, pixels) = (1..=most)
+    // Pixel counts that do not divide the row run as a looped remainder (a loop of `pixels`
+    // per step, then the pixels left over: `Opt::LoopedUpcast`), so a 7-wide row may take
+    // 2 × 4 (one step of 4 pixels, a tail of 3) where its divisors allow only 8 × 1 or 1 × 7.
+    let n = size(k, wide);
+    let candidates = (1..=most)
         .rev()
         .filter(|&m| size(k, channel) % (m * c) as i64 == 0)
-        .map(|m| (m, largest_divisor(size(k, wide), vectors / m).unwrap_or(1)))
+        .flat_map(|m| {
+            let exact = largest_divisor(n, vectors / m).unwrap_or(1);
+            let looped = (exact + 1..=vectors / m).filter(move |&p| (p as i64) < n);
+            core::iter::once((m, exact)).chain(looped.map(move |p| (m, p)))
+        });
+    // The most accumulators first, then the fewest loads per multiply-add over the whole row
+    // (a remainder's tail loads its `m` weight vectors for fewer pixels); from the most
+    // channel vectors down, so a tie keeps the first (`max_by` keeps the last: reversed).
+    let loads = |m: usize, p: usize| {
+        let (q, t) = (n as usize / p, n as usize % p);
+        (q * (m + p) + if t > 0 { m + t } else { 0 }, m * n as usize)
+    };
+    let (m, pixels) = candidates
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
         .max_by(|&(m1, p1), &(m2, p2)| {
-            // Loads per multiply-add compared without division: (m + p) / (m · p).
-            let (l1, l2) = ((m1 + p1) * m2 * p2, (m2 + p2) * m1 * p1);
-            (m1 * p1).cmp(&(m2 * p2)).then(l2.cmp(&l1))
+            let ((a1, b1), (a2, b2)) = (loads(m1, p1), loads(m2, p2));
+            // Loads per multiply-add compared without division.
+            (m1 * p1).cmp(&(m2 * p2)).then((a2 * b1).cmp(&(a1 * b2)))
         })?;
     Some((((wide, pixels), (channel, c * m)), c))
 }
