@@ -19,9 +19,16 @@
 //! upcast by the rest) where the target has vector lanes, the output is f32 and a leaf is
 //! contiguous along it ([`super::facts::vector_upcast`]).
 //!
+//! A pixel count that does not divide the row runs as a looped remainder
+//! ([`Opt::LoopedUpcast`]: a loop of steps of that many pixels, then the pixels left over):
+//! the heuristic's channel-lane tile takes one when it holds more accumulators, or as many with
+//! fewer loads per multiply-add over the row (a 7-wide row: 2 channel vectors × 4 pixels, tail
+//! 3, instead of 8 × 1).
+//!
 //! Search space: both orientations for every channel count up to [`MAX_CHANNELS`] dividing the
 //! channel axis, times every pixel count dividing the output-contiguous axis,
-//! within `max_accs` accumulators.
+//! within `max_accs` accumulators; and every pixel count that does not divide it as a looped
+//! remainder after the channels (channel lanes, or vector lanes along the pixels).
 //!
 //! Invariant: only upcasts are applied (each accumulator keeps its summation order), so tiled
 //! kernels compute bit-identical results to untiled ones.
@@ -144,16 +151,12 @@ fn channel_lane_tile(
         });
     // The most accumulators first, then the fewest loads per multiply-add over the whole row
     // (a remainder's tail loads its `m` weight vectors for fewer pixels); from the most
-    // channel vectors down, so a tie keeps the first (`max_by` keeps the last: reversed).
+    // channel vectors down, so a tie keeps the fewest (`max_by` keeps the last).
     let loads = |m: usize, p: usize| {
         let (q, t) = (n as usize / p, n as usize % p);
         (q * (m + p) + if t > 0 { m + t } else { 0 }, m * n as usize)
     };
-    let (m, pixels) = candidates
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-        .max_by(|&(m1, p1), &(m2, p2)| {
+    let (m, pixels) = candidates.max_by(|&(m1, p1), &(m2, p2)| {
             let ((a1, b1), (a2, b2)) = (loads(m1, p1), loads(m2, p2));
             // Loads per multiply-add compared without division.
             (m1 * p1).cmp(&(m2 * p2)).then((a2 * b1).cmp(&(a1 * b2)))
@@ -181,6 +184,36 @@ pub(super) fn space(k: &Kernel, cfg: &OptConfig) -> Vec<Choice> {
             };
             out.push(Choice::new(tile(&[(channel, c), (wide, w)]), Some(wide)));
             out.push(Choice::new(tile(&[(wide, w), (channel, c)]), Some(channel)));
+        }
+    }
+    // Pixel counts the row does not divide, as a looped remainder after the channels: the
+    // channels as vector lanes where they fit, or the pixels as lanes (broadcast weights).
+    let v = cfg.vec_width;
+    let looped = (2..=cfg.max_accs).filter(|&w| (w as i64) < nw && nw % w as i64 != 0);
+    for w in looped {
+        for c in (1..=MAX_CHANNELS).filter(|&c| nc % c as i64 == 0 && c * w <= cfg.max_accs) {
+            let after = |lanes: usize, channel_opts: Vec<Opt>| {
+                let mut next = k.clone();
+                let fits = channel_opts.iter().all(|&o| next.apply_opt(o).is_ok());
+                let moved = next.first_reduce < k.first_reduce && channel < wide;
+                let mut opts = channel_opts;
+                opts.push(Opt::LoopedUpcast {
+                    axis: wide - usize::from(fits && moved),
+                    amount: w,
+                    lanes,
+                });
+                Choice::new(opts, Some(wide))
+            };
+            let channels = if c > 1 {
+                vector_upcasts(k, &[(channel, c)], cfg)
+            } else {
+                Vec::new()
+            };
+            out.push(after(0, channels));
+            if cfg.vector_lanes && v >= 2 && w % v == 0 {
+                let plain = if c > 1 { alloc::vec![upcast((channel, c))] } else { Vec::new() };
+                out.push(after(v, plain));
+            }
         }
     }
     out
