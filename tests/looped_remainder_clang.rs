@@ -47,9 +47,7 @@ fn pointwise(dev: &Arc<dyn Device>, x: [usize; 4], cout: usize) -> Tensor {
     };
     let w = on(&[cout, x[1], 1, 1], 2);
     let b = on(&[cout], 3);
-    on(&x, 1)
-        .conv2d(&w, Some(&b), &ConvOpts::default())
-        .relu()
+    on(&x, 1).conv2d(&w, Some(&b), &ConvOpts::default()).relu()
 }
 
 #[test]
@@ -65,7 +63,11 @@ fn looped_conv_tiles_equal_unoptimized_c() {
         let got = pointwise(&tiled, x, cout).to_vec::<f32>().unwrap();
         assert_eq!(got.len(), want.len());
         for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-            assert_eq!(g.to_bits(), w.to_bits(), "{x:?} -> {cout}: [{i}] {g} vs {w}");
+            assert_eq!(
+                g.to_bits(),
+                w.to_bits(),
+                "{x:?} -> {cout}: [{i}] {g} vs {w}"
+            );
         }
     }
 }
@@ -111,7 +113,11 @@ fn pixel_lanes_with_a_looped_tail_equal_unoptimized_c() {
         ];
         let looped = lower_ast_with(&item.ast, buf_params(&item), None, Some(&opts), true).unwrap();
         let unopt = lower_ast(&item.ast, buf_params(&item), None, true).unwrap();
-        assert_eq!(run(&dev, &looped, &item), run(&dev, &unopt, &item), "{hw}² by {amount}");
+        assert_eq!(
+            run(&dev, &looped, &item),
+            run(&dev, &unopt, &item),
+            "{hw}² by {amount}"
+        );
         let c = render_kernel(&looped, &host_render_opts()).unwrap();
         assert!(c.contains("pg_f32x8 acc"), "no vector accumulator:\n{c}");
         let file = dir.join(format!("looped_{hw}_{amount}.c"));
@@ -121,7 +127,12 @@ fn pixel_lanes_with_a_looped_tail_equal_unoptimized_c() {
         } else {
             "-march=native"
         };
-        compile_strict("clang", &file, Path::new("/dev/null"), &[march, "-O2", "-c"]);
+        compile_strict(
+            "clang",
+            &file,
+            Path::new("/dev/null"),
+            &[march, "-O2", "-c"],
+        );
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

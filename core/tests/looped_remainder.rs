@@ -102,6 +102,24 @@ fn the_conv_tile_loops_a_row_its_pixels_do_not_divide() {
 }
 
 #[test]
+fn a_window_keeps_its_exact_pixel_count() {
+    // A 3 × 3 conv (one channel vector, its taps unrolled) over a 28-wide row: 1 × 8 with a
+    // tail of 4 loads as much per multiply-add as 1 × 7, so the exact 7 stays.
+    let (cin, cout) = (4, 16);
+    let x = Tensor::from_slice(&data(2 * cin * 3 * 30, 5), &[2, cin, 3, 30]);
+    let w = Tensor::from_slice(&data(cin * 9 * cout, 6), &[cin, 3, 3, cout]).permute(&[3, 0, 1, 2]);
+    let it = item(&x.conv2d(&w, None, &ConvOpts::default()));
+    let mut k = Kernel::new(&it.ast).unwrap();
+    let opts = hand_coded(&mut k, &OptConfig::for_vec_width(8));
+    assert!(k.remainder.is_none(), "{opts:?} -> {}", k.describe());
+    assert!(
+        opts.contains(&Opt::Upcast { axis: 2, amount: 7 }),
+        "{opts:?} -> {}",
+        k.describe()
+    );
+}
+
+#[test]
 fn explicit_looped_upcasts_equal_the_unoptimized_kernel() {
     // Rows of 7, 14 and 49 (a 7 × 7 image, merged into one axis): every amount that does not
     // divide the row, as scalar copies and (where 4 or 8 lanes divide it) with vector lanes,
@@ -141,18 +159,40 @@ fn a_looped_upcast_that_does_not_fit_is_an_error() {
     let k = Kernel::new(&item(&t).ast).unwrap();
     for bad in [
         // Divides the row, is the whole row, lanes that do not divide the amount, a reduce axis.
-        Opt::LoopedUpcast { axis: 1, amount: 7, lanes: 0 },
-        Opt::LoopedUpcast { axis: 1, amount: 14, lanes: 0 },
-        Opt::LoopedUpcast { axis: 1, amount: 6, lanes: 4 },
-        Opt::LoopedUpcast { axis: 2, amount: 4, lanes: 0 },
+        Opt::LoopedUpcast {
+            axis: 1,
+            amount: 7,
+            lanes: 0,
+        },
+        Opt::LoopedUpcast {
+            axis: 1,
+            amount: 14,
+            lanes: 0,
+        },
+        Opt::LoopedUpcast {
+            axis: 1,
+            amount: 6,
+            lanes: 4,
+        },
+        Opt::LoopedUpcast {
+            axis: 2,
+            amount: 4,
+            lanes: 0,
+        },
     ] {
         assert!(k.clone().apply_opt(bad).is_err(), "{bad:?} applied");
     }
     // Only unrolls may follow a looped remainder.
     let mut looped = k.clone();
     looped
-        .apply_opt(Opt::LoopedUpcast { axis: 1, amount: 4, lanes: 0 })
+        .apply_opt(Opt::LoopedUpcast {
+            axis: 1,
+            amount: 4,
+            lanes: 0,
+        })
         .unwrap();
-    assert!(looped.apply_opt(Opt::Upcast { axis: 0, amount: 2 }).is_err());
+    assert!(looped
+        .apply_opt(Opt::Upcast { axis: 0, amount: 2 })
+        .is_err());
     assert!(looped.apply_opt(Opt::Unroll { axis: 0, amount: 2 }).is_ok());
 }

@@ -365,7 +365,10 @@ impl Kernel {
         if self.full_shape.iter().any(|d| d.as_const().is_none()) {
             return Err(Error::shape(
                 "apply_opt",
-                alloc::format!("a looped remainder needs constant axes: {}", self.describe()),
+                alloc::format!(
+                    "a looped remainder needs constant axes: {}",
+                    self.describe()
+                ),
             ));
         }
         let mut tail = shrink(self, split, size)?;
@@ -386,10 +389,7 @@ impl Kernel {
         }
         let rest = if vector { amount / lanes } else { amount };
         if rest >= 2 {
-            body.apply_opt(Opt::Upcast {
-                axis,
-                amount: rest,
-            })?;
+            body.apply_opt(Opt::Upcast { axis, amount: rest })?;
         }
         body.remainder = Some(alloc::boxed::Box::new(Remainder {
             kernel: tail,

@@ -141,26 +141,41 @@ fn channel_lane_tile(
     // per step, then the pixels left over: `Opt::LoopedUpcast`), so a 7-wide row may take
     // 2 × 4 (one step of 4 pixels, a tail of 3) where its divisors allow only 8 × 1 or 1 × 7.
     let n = size(k, wide);
-    let candidates = (1..=most)
-        .rev()
-        .filter(|&m| size(k, channel) % (m * c) as i64 == 0)
-        .flat_map(|m| {
-            let exact = largest_divisor(n, vectors / m).unwrap_or(1);
-            let looped = (exact + 1..=vectors / m).filter(move |&p| (p as i64) < n);
-            core::iter::once((m, exact)).chain(looped.map(move |p| (m, p)))
-        });
-    // The most accumulators first, then the fewest loads per multiply-add over the whole row
-    // (a remainder's tail loads its `m` weight vectors for fewer pixels); from the most
-    // channel vectors down, so a tie keeps the fewest (`max_by` keeps the last).
-    let loads = |m: usize, p: usize| {
+    let ms = || {
+        (1..=most)
+            .rev()
+            .filter(|&m| size(k, channel) % (m * c) as i64 == 0)
+    };
+    let mut exact = ms().map(|m| (m, largest_divisor(n, vectors / m).unwrap_or(1)));
+    let mut looped = ms().flat_map(|m| {
+        (2..=vectors / m)
+            .filter(move |&p| (p as i64) < n && n % p as i64 != 0)
+            .map(move |p| (m, p))
+    });
+    // Loads per row (each step loads `m` weight vectors and broadcasts `p` pixels; a tail of
+    // `t` pixels loads the `m` vectors for fewer) and multiply-adds per row.
+    let loads = |(m, p): (usize, usize)| {
         let (q, t) = (n as usize / p, n as usize % p);
         (q * (m + p) + if t > 0 { m + t } else { 0 }, m * n as usize)
     };
-    let (m, pixels) = candidates.max_by(|&(m1, p1), &(m2, p2)| {
-            let ((a1, b1), (a2, b2)) = (loads(m1, p1), loads(m2, p2));
-            // Loads per multiply-add compared without division.
-            (m1 * p1).cmp(&(m2 * p2)).then((a2 * b1).cmp(&(a1 * b2)))
-        })?;
+    // Loads per multiply-add, compared without division.
+    let fewer = |a: (usize, usize), b: (usize, usize)| {
+        let ((a1, b1), (a2, b2)) = (loads(a), loads(b));
+        (a2 * b1).cmp(&(a1 * b2))
+    };
+    // The most accumulators first, then the fewest loads per multiply-add; from the most
+    // channel vectors down, so a tie keeps the fewest (`max_by` keeps the last).
+    let best = |it: &mut dyn Iterator<Item = (usize, usize)>| {
+        it.max_by(|&a, &b| (a.0 * a.1).cmp(&(b.0 * b.1)).then(fewer(a, b)))
+    };
+    let exact = best(&mut exact)?;
+    // A remainder costs a second copy of the kernel body: taken only when it loads strictly
+    // less per multiply-add with as many accumulators (a 3 × 3 conv's 1 × 8 over a 28-wide
+    // row loads as much per multiply-add as its 1 × 7, so it keeps 1 × 7).
+    let (m, pixels) = match best(&mut looped) {
+        Some(l) if l.0 * l.1 >= exact.0 * exact.1 && fewer(l, exact).is_gt() => l,
+        _ => exact,
+    };
     Some((((wide, pixels), (channel, c * m)), c))
 }
 
@@ -211,7 +226,11 @@ pub(super) fn space(k: &Kernel, cfg: &OptConfig) -> Vec<Choice> {
             };
             out.push(after(0, channels));
             if cfg.vector_lanes && v >= 2 && w % v == 0 {
-                let plain = if c > 1 { alloc::vec![upcast((channel, c))] } else { Vec::new() };
+                let plain = if c > 1 {
+                    alloc::vec![upcast((channel, c))]
+                } else {
+                    Vec::new()
+                };
                 out.push(after(v, plain));
             }
         }
