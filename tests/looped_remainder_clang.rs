@@ -1,6 +1,7 @@
 //! Looped remainders (`Opt::LoopedUpcast`) in compiled C: pointwise convs over rows that the
-//! conv tile's pixels do not divide (7, 14, and a 7 × 7 image) on the Clang device optimized for
-//! 8 lanes give bit for bit what the unoptimized Clang kernels give; explicit looped opts with
+//! conv tile's pixels do not divide (7, 14, 196, 49) get a looped remainder from the heuristic
+//! at 8 lanes, and on the Clang device optimized for 8 lanes give bit for bit what the
+//! unoptimized Clang kernels give; explicit looped opts with
 //! vector lanes along the row (a pixel-lane tile with a scalar tail) run on Clang bit-identical
 //! to the unoptimized kernel, and their C compiles under `-Wall -Wextra -Werror`.
 
@@ -39,26 +40,49 @@ fn clang(opt: Option<OptConfig>) -> Arc<dyn Device> {
     )
 }
 
-/// A pointwise conv with a bias and ReLU6 after it (mobilenet's shape).
+/// A pointwise conv with a bias and a ReLU after it, its weights stored `[cin, cout]`
+/// (contiguous along the output channels, as the scheduler's blocked copies of larger convs
+/// are), so the conv tile puts channels in vector lanes.
 fn pointwise(dev: &Arc<dyn Device>, x: [usize; 4], cout: usize) -> Tensor {
     let on = |shape: &[usize], seed| {
         let n = shape.iter().product();
         Tensor::try_from_slice_on(&data(n, seed), shape, dev).unwrap()
     };
-    let w = on(&[cout, x[1], 1, 1], 2);
+    let w = on(&[x[1], cout, 1, 1], 2).permute(&[1, 0, 2, 3]);
     let b = on(&[cout], 3);
     on(&x, 1).conv2d(&w, Some(&b), &ConvOpts::default()).relu()
+}
+
+/// Rows of 7, 14 (merged with a second row), 196 (14 × 14) and 49 (7 × 7), batch 2: the conv
+/// tile's pixel counts leave a remainder on each.
+const SHAPES: [([usize; 4], usize); 4] = [
+    ([2, 24, 1, 7], 32),
+    ([2, 16, 2, 7], 48),
+    ([2, 24, 14, 14], 40),
+    ([2, 32, 7, 7], 64),
+];
+
+#[test]
+fn the_heuristic_loops_rows_its_pixels_do_not_divide() {
+    picograd::init();
+    let interp = picograd::context::interp();
+    for (x, cout) in SHAPES {
+        let t = pointwise(&interp, x, cout);
+        let item = schedule(&[t.lazy().contiguous()]).unwrap().pop().unwrap();
+        let mut k = Kernel::new(&item.ast).unwrap();
+        let opts = hand_coded(&mut k, &OptConfig::for_vec_width(8));
+        assert!(
+            opts.iter().any(|o| matches!(o, Opt::LoopedUpcast { .. })),
+            "{x:?} -> {cout}: {opts:?} -> {}",
+            k.describe()
+        );
+    }
 }
 
 #[test]
 fn looped_conv_tiles_equal_unoptimized_c() {
     let (plain, tiled) = (clang(None), clang(Some(OptConfig::for_vec_width(8))));
-    for (x, cout) in [
-        ([2, 24, 1, 7], 32),
-        ([1, 16, 2, 7], 48),
-        ([1, 24, 14, 14], 40),
-        ([1, 32, 7, 7], 64),
-    ] {
+    for (x, cout) in SHAPES {
         let want = pointwise(&plain, x, cout).to_vec::<f32>().unwrap();
         let got = pointwise(&tiled, x, cout).to_vec::<f32>().unwrap();
         assert_eq!(got.len(), want.len());
@@ -135,19 +159,4 @@ fn pixel_lanes_with_a_looped_tail_equal_unoptimized_c() {
         );
     }
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-#[test]
-fn the_heuristic_loops_seven_wide_rows() {
-    picograd::init();
-    let interp = picograd::context::interp();
-    let t = pointwise(&interp, [1, 16, 2, 7], 48);
-    let item = schedule(&[t.lazy().contiguous()]).unwrap().pop().unwrap();
-    let mut k = Kernel::new(&item.ast).unwrap();
-    let opts = hand_coded(&mut k, &OptConfig::for_vec_width(8));
-    assert!(
-        opts.iter().any(|o| matches!(o, Opt::LoopedUpcast { .. })),
-        "{opts:?} -> {}",
-        k.describe()
-    );
 }
