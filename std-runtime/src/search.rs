@@ -767,6 +767,11 @@ mod tests {
                 axis: 1,
                 amount: 16,
             },
+            Opt::LoopedUpcast {
+                axis: 2,
+                amount: 16,
+                lanes: 8,
+            },
             Opt::Unroll { axis: 0, amount: 4 },
         ];
         let key = 0x0123_4567_89ab_cdef_0011_2233_4455_6677;
