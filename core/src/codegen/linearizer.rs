@@ -348,7 +348,14 @@ impl Lin {
         let mut srcs = alloc::vec![acc];
         for (buf, idx) in words {
             let (b, i) = (self.buf_uop(buf), self.node(&idx));
-            srcs.push(self.push(UOpKind::VecLoad { lanes: 4 }, DType::I8, alloc::vec![b, i]));
+            srcs.push(self.push(
+                UOpKind::VecLoad {
+                    lanes: 4,
+                    stride: 1,
+                },
+                DType::I8,
+                alloc::vec![b, i],
+            ));
         }
         (0..8).for_each(|_| self.count_flop());
         self.cost.reduce_ops = self.cost.reduce_ops.saturating_add(4 * self.trip());

@@ -301,7 +301,12 @@ fn kind_problem(lk: &LinearKernel, u: &UOp) -> Option<String> {
         UOpKind::DualMac if u.src.len() == 3 => {
             let word = |s: usize| {
                 let w = &lk.uops[u.src[s] as usize];
-                w.kind == UOpKind::VecLoad { lanes: 4 } && w.dtype == DType::I8
+                w.kind
+                    == UOpKind::VecLoad {
+                        lanes: 4,
+                        stride: 1,
+                    }
+                    && w.dtype == DType::I8
             };
             (u.dtype != DType::I32 || dt(0) != DType::I32 || !word(1) || !word(2)).then(|| {
                 format!(
@@ -341,9 +346,9 @@ fn lanes_problem(lk: &LinearKernel, i: usize) -> Option<String> {
     let vector = |l: u8| (l < 2).then(|| format!("a vector of {l} lanes"));
     match &u.kind {
         UOpKind::VecAcc { lanes: l, .. } => vector(*l),
-        UOpKind::VecLoad { lanes: l } => {
-            vector(*l).or_else(|| want(&|_, n| n == 1, "buffer and index are scalars"))
-        }
+        UOpKind::VecLoad { lanes: l, stride } => vector(*l)
+            .or_else(|| (!matches!(stride, 1 | 2)).then(|| format!("a load of stride {stride}")))
+            .or_else(|| want(&|_, n| n == 1, "buffer and index are scalars")),
         UOpKind::VecStore { lanes: l } => vector(*l).or_else(|| {
             want(
                 &|s, n| n == if s == 2 { w } else { 1 },
