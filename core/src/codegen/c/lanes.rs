@@ -1,6 +1,7 @@
 //! Printing the vector UOps ([`UOpKind::VecAcc`](crate::codegen::uops::UOpKind::VecAcc),
 //! `VecLoad`, `VecStore`, `VecAlu`, `Vectorize`) as statements on the GCC/clang vector types
-//! `pg_f32xN` the prelude defines: loads and stores through the unaligned `pg_f32xNu`, the
+//! `pg_f32xN` the prelude defines: loads and stores through the unaligned `pg_f32xNu` (a
+//! stride-2 load as two such loads and their even lanes, by subscripts), the
 //! fused multiply-add through `pg_fma_f32xN`, the maximum through `pg_max_f32xN` (the scalar
 //! `a < b ? b : a` as a lane mask, so NaNs and signed zeros come out as in scalar code). The lanes were chosen by the optimizer (an
 //! `Opt::Vectorize`) and made by the linearizer; this file only prints them.

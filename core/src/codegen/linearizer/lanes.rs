@@ -1,7 +1,7 @@
 //! Vector lowering: the linearizer's path for a kernel with a vector axis
 //! ([`Opt::Vectorize`](crate::codegen::kernel::Opt::Vectorize)). The `W` positions of that axis
 //! are computed together: each AST node becomes one [`LaneVal`] — a scalar shared by every lane
-//! (a broadcast operand), one vector UOp (`VecLoad` of consecutive elements, a lane-wise
+//! (a broadcast operand), one vector UOp (`VecLoad` of consecutive or every-other elements, a lane-wise
 //! `VecAlu`, a `VecAcc`), or `W` scalar UOps where the lanes cannot share one vector (a gather,
 //! a gated load, an op with no lane-wise vector form, a dtype other than f32). Stores of
 //! consecutive elements are one `VecStore`.
