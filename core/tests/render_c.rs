@@ -1058,7 +1058,14 @@ fn packed_tile() -> (LinearKernel, Vec<f32>, Vec<f32>) {
     let col = b.alu(AluOp::Mul, DType::I32, &[j, four]);
     let base = b.alu(AluOp::Add, DType::I32, &[row, col]);
     let wj = b.load(w, &[j]);
-    let xv = b.push(UOpKind::VecLoad { lanes: 4 }, DType::F32, &[x, base]);
+    let xv = b.push(
+        UOpKind::VecLoad {
+            lanes: 4,
+            stride: 1,
+        },
+        DType::F32,
+        &[x, base],
+    );
     let wv = b.push(UOpKind::Vectorize, DType::F32, &[wj; 4]);
     let valu = |op| UOpKind::VecAlu { op, lanes: 4 };
     let m = b.push(valu(AluOp::MulAcc), DType::F32, &[xv, wv, unfused]);

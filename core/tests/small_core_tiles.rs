@@ -81,7 +81,9 @@ fn register_file_tiles_are_bit_identical_and_sized_by_the_registers() {
         let tile: usize = opts
             .iter()
             .map(|o| match o {
-                Opt::Upcast { amount, .. } | Opt::Vectorize { amount, .. } => *amount,
+                Opt::Upcast { amount, .. }
+                | Opt::Vectorize { amount, .. }
+                | Opt::LoopedUpcast { amount, .. } => *amount,
                 Opt::Unroll { .. } => 1,
             })
             .product();

@@ -194,7 +194,14 @@ fn valid_vector() -> LinearKernel {
         int(0),
         int(1),
         uop(UOpKind::Loop, DType::I32, &[2, 3]),
-        uop(UOpKind::VecLoad { lanes: 4 }, f, &[1, 2]),
+        uop(
+            UOpKind::VecLoad {
+                lanes: 4,
+                stride: 1,
+            },
+            f,
+            &[1, 2],
+        ),
         uop(UOpKind::Load, f, &[1, 2]),
         uop(UOpKind::Vectorize, f, &[6, 6, 6, 6]),
         uop(

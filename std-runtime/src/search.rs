@@ -374,6 +374,11 @@ pub(crate) fn opt_text(o: &Opt) -> String {
         Opt::Upcast { axis, amount } => format!("upcast:{axis}:{amount}"),
         Opt::Unroll { axis, amount } => format!("unroll:{axis}:{amount}"),
         Opt::Vectorize { axis, amount } => format!("vectorize:{axis}:{amount}"),
+        Opt::LoopedUpcast {
+            axis,
+            amount,
+            lanes,
+        } => format!("looped:{axis}:{amount}:{lanes}"),
     }
 }
 
@@ -387,6 +392,11 @@ pub(crate) fn parse_opt(s: &str) -> std::result::Result<Opt, String> {
         (Some("upcast"), None) => Ok(Opt::Upcast { axis, amount }),
         (Some("unroll"), None) => Ok(Opt::Unroll { axis, amount }),
         (Some("vectorize"), None) => Ok(Opt::Vectorize { axis, amount }),
+        (Some("looped"), Some(lanes)) if parts.next().is_none() => Ok(Opt::LoopedUpcast {
+            axis,
+            amount,
+            lanes: num(Some(lanes))?,
+        }),
         _ => Err(bad()),
     }
 }
@@ -756,6 +766,11 @@ mod tests {
             Opt::Upcast {
                 axis: 1,
                 amount: 16,
+            },
+            Opt::LoopedUpcast {
+                axis: 2,
+                amount: 16,
+                lanes: 8,
             },
             Opt::Unroll { axis: 0, amount: 4 },
         ];

@@ -410,7 +410,9 @@ impl<'a> Writer<'a> {
                 self.value(i, &e);
             }
             UOpKind::VecAcc { init, lanes } => self.vec_acc(i, *init, usize::from(*lanes)),
-            UOpKind::VecLoad { lanes } => self.vec_load(i, usize::from(*lanes)),
+            UOpKind::VecLoad { lanes, stride } => {
+                self.vec_load(i, usize::from(*lanes), usize::from(*stride))
+            }
             UOpKind::VecStore { lanes } => self.vec_store(i, usize::from(*lanes)),
             UOpKind::VecAlu { op, lanes } => self.vec_alu(i, *op, usize::from(*lanes)),
             UOpKind::Vectorize => self.vectorize(i),

@@ -11,6 +11,9 @@
 //! At most one upcast axis, a global one, is the kernel's vector axis ([`Opt::Vectorize`]): its
 //! positions are the lanes of vector UOps, `vector_lanes` at a time; positions left over when
 //! the lanes do not divide the axis are a scalar tail.
+//! A kernel may carry a looped remainder ([`Opt::LoopedUpcast`], [`Kernel::remainder`]): the
+//! kernel itself covers the positions of one global axis that its upcast divides, and a second
+//! kernel the positions left over; both share the loops of the axes before that one.
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -49,6 +52,30 @@ pub enum Opt {
         /// Lanes (at least 2; an axis they do not divide must be larger than them).
         amount: usize,
     },
+    /// Split global axis `axis` (size `n`) by an `amount` that does not divide it, as a loop of
+    /// `n / amount` steps of `amount` unrolled positions (their innermost `lanes` positions
+    /// vector lanes when `lanes >= 2`), then the `n % amount` positions left over, unrolled
+    /// whole, as scalars: a looped remainder ([`Kernel::remainder`]). Both parts run inside
+    /// the loops of the axes before `axis`. It must be the kernel's last global opt (only
+    /// [`Opt::Unroll`]s may follow; they apply to both parts).
+    LoopedUpcast {
+        /// Global axis index.
+        axis: usize,
+        /// Positions per loop step (at least 2, less than the axis, not dividing it).
+        amount: usize,
+        /// Vector lanes among them (0 or 1: none; else it divides `amount`).
+        lanes: usize,
+    },
+}
+
+/// The positions of a [`Opt::LoopedUpcast`] axis that its upcast does not divide.
+#[derive(Clone, Debug)]
+pub struct Remainder {
+    /// The kernel over those positions (its axis shrunk to them, upcast whole); its first
+    /// `shared` axes are the same loops as the main kernel's.
+    pub kernel: Kernel,
+    /// The global axes, outermost first, whose loops both kernels share.
+    pub shared: usize,
 }
 
 /// A kernel being prepared for the linearizer.
@@ -70,6 +97,9 @@ pub struct Kernel {
     /// The lanes of one vector on that axis: its size, or less when they do not divide it
     /// (the last `size % lanes` positions are then a scalar tail).
     pub vector_lanes: usize,
+    /// The looped remainder ([`Opt::LoopedUpcast`]), lowered after this kernel's body inside
+    /// the loops both share.
+    pub remainder: Option<alloc::boxed::Box<Remainder>>,
 }
 
 impl Kernel {
@@ -99,6 +129,7 @@ impl Kernel {
             upcast_is_reduce: Vec::new(),
             vector_upcast: None,
             vector_lanes: 0,
+            remainder: None,
         };
         k.drop_ones()?;
         k.merge_adjacent()?;
@@ -195,6 +226,28 @@ impl Kernel {
 
     /// Applies an optimization, or explains why it does not fit.
     pub fn apply_opt(&mut self, opt: Opt) -> Result<()> {
+        if let Opt::LoopedUpcast {
+            axis,
+            amount,
+            lanes,
+        } = opt
+        {
+            return self.looped_upcast(axis, amount, lanes);
+        }
+        if let Some(rem) = &mut self.remainder {
+            // After a looped remainder only reduce unrolls, applied to both parts (their
+            // reduce sections are the same).
+            if !matches!(opt, Opt::Unroll { .. }) {
+                return Err(Error::axis(
+                    "apply_opt",
+                    alloc::format!(
+                        "{opt:?} after a looped remainder in {} (only unrolls may follow it)",
+                        self.describe()
+                    ),
+                ));
+            }
+            rem.kernel.apply_opt(opt)?;
+        }
         let (axis, amount, is_reduce) = match opt {
             Opt::Upcast { axis, amount } if axis < self.first_reduce => (axis, amount, false),
             Opt::Vectorize { axis, amount }
@@ -205,7 +258,10 @@ impl Kernel {
             Opt::Unroll { axis, amount } if self.first_reduce + axis < self.first_upcast => {
                 (self.first_reduce + axis, amount, true)
             }
-            _ => {
+            Opt::Upcast { .. }
+            | Opt::Vectorize { .. }
+            | Opt::Unroll { .. }
+            | Opt::LoopedUpcast { .. } => {
                 return Err(Error::axis(
                     "apply_opt",
                     alloc::format!(
@@ -264,6 +320,85 @@ impl Kernel {
         self.drop_ones()
     }
 
+    /// [`Opt::LoopedUpcast`]: this kernel keeps the positions of `axis` that `amount` divides,
+    /// upcast by it (the innermost `lanes` as vector lanes); the rest become the remainder
+    /// kernel, upcast whole.
+    fn looped_upcast(&mut self, axis: usize, amount: usize, lanes: usize) -> Result<()> {
+        let size = match self.full_shape.get(axis) {
+            Some(d) if axis < self.first_reduce => d.as_const().unwrap_or(0),
+            _ => 0,
+        };
+        let vector = lanes >= 2;
+        let fits = self.remainder.is_none()
+            && amount >= 2
+            && size > amount as i64
+            && size % amount as i64 != 0
+            && (!vector || (amount % lanes == 0 && self.vector_upcast.is_none()));
+        if !fits {
+            return Err(Error::shape(
+                "apply_opt",
+                alloc::format!(
+                    "LoopedUpcast {{ axis: {axis}, amount: {amount}, lanes: {lanes} }} does not fit {} (or a remainder exists)",
+                    self.describe()
+                ),
+            ));
+        }
+        let split = size - size % amount as i64;
+        let shrink = |k: &Kernel, from: i64, to: i64| -> Result<Kernel> {
+            let rank = k.rank();
+            let mut out = k.clone();
+            out.ast = map_all(&k.ast, |st| {
+                let arg: Vec<(i64, i64)> = (0..rank)
+                    .map(|a| {
+                        if a == axis {
+                            (from, to)
+                        } else {
+                            (0, st.shape()[a].as_const().unwrap_or(0))
+                        }
+                    })
+                    .collect();
+                st.shrink(&arg)
+            })?;
+            out.full_shape[axis] = Sint::cst(to - from);
+            Ok(out)
+        };
+        if self.full_shape.iter().any(|d| d.as_const().is_none()) {
+            return Err(Error::shape(
+                "apply_opt",
+                alloc::format!(
+                    "a looped remainder needs constant axes: {}",
+                    self.describe()
+                ),
+            ));
+        }
+        let mut tail = shrink(self, split, size)?;
+        if size - split >= 2 {
+            tail.apply_opt(Opt::Upcast {
+                axis,
+                amount: (size - split) as usize,
+            })?;
+        } else {
+            tail.drop_ones()?;
+        }
+        let mut body = shrink(self, 0, split)?;
+        if vector {
+            body.apply_opt(Opt::Vectorize {
+                axis,
+                amount: lanes,
+            })?;
+        }
+        let rest = if vector { amount / lanes } else { amount };
+        if rest >= 2 {
+            body.apply_opt(Opt::Upcast { axis, amount: rest })?;
+        }
+        body.remainder = Some(alloc::boxed::Box::new(Remainder {
+            kernel: tail,
+            shared: axis,
+        }));
+        *self = body;
+        Ok(())
+    }
+
     /// A short description: `shape [global | reduce | upcast]`.
     pub fn describe(&self) -> String {
         let dims = |r: core::ops::Range<usize>| {
@@ -273,12 +408,16 @@ impl Kernel {
                 .collect::<Vec<_>>()
                 .join(",")
         };
-        alloc::format!(
+        let main = alloc::format!(
             "[{} | {} | {}]",
             dims(0..self.first_reduce),
             dims(self.first_reduce..self.first_upcast),
             dims(self.first_upcast..self.rank())
-        )
+        );
+        match &self.remainder {
+            Some(r) => alloc::format!("{main} + {}", r.kernel.describe()),
+            None => main,
+        }
     }
 
     /// A C-identifier name from the shape: `E_` for elementwise kernels, `r_` for reductions.

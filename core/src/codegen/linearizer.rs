@@ -425,7 +425,14 @@ impl Lin {
         let mut srcs = alloc::vec![acc];
         for (buf, idx) in words {
             let (b, i) = (self.buf_uop(buf), self.node(&idx));
-            srcs.push(self.push(UOpKind::VecLoad { lanes: 4 }, DType::I8, alloc::vec![b, i]));
+            srcs.push(self.push(
+                UOpKind::VecLoad {
+                    lanes: 4,
+                    stride: 1,
+                },
+                DType::I8,
+                alloc::vec![b, i],
+            ));
         }
         (0..8).for_each(|_| self.count_flop());
         self.cost.reduce_ops = self.cost.reduce_ops.saturating_add(4 * self.trip());
@@ -556,34 +563,18 @@ fn lower(
     [fused, dual_mac]: [bool; 2],
     vars: &[Node],
 ) -> Result<LinearKernel> {
-    let rank = k.rank();
-    let up_sizes: Vec<i64> = k.full_shape[k.first_upcast..]
-        .iter()
-        .map(|d| d.as_const().unwrap_or(1))
-        .collect();
-    // Index variables: loop counters for looped axes, placeholders for unrolled ones (for bounds).
-    let var_for = |i: usize| {
-        let prefix = if i < k.first_reduce {
-            "gidx"
-        } else if i < k.first_upcast {
-            "ridx"
-        } else {
-            "uidx"
-        };
-        Node::var(
-            &alloc::format!("{prefix}{i}"),
-            0,
-            (k.full_shape[i].vmax() - 1).max(0),
-        )
+    let rem = k.remainder.as_deref();
+    // One index type for both parts of a looped remainder (they share loops).
+    let idx_dtype = match (index_dtype(k, &loop_idxs(k)), rem) {
+        (DType::I32, Some(r)) => index_dtype(&r.kernel, &loop_idxs(&r.kernel)),
+        (d, _) => d,
     };
-    let loop_idxs: Vec<Node> = (0..rank).map(var_for).collect();
-
     let mut l = Lin {
         uops: Vec::new(),
         cse: HashMap::new(),
         cse_log: Vec::new(),
         vars: HashMap::new(),
-        idx_dtype: index_dtype(k, &loop_idxs),
+        idx_dtype,
         trips: Vec::new(),
         cost: KernelCost::default(),
         fused,
@@ -613,8 +604,59 @@ fn lower(
         );
         l.vars.insert(String::from(&*name), u);
     }
+    // A looped remainder: the loops of the axes before its axis are shared, the main part
+    // runs first inside them, then the remainder.
+    let shared = rem.map_or(0, |r| r.shared);
+    let idxs = loop_idxs(k);
     let mut loops = Vec::new();
-    for (i, idx) in loop_idxs.iter().enumerate().take(k.first_reduce) {
+    for (i, idx) in idxs.iter().enumerate().take(shared) {
+        loops.push(l.open_loop(String::from(idx.var_name().unwrap_or("")), &k.full_shape[i]));
+    }
+    emit(&mut l, k, shared)?;
+    if let Some(r) = rem {
+        emit(&mut l, &r.kernel, shared)?;
+    }
+    for lp in loops.into_iter().rev() {
+        l.close_loop(lp);
+    }
+    finish(l, bufs, name, vars)
+}
+
+/// Index variables of `k`: loop counters for looped axes, placeholders for unrolled ones (for
+/// bounds).
+fn loop_idxs(k: &Kernel) -> Vec<Node> {
+    let var_for = |i: usize| {
+        let prefix = if i < k.first_reduce {
+            "gidx"
+        } else if i < k.first_upcast {
+            "ridx"
+        } else {
+            "uidx"
+        };
+        Node::var(
+            &alloc::format!("{prefix}{i}"),
+            0,
+            (k.full_shape[i].vmax() - 1).max(0),
+        )
+    };
+    (0..k.rank()).map(var_for).collect()
+}
+
+/// Emits the UOps of `k` (without its remainder), the loops of its first `outer` global axes
+/// being open already.
+fn emit(l: &mut Lin, k: &Kernel, outer: usize) -> Result<()> {
+    let up_sizes: Vec<i64> = k.full_shape[k.first_upcast..]
+        .iter()
+        .map(|d| d.as_const().unwrap_or(1))
+        .collect();
+    let loop_idxs = loop_idxs(k);
+    let mut loops = Vec::new();
+    for (i, idx) in loop_idxs
+        .iter()
+        .enumerate()
+        .take(k.first_reduce)
+        .skip(outer)
+    {
         loops.push(l.open_loop(String::from(idx.var_name().unwrap_or("")), &k.full_shape[i]));
     }
     let global_up: Vec<usize> = (0..up_sizes.len())
@@ -723,7 +765,7 @@ fn lower(
         for lp in loops.into_iter().rev() {
             l.close_loop(lp);
         }
-        return finish(l, bufs, name, vars);
+        return Ok(());
     }
     let mut accs = Vec::new();
     if let Some(red) = store.find_reduce() {
@@ -789,7 +831,7 @@ fn lower(
     for lp in loops.into_iter().rev() {
         l.close_loop(lp);
     }
-    finish(l, bufs, name, vars)
+    Ok(())
 }
 
 /// The kernel from the lowered UOps: bytes moved, arguments, or the first broken invariant.
@@ -847,6 +889,7 @@ mod tests {
             upcast_is_reduce: Vec::new(),
             vector_upcast: None,
             vector_lanes: 0,
+            remainder: None,
         };
         let buf = |size, writable| BufParam {
             dtype: DType::F32,

@@ -73,10 +73,14 @@ pub enum UOpKind {
         /// Its lane count (≥ 2).
         lanes: u8,
     },
-    /// `lanes` consecutive elements `src0[src1 + 0 .. src1 + lanes]`, as one vector (ungated).
+    /// `lanes` elements `stride` apart, lane `k` being `src0[src1 + k·stride]`, as one vector
+    /// (ungated): consecutive elements at stride 1, every other one at stride 2 (a stride-2
+    /// conv's input row).
     VecLoad {
         /// How many elements.
         lanes: u8,
+        /// Elements between lanes (1 or 2).
+        stride: u8,
     },
     /// The vector `src2` stored to `src0[src1 + 0 .. src1 + lanes]`, lane `k` at `src1 + k`.
     VecStore {
@@ -110,7 +114,7 @@ impl UOpKind {
 pub fn lanes_of(kind: &UOpKind) -> usize {
     match kind {
         UOpKind::VecAcc { lanes, .. }
-        | UOpKind::VecLoad { lanes }
+        | UOpKind::VecLoad { lanes, .. }
         | UOpKind::VecStore { lanes }
         | UOpKind::VecAlu { lanes, .. } => usize::from(*lanes),
         UOpKind::DefineGlobal { .. }
@@ -219,7 +223,8 @@ impl fmt::Display for UOpKind {
             UOpKind::Assign => f.write_str("ASSIGN"),
             UOpKind::DualMac => f.write_str("DUAL_MAC"),
             UOpKind::VecAcc { init, .. } => write!(f, "DEFINE_ACC {init}"),
-            UOpKind::VecLoad { .. } => f.write_str("LOAD"),
+            UOpKind::VecLoad { stride: 1, .. } => f.write_str("LOAD"),
+            UOpKind::VecLoad { stride, .. } => write!(f, "LOAD stride {stride}"),
             UOpKind::VecStore { .. } => f.write_str("STORE"),
             UOpKind::VecAlu { op, .. } => write!(f, "ALU {op}"),
             UOpKind::Vectorize => f.write_str("VECTORIZE"),

@@ -4,7 +4,8 @@
 //!
 //! - A [`Kernel`]: axis sections in order (`first_reduce <= first_upcast <= rank`), one
 //!   `upcast_is_reduce` flag per upcast axis, every leaf ShapeTracker of the kernel's rank, and
-//!   the root a store.
+//!   the root a store; a looped remainder's kernel the same, sharing the main kernel's outer
+//!   loops.
 //! - A [`LinearKernel`]'s UOps: SSA order (every source is an earlier UOp), scope (a value
 //!   defined inside a loop is used only while that loop is open), balanced loops (each `EndLoop`
 //!   closes the innermost open `Loop`; none left open), declarations (`DefineGlobal`s match the
@@ -73,6 +74,23 @@ fn kernel_problem(k: &Kernel) -> Option<String> {
     }
     if !matches!(k.ast.op(), AstOp::Store { .. }) {
         return Some(String::from("the AST root is not a store"));
+    }
+    if let Some(r) = &k.remainder {
+        // The shared loops are global axes of both parts, of the same sizes.
+        let same = r.shared <= k.first_reduce
+            && r.shared <= r.kernel.first_reduce
+            && k.full_shape[..r.shared] == r.kernel.full_shape[..r.shared];
+        if !same || r.kernel.remainder.is_some() {
+            return Some(format!(
+                "remainder {} does not share {} loops with {}",
+                r.kernel.describe(),
+                r.shared,
+                k.describe()
+            ));
+        }
+        if let Some(p) = kernel_problem(&r.kernel) {
+            return Some(format!("remainder: {p}"));
+        }
     }
     let mut bad = None;
     visit_sts(&k.ast, &mut |st| {
@@ -283,7 +301,12 @@ fn kind_problem(lk: &LinearKernel, u: &UOp) -> Option<String> {
         UOpKind::DualMac if u.src.len() == 3 => {
             let word = |s: usize| {
                 let w = &lk.uops[u.src[s] as usize];
-                w.kind == UOpKind::VecLoad { lanes: 4 } && w.dtype == DType::I8
+                w.kind
+                    == UOpKind::VecLoad {
+                        lanes: 4,
+                        stride: 1,
+                    }
+                    && w.dtype == DType::I8
             };
             (u.dtype != DType::I32 || dt(0) != DType::I32 || !word(1) || !word(2)).then(|| {
                 format!(
@@ -323,9 +346,9 @@ fn lanes_problem(lk: &LinearKernel, i: usize) -> Option<String> {
     let vector = |l: u8| (l < 2).then(|| format!("a vector of {l} lanes"));
     match &u.kind {
         UOpKind::VecAcc { lanes: l, .. } => vector(*l),
-        UOpKind::VecLoad { lanes: l } => {
-            vector(*l).or_else(|| want(&|_, n| n == 1, "buffer and index are scalars"))
-        }
+        UOpKind::VecLoad { lanes: l, stride } => vector(*l)
+            .or_else(|| (!matches!(stride, 1 | 2)).then(|| format!("a load of stride {stride}")))
+            .or_else(|| want(&|_, n| n == 1, "buffer and index are scalars")),
         UOpKind::VecStore { lanes: l } => vector(*l).or_else(|| {
             want(
                 &|s, n| n == if s == 2 { w } else { 1 },

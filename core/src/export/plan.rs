@@ -352,7 +352,8 @@ pub fn elementwise_in_place(k: &LinearKernel, j: usize) -> bool {
     // A vector load or store covers `lanes` elements from its index: a load matches only a
     // store of as many lanes at the same index.
     let width = |x: &UOp| match x.kind {
-        UOpKind::VecLoad { lanes } | UOpKind::VecStore { lanes } => usize::from(lanes),
+        UOpKind::VecLoad { lanes, stride } => (usize::from(lanes) - 1) * usize::from(stride) + 1,
+        UOpKind::VecStore { lanes } => usize::from(lanes),
         _ => 1,
     };
     let is_store = |x: &UOp| matches!(x.kind, UOpKind::Store | UOpKind::VecStore { .. });

@@ -38,11 +38,11 @@ pub(super) fn scalarize(k: &LinearKernel) -> Option<LinearKernel> {
             UOpKind::VecAcc { init, .. } => (0..w)
                 .map(|_| push(&mut out, UOpKind::DefineAcc(*init), Vec::new()))
                 .collect(),
-            UOpKind::VecLoad { .. } => {
+            UOpKind::VecLoad { stride, .. } => {
                 let (buf, base) = (lane(u.src[0], 0), lane(u.src[1], 0));
                 (0..w)
                     .map(|n| {
-                        let idx = offset(&mut out, base, n);
+                        let idx = offset(&mut out, base, n * usize::from(*stride));
                         push(&mut out, UOpKind::Load, alloc::vec![buf, idx])
                     })
                     .collect()

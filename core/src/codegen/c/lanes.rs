@@ -1,6 +1,7 @@
 //! Printing the vector UOps ([`UOpKind::VecAcc`](crate::codegen::uops::UOpKind::VecAcc),
 //! `VecLoad`, `VecStore`, `VecAlu`, `Vectorize`) as statements on the GCC/clang vector types
-//! `pg_f32xN` the prelude defines: loads and stores through the unaligned `pg_f32xNu`, the
+//! `pg_f32xN` the prelude defines: loads and stores through the unaligned `pg_f32xNu` (a
+//! stride-2 load as two such loads and their even lanes, by subscripts), the
 //! fused multiply-add through `pg_fma_f32xN`, the maximum through `pg_max_f32xN` (the scalar
 //! `a < b ? b : a` as a lane mask, so NaNs and signed zeros come out as in scalar code). The lanes were chosen by the optimizer (an
 //! `Opt::Vectorize`) and made by the linearizer; this file only prints them.
@@ -53,7 +54,7 @@ impl Writer<'_> {
         self.names[i] = name;
     }
 
-    pub(super) fn vec_load(&mut self, i: usize, w: usize) {
+    pub(super) fn vec_load(&mut self, i: usize, w: usize, stride: usize) {
         if self.k.uops[i].dtype == DType::I8 && w == 4 {
             // Four i8 lanes are made only as a packed `DualMac`'s operand: one 32-bit word.
             self.needs.add(Helper::SmladWords);
@@ -62,7 +63,28 @@ impl Writer<'_> {
             return;
         }
         let Some(t) = self.vec_type(i, w) else { return };
-        let e = format!("*(const {t}u *)({} + {})", self.src(i, 0), self.src(i, 1));
+        let (b, x) = (String::from(self.src(i, 0)), String::from(self.src(i, 1)));
+        if stride == 2 {
+            // Every other element: two vector loads, the second starting one element early so
+            // it ends on the last lane's element (nothing past it is read), then the even
+            // lanes of the first and the odd lanes of the second, by subscripts (GCC and clang
+            // both print them as shuffles).
+            let (lo, hi) = (format!("val{i}_lo"), format!("val{i}_hi"));
+            self.line(&format!("const {t} {lo} = *(const {t}u *)({b} + {x});"));
+            self.line(&format!(
+                "const {t} {hi} = *(const {t}u *)({b} + {x} + {});",
+                w - 1
+            ));
+            let lanes: Vec<String> = (0..w)
+                .map(|k| match 2 * k {
+                    j if j < w => format!("{lo}[{j}]"),
+                    j => format!("{hi}[{}]", j - (w - 1)),
+                })
+                .collect();
+            self.vec_value(i, &t, &format!("{{{}}}", lanes.join(", ")));
+            return;
+        }
+        let e = format!("*(const {t}u *)({b} + {x})");
         self.vec_value(i, &t, &e);
     }
 

@@ -1,7 +1,7 @@
 //! Vector lowering: the linearizer's path for a kernel with a vector axis
 //! ([`Opt::Vectorize`](crate::codegen::kernel::Opt::Vectorize)). The `W` positions of that axis
 //! are computed together: each AST node becomes one [`LaneVal`] — a scalar shared by every lane
-//! (a broadcast operand), one vector UOp (`VecLoad` of consecutive elements, a lane-wise
+//! (a broadcast operand), one vector UOp (`VecLoad` of consecutive or every-other elements, a lane-wise
 //! `VecAlu`, a `VecAcc`), or `W` scalar UOps where the lanes cannot share one vector (a gather,
 //! a gated load, an op with no lane-wise vector form, a dtype other than f32). Stores of
 //! consecutive elements are one `VecStore`.
@@ -51,7 +51,13 @@ fn lane_wise(op: AluOp) -> bool {
 
 /// Are `idxs` the elements `idxs[0] + k`, lane `k` by lane?
 pub(super) fn consecutive(idxs: &[Node]) -> bool {
-    (idxs.iter().enumerate()).all(|(k, i)| i.sub_node(&idxs[0]).as_const() == Some(k as i64))
+    strided(idxs, 1)
+}
+
+/// Are the lane indices `stride` apart (`idxs[k] = idxs[0] + k·stride`)?
+pub(super) fn strided(idxs: &[Node], stride: i64) -> bool {
+    (idxs.iter().enumerate())
+        .all(|(k, i)| i.sub_node(&idxs[0]).as_const() == Some(k as i64 * stride))
 }
 
 impl Lin {
@@ -146,10 +152,14 @@ impl Lin {
                 let (idxs, valid): (Vec<Node>, Vec<Node>) =
                     lanes.iter().map(|p| st.expr_idxs(p)).unzip();
                 let ungated = valid.iter().all(|v| v.as_const().is_some_and(|c| c != 0));
-                if ungated && dtype == DType::F32 && w > 1 && consecutive(&idxs) {
+                // Consecutive elements, or every other one (a stride-2 conv's input row: the C
+                // renderer reads it as two vector loads and keeps the even lanes).
+                let stride = [1u8, 2].into_iter().find(|&s| strided(&idxs, i64::from(s)));
+                if let Some(stride) = stride.filter(|_| ungated && dtype == DType::F32 && w > 1) {
                     let (b, i) = (self.buf_uop(*buf), self.node(&idxs[0]));
                     let kind = UOpKind::VecLoad {
                         lanes: Self::width(lanes),
+                        stride,
                     };
                     return Ok(LaneVal::Vec(self.push(kind, dtype, alloc::vec![b, i])));
                 }

@@ -19,9 +19,16 @@
 //! upcast by the rest) where the target has vector lanes, the output is f32 and a leaf is
 //! contiguous along it ([`super::facts::vector_upcast`]).
 //!
+//! A pixel count that does not divide the row runs as a looped remainder
+//! ([`Opt::LoopedUpcast`]: a loop of steps of that many pixels, then the pixels left over):
+//! the heuristic's channel-lane tile takes one when it holds more accumulators, or as many with
+//! fewer loads per multiply-add over the row (a 7-wide row: 2 channel vectors × 4 pixels, tail
+//! 3, instead of 8 × 1).
+//!
 //! Search space: both orientations for every channel count up to [`MAX_CHANNELS`] dividing the
 //! channel axis, times every pixel count dividing the output-contiguous axis,
-//! within `max_accs` accumulators.
+//! within `max_accs` accumulators; and every pixel count that does not divide it as a looped
+//! remainder after the channels (channel lanes, or vector lanes along the pixels).
 //!
 //! Invariant: only upcasts are applied (each accumulator keeps its summation order), so tiled
 //! kernels compute bit-identical results to untiled ones.
@@ -61,6 +68,28 @@ pub(super) fn choose(k: &mut Kernel, cfg: &OptConfig, applied: &mut Vec<Opt>) ->
             ((channel, c), (wide, lanes))
         }
     };
+    // Pixels the row does not divide: the channel vectors first, then the pixels as a looped
+    // remainder (which must be the last global opt).
+    if size(k, first.0) % first.1 as i64 != 0 {
+        let ((wide, pixels), (channel, cs)) = (first, second);
+        let (mut next, mut opts) = (k.clone(), Vec::new());
+        if !try_vector_upcast(&mut next, (channel, cs), cfg, &mut opts) {
+            return false;
+        }
+        // An upcast that consumed the whole channel axis removed it: later axes moved down.
+        let moved = next.first_reduce < k.first_reduce && channel < wide;
+        let looped = Opt::LoopedUpcast {
+            axis: wide - usize::from(moved),
+            amount: pixels,
+            lanes: 0,
+        };
+        if !try_opt(&mut next, looped, &mut opts) {
+            return false;
+        }
+        *k = next;
+        applied.extend(opts);
+        return true;
+    }
     let rank = k.rank();
     if first.1 > 1 && !try_opt(k, upcast(first), applied) {
         return false;
@@ -108,16 +137,45 @@ fn channel_lane_tile(
         .checked_sub(1)
         .is_some_and(|a| a >= k.first_reduce && (2..=8).contains(&size(k, a)));
     let most = if window { 1 } else { vectors };
-    // From the most channel vectors down, so a tie keeps the fewest (`max_by` keeps the last).
-    let (m, pixels) = (1..=most)
-        .rev()
-        .filter(|&m| size(k, channel) % (m * c) as i64 == 0)
-        .map(|m| (m, largest_divisor(size(k, wide), vectors / m).unwrap_or(1)))
-        .max_by(|&(m1, p1), &(m2, p2)| {
-            // Loads per multiply-add compared without division: (m + p) / (m · p).
-            let (l1, l2) = ((m1 + p1) * m2 * p2, (m2 + p2) * m1 * p1);
-            (m1 * p1).cmp(&(m2 * p2)).then(l2.cmp(&l1))
-        })?;
+    // Pixel counts that do not divide the row run as a looped remainder (a loop of `pixels`
+    // per step, then the pixels left over: `Opt::LoopedUpcast`), so a 7-wide row may take
+    // 2 × 4 (one step of 4 pixels, a tail of 3) where its divisors allow only 8 × 1 or 1 × 7.
+    let n = size(k, wide);
+    let ms = || {
+        (1..=most)
+            .rev()
+            .filter(|&m| size(k, channel) % (m * c) as i64 == 0)
+    };
+    let mut exact = ms().map(|m| (m, largest_divisor(n, vectors / m).unwrap_or(1)));
+    let mut looped = ms().flat_map(|m| {
+        (2..=vectors / m)
+            .filter(move |&p| (p as i64) < n && n % p as i64 != 0)
+            .map(move |p| (m, p))
+    });
+    // Loads per row (each step loads `m` weight vectors and broadcasts `p` pixels; a tail of
+    // `t` pixels loads the `m` vectors for fewer) and multiply-adds per row.
+    let loads = |(m, p): (usize, usize)| {
+        let (q, t) = (n as usize / p, n as usize % p);
+        (q * (m + p) + if t > 0 { m + t } else { 0 }, m * n as usize)
+    };
+    // Loads per multiply-add, compared without division.
+    let fewer = |a: (usize, usize), b: (usize, usize)| {
+        let ((a1, b1), (a2, b2)) = (loads(a), loads(b));
+        (a2 * b1).cmp(&(a1 * b2))
+    };
+    // The most accumulators first, then the fewest loads per multiply-add; from the most
+    // channel vectors down, so a tie keeps the fewest (`max_by` keeps the last).
+    let best = |it: &mut dyn Iterator<Item = (usize, usize)>| {
+        it.max_by(|&a, &b| (a.0 * a.1).cmp(&(b.0 * b.1)).then(fewer(a, b)))
+    };
+    let exact = best(&mut exact)?;
+    // A remainder costs a second copy of the kernel body: taken only when it loads strictly
+    // less per multiply-add with as many accumulators (a 3 × 3 conv's 1 × 8 over a 28-wide
+    // row loads as much per multiply-add as its 1 × 7, so it keeps 1 × 7).
+    let (m, pixels) = match best(&mut looped) {
+        Some(l) if l.0 * l.1 >= exact.0 * exact.1 && fewer(l, exact).is_gt() => l,
+        _ => exact,
+    };
     Some((((wide, pixels), (channel, c * m)), c))
 }
 
@@ -141,6 +199,40 @@ pub(super) fn space(k: &Kernel, cfg: &OptConfig) -> Vec<Choice> {
             };
             out.push(Choice::new(tile(&[(channel, c), (wide, w)]), Some(wide)));
             out.push(Choice::new(tile(&[(wide, w), (channel, c)]), Some(channel)));
+        }
+    }
+    // Pixel counts the row does not divide, as a looped remainder after the channels: the
+    // channels as vector lanes where they fit, or the pixels as lanes (broadcast weights).
+    let v = cfg.vec_width;
+    let looped = (2..=cfg.max_accs).filter(|&w| (w as i64) < nw && nw % w as i64 != 0);
+    for w in looped {
+        for c in (1..=MAX_CHANNELS).filter(|&c| nc % c as i64 == 0 && c * w <= cfg.max_accs) {
+            let after = |lanes: usize, channel_opts: Vec<Opt>| {
+                let mut next = k.clone();
+                let fits = channel_opts.iter().all(|&o| next.apply_opt(o).is_ok());
+                let moved = next.first_reduce < k.first_reduce && channel < wide;
+                let mut opts = channel_opts;
+                opts.push(Opt::LoopedUpcast {
+                    axis: wide - usize::from(fits && moved),
+                    amount: w,
+                    lanes,
+                });
+                Choice::new(opts, Some(wide))
+            };
+            let channels = if c > 1 {
+                vector_upcasts(k, &[(channel, c)], cfg)
+            } else {
+                Vec::new()
+            };
+            out.push(after(0, channels));
+            if cfg.vector_lanes && v >= 2 && w % v == 0 {
+                let plain = if c > 1 {
+                    alloc::vec![upcast((channel, c))]
+                } else {
+                    Vec::new()
+                };
+                out.push(after(v, plain));
+            }
         }
     }
     out

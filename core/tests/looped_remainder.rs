@@ -1,0 +1,198 @@
+//! Looped remainders (`Opt::LoopedUpcast`): an output axis split by an amount that does not
+//! divide it runs a loop of upcast steps and then the positions left over, both inside the
+//! loops of the axes before it. Checked on the interpreter against the unoptimized kernel (bit
+//! for bit) and a naive reference, for the heuristic's pick on a pointwise conv over a 7-wide
+//! row (channel vectors × pixels with a tail) and for explicit looped opts — with and without
+//! vector lanes, every amount up to the row — on rows of 7, 14 and 49. A golden
+//! `PICOGRAD_DEBUG=3` listing (`tests/data/looped_remainder_conv.txt`; regenerate with
+//! `PICOGRAD_BLESS=1` after a deliberate change) pins the looped kernel's UOps.
+
+#[path = "common/interp_run.rs"]
+mod interp_run;
+
+use interp_run::run;
+use picograd_core::codegen::kernel::{Kernel, Opt};
+use picograd_core::codegen::lower::{buf_params, lower_ast, lower_ast_with};
+use picograd_core::codegen::opt::OptConfig;
+use picograd_core::codegen::strategy::hand_coded;
+use picograd_core::schedule::{schedule, ScheduleItem};
+use picograd_core::tensor::ConvOpts;
+use picograd_core::Tensor;
+
+fn data(n: usize, seed: u32) -> Vec<f32> {
+    (0..n)
+        .map(|i| {
+            let h = (i as u32).wrapping_mul(2_654_435_761).wrapping_add(seed) >> 8;
+            (h % 17) as f32 / 8.0 - 1.0
+        })
+        .collect()
+}
+
+/// A pointwise conv `x [batch, cin, h, w]` → `cout` channels whose weights are stored
+/// `[cin, cout]` (contiguous along the output channels, as the scheduler's blocked copies are),
+/// and the naive result.
+fn pointwise(batch: usize, cin: usize, cout: usize, (h, w): (usize, usize)) -> (Tensor, Vec<f32>) {
+    let (x, wt) = (data(batch * cin * h * w, 3), data(cin * cout, 4));
+    let hw = h * w;
+    let want: Vec<f32> = (0..batch * cout * hw)
+        .map(|o| {
+            let (b, co, p) = (o / (cout * hw), o / hw % cout, o % hw);
+            (0..cin)
+                .map(|ci| x[(b * cin + ci) * hw + p] * wt[ci * cout + co])
+                .sum()
+        })
+        .collect();
+    let xt = Tensor::from_slice(&x, &[batch, cin, h, w]);
+    let weight = Tensor::from_slice(&wt, &[cin, cout, 1, 1]).permute(&[1, 0, 2, 3]);
+    (xt.conv2d(&weight, None, &ConvOpts::default()), want)
+}
+
+fn item(t: &Tensor) -> ScheduleItem {
+    schedule(&[t.lazy().contiguous()]).unwrap().pop().unwrap()
+}
+
+fn close(name: &str, got: &[u32], want: &[f32]) {
+    assert_eq!(got.len(), want.len(), "{name}");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        let g = f32::from_bits(*g);
+        assert!(
+            (g - w).abs() <= 1e-5 * (1.0 + w.abs()),
+            "{name}[{i}]: {g} vs {w}"
+        );
+    }
+}
+
+#[test]
+fn the_conv_tile_loops_a_row_its_pixels_do_not_divide() {
+    // 32 channels over a 7-wide row at 8 lanes, batch 2: two channel vectors × 4 pixels (one
+    // step, then a tail of 3) instead of 8 × 1 or 1 × 7, inside the batch and channel loops.
+    let (t, want) = pointwise(2, 9, 32, (1, 7));
+    let it = item(&t);
+    let cfg = OptConfig::for_vec_width(8);
+    let mut k = Kernel::new(&it.ast).unwrap();
+    let opts = hand_coded(&mut k, &cfg);
+    assert!(
+        opts.contains(&Opt::LoopedUpcast {
+            axis: 2,
+            amount: 4,
+            lanes: 0
+        }),
+        "{opts:?} -> {}",
+        k.describe()
+    );
+    let rem = k.remainder.as_ref().expect("a remainder kernel");
+    assert_eq!(rem.shared, 2, "{}", k.describe());
+    let vector = lower_ast(&it.ast, buf_params(&it), Some(&cfg), false).unwrap();
+    let listing = format!("{vector}");
+    let path = format!(
+        "{}/tests/data/looped_remainder_conv.txt",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    if std::env::var("PICOGRAD_BLESS").is_ok() {
+        std::fs::write(&path, &listing).unwrap();
+    }
+    let golden = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(listing, golden, "the looped-remainder UOps changed");
+    // The shared batch and channel loops hold two reduce loops: the body's and the tail's.
+    assert_eq!(listing.matches(" LOOP ").count(), 4, "{listing}");
+    let unopt = lower_ast(&it.ast, buf_params(&it), None, false).unwrap();
+    let (got, scalar) = (run(&vector, &it), run(&unopt, &it));
+    assert_eq!(got, scalar, "looped and unoptimized kernels differ");
+    close("conv", &got, &want);
+}
+
+#[test]
+fn a_window_keeps_its_exact_pixel_count() {
+    // A 3 × 3 conv (one channel vector, its taps unrolled) over a 28-wide row: 1 × 8 with a
+    // tail of 4 loads as much per multiply-add as 1 × 7, so the exact 7 stays.
+    let (cin, cout) = (4, 16);
+    let x = Tensor::from_slice(&data(2 * cin * 3 * 30, 5), &[2, cin, 3, 30]);
+    let w = Tensor::from_slice(&data(cin * 9 * cout, 6), &[cin, 3, 3, cout]).permute(&[3, 0, 1, 2]);
+    let it = item(&x.conv2d(&w, None, &ConvOpts::default()));
+    let mut k = Kernel::new(&it.ast).unwrap();
+    let opts = hand_coded(&mut k, &OptConfig::for_vec_width(8));
+    assert!(k.remainder.is_none(), "{opts:?} -> {}", k.describe());
+    assert!(
+        opts.contains(&Opt::Upcast { axis: 2, amount: 7 }),
+        "{opts:?} -> {}",
+        k.describe()
+    );
+}
+
+#[test]
+fn explicit_looped_upcasts_equal_the_unoptimized_kernel() {
+    // Rows of 7, 14 and 49 (a 7 × 7 image, merged into one axis): every amount that does not
+    // divide the row, as scalar copies and (where 4 or 8 lanes divide it) with vector lanes,
+    // after a channel upcast and followed by a reduce unroll that both parts take.
+    for (h, w) in [(1, 7), (1, 14), (7, 7)] {
+        let (t, want) = pointwise(1, 6, 8, (h, w));
+        let it = item(&t);
+        let unopt = lower_ast(&it.ast, buf_params(&it), None, false).unwrap();
+        let reference = run(&unopt, &it);
+        close("unoptimized", &reference, &want);
+        let n = h * w;
+        let k = Kernel::new(&it.ast).unwrap();
+        assert_eq!(k.describe(), format!("[8,{n} | 6 | ]"));
+        for amount in (2..n).filter(|a| n % a != 0) {
+            for lanes in [0, 4, 8].into_iter().filter(|&l| l == 0 || amount % l == 0) {
+                let opts = [
+                    Opt::Upcast { axis: 0, amount: 2 },
+                    Opt::LoopedUpcast {
+                        axis: 1,
+                        amount,
+                        lanes,
+                    },
+                    Opt::Unroll { axis: 0, amount: 3 },
+                ];
+                let lk = lower_ast_with(&it.ast, buf_params(&it), None, Some(&opts), false)
+                    .unwrap_or_else(|e| panic!("{opts:?}: {e}"));
+                let got = run(&lk, &it);
+                assert_eq!(got, reference, "row {n}, {opts:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_looped_upcast_that_does_not_fit_is_an_error() {
+    let (t, _) = pointwise(1, 6, 8, (1, 14));
+    let k = Kernel::new(&item(&t).ast).unwrap();
+    for bad in [
+        // Divides the row, is the whole row, lanes that do not divide the amount, a reduce axis.
+        Opt::LoopedUpcast {
+            axis: 1,
+            amount: 7,
+            lanes: 0,
+        },
+        Opt::LoopedUpcast {
+            axis: 1,
+            amount: 14,
+            lanes: 0,
+        },
+        Opt::LoopedUpcast {
+            axis: 1,
+            amount: 6,
+            lanes: 4,
+        },
+        Opt::LoopedUpcast {
+            axis: 2,
+            amount: 4,
+            lanes: 0,
+        },
+    ] {
+        assert!(k.clone().apply_opt(bad).is_err(), "{bad:?} applied");
+    }
+    // Only unrolls may follow a looped remainder.
+    let mut looped = k.clone();
+    looped
+        .apply_opt(Opt::LoopedUpcast {
+            axis: 1,
+            amount: 4,
+            lanes: 0,
+        })
+        .unwrap();
+    assert!(looped
+        .apply_opt(Opt::Upcast { axis: 0, amount: 2 })
+        .is_err());
+    assert!(looped.apply_opt(Opt::Unroll { axis: 0, amount: 2 }).is_ok());
+}

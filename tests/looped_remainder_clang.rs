@@ -1,0 +1,162 @@
+//! Looped remainders (`Opt::LoopedUpcast`) in compiled C: pointwise convs over rows that the
+//! conv tile's pixels do not divide (7, 14, 196, 49) get a looped remainder from the heuristic
+//! at 8 lanes, and on the Clang device optimized for 8 lanes give bit for bit what the
+//! unoptimized Clang kernels give; explicit looped opts with
+//! vector lanes along the row (a pixel-lane tile with a scalar tail) run on Clang bit-identical
+//! to the unoptimized kernel, and their C compiles under `-Wall -Wextra -Werror`.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use picograd::codegen::c::render_kernel;
+use picograd::codegen::kernel::{Kernel, Opt};
+use picograd::codegen::lower::{buf_params, lower_ast, lower_ast_with};
+use picograd::codegen::opt::OptConfig;
+use picograd::codegen::strategy::hand_coded;
+use picograd::codegen::uops::LinearKernel;
+use picograd::device::Device;
+use picograd::runtime::tuning::host_render_opts;
+use picograd::runtime::Clang;
+use picograd::schedule::{schedule, ScheduleItem};
+use picograd::{ConvOpts, Tensor};
+
+#[path = "../core/tests/common/strict_cc.rs"]
+mod strict_cc;
+use strict_cc::compile_strict;
+
+fn data(n: usize, seed: usize) -> Vec<f32> {
+    (0..n)
+        .map(|i| (((i * 7919 + seed * 104_729) % 2003) as f32 / 1001.0 - 1.0) * 1.37)
+        .collect()
+}
+
+fn clang(opt: Option<OptConfig>) -> Arc<dyn Device> {
+    picograd::init();
+    let c = Clang::new().expect("no C compiler: the looped-remainder tests cannot run");
+    Arc::new(
+        c.with_render_opts(host_render_opts())
+            .with_opt_config(opt)
+            .with_fused_mulacc(true),
+    )
+}
+
+/// A pointwise conv with a bias and a ReLU after it, its weights stored `[cin, cout]`
+/// (contiguous along the output channels, as the scheduler's blocked copies of larger convs
+/// are), so the conv tile puts channels in vector lanes.
+fn pointwise(dev: &Arc<dyn Device>, x: [usize; 4], cout: usize) -> Tensor {
+    let on = |shape: &[usize], seed| {
+        let n = shape.iter().product();
+        Tensor::try_from_slice_on(&data(n, seed), shape, dev).unwrap()
+    };
+    let w = on(&[x[1], cout, 1, 1], 2).permute(&[1, 0, 2, 3]);
+    let b = on(&[cout], 3);
+    on(&x, 1).conv2d(&w, Some(&b), &ConvOpts::default()).relu()
+}
+
+/// Rows of 7, 14 (merged with a second row), 196 (14 × 14) and 49 (7 × 7), batch 2: the conv
+/// tile's pixel counts leave a remainder on each.
+const SHAPES: [([usize; 4], usize); 4] = [
+    ([2, 24, 1, 7], 32),
+    ([2, 16, 2, 7], 48),
+    ([2, 24, 14, 14], 40),
+    ([2, 32, 7, 7], 64),
+];
+
+#[test]
+fn the_heuristic_loops_rows_its_pixels_do_not_divide() {
+    picograd::init();
+    let interp = picograd::context::interp();
+    for (x, cout) in SHAPES {
+        let t = pointwise(&interp, x, cout);
+        let item = schedule(&[t.lazy().contiguous()]).unwrap().pop().unwrap();
+        let mut k = Kernel::new(&item.ast).unwrap();
+        let opts = hand_coded(&mut k, &OptConfig::for_vec_width(8));
+        assert!(
+            opts.iter().any(|o| matches!(o, Opt::LoopedUpcast { .. })),
+            "{x:?} -> {cout}: {opts:?} -> {}",
+            k.describe()
+        );
+    }
+}
+
+#[test]
+fn looped_conv_tiles_equal_unoptimized_c() {
+    let (plain, tiled) = (clang(None), clang(Some(OptConfig::for_vec_width(8))));
+    for (x, cout) in SHAPES {
+        let want = pointwise(&plain, x, cout).to_vec::<f32>().unwrap();
+        let got = pointwise(&tiled, x, cout).to_vec::<f32>().unwrap();
+        assert_eq!(got.len(), want.len());
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(
+                g.to_bits(),
+                w.to_bits(),
+                "{x:?} -> {cout}: [{i}] {g} vs {w}"
+            );
+        }
+    }
+}
+
+/// The output of `lk` (lowered from `item`) on `dev`, as f32 bit patterns.
+fn run(dev: &Arc<dyn Device>, lk: &LinearKernel, item: &ScheduleItem) -> Vec<u32> {
+    let mem = dev.allocator();
+    let mut ids = vec![mem.alloc(lk.bufs[0].size * 4).unwrap()];
+    for b in &item.inputs {
+        let bytes = b.realized().unwrap().to_bytes().unwrap();
+        let id = mem.alloc(bytes.len()).unwrap();
+        mem.copy_in(id, &bytes).unwrap();
+        ids.push(id);
+    }
+    dev.compile(lk).unwrap().run(&ids, &[]).unwrap();
+    let mut out = vec![0u8; lk.bufs[0].size * 4];
+    mem.copy_out(ids[0], &mut out).unwrap();
+    out.chunks_exact(4)
+        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+#[test]
+fn pixel_lanes_with_a_looped_tail_equal_unoptimized_c() {
+    let dev = clang(None);
+    let interp = picograd::context::interp();
+    let dir = std::env::temp_dir().join(format!("picograd-looped-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // A 7 × 7 image (one axis of 49 pixels) and a 14 × 14 one (196): 8-lane vectors of pixels,
+    // 4 output channels per step, a scalar tail of 1 and 4 pixels.
+    for (hw, amount) in [(7, 8), (7, 16), (14, 8)] {
+        let t = pointwise(&interp, [1, 12, hw, hw], 8);
+        let item = schedule(&[t.lazy().contiguous()]).unwrap().pop().unwrap();
+        let k = Kernel::new(&item.ast).unwrap();
+        assert_eq!(k.describe(), format!("[8,{} | 12 | ]", hw * hw));
+        let opts = [
+            Opt::Upcast { axis: 0, amount: 4 },
+            Opt::LoopedUpcast {
+                axis: 1,
+                amount,
+                lanes: 8,
+            },
+        ];
+        let looped = lower_ast_with(&item.ast, buf_params(&item), None, Some(&opts), true).unwrap();
+        let unopt = lower_ast(&item.ast, buf_params(&item), None, true).unwrap();
+        assert_eq!(
+            run(&dev, &looped, &item),
+            run(&dev, &unopt, &item),
+            "{hw}² by {amount}"
+        );
+        let c = render_kernel(&looped, &host_render_opts()).unwrap();
+        assert!(c.contains("pg_f32x8 acc"), "no vector accumulator:\n{c}");
+        let file = dir.join(format!("looped_{hw}_{amount}.c"));
+        std::fs::write(&file, &c).unwrap();
+        let march = if cfg!(target_arch = "x86_64") {
+            "-march=x86-64-v3"
+        } else {
+            "-march=native"
+        };
+        compile_strict(
+            "clang",
+            &file,
+            Path::new("/dev/null"),
+            &[march, "-O2", "-c"],
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
