@@ -432,13 +432,7 @@ fn requant_agrees_with_the_reference_at_every_shift_on_clang() {
             want.push(reference_requant_z(a, m, s, zr));
         }
     }
-    let dev = clang();
-    let n = acc.len();
-    let t = |v: &[i32]| Tensor::try_from_slice_on(v, &[n], &dev).unwrap();
-    let got = t(&acc)
-        .try_alu(AluOp::Requant, &[&t(&ms), &t(&sz)])
-        .unwrap();
-    assert_eq!(got.to_vec::<i32>().unwrap(), want);
+    assert_eq!(requant_on_clang(&acc, &ms, &sz), want);
 }
 
 #[test]
@@ -519,13 +513,7 @@ fn requant_inline_path_agrees_with_the_reference() {
             want.push(reference_requant_z(a, m, s, z));
         }
     }
-    let dev = clang();
-    let n = acc.len();
-    let t = |v: &[i32]| Tensor::try_from_slice_on(v, &[n], &dev).unwrap();
-    let got = t(&acc)
-        .try_alu(AluOp::Requant, &[&t(&ms), &t(&sz)])
-        .unwrap();
-    assert_eq!(got.to_vec::<i32>().unwrap(), want);
+    assert_eq!(requant_on_clang(&acc, &ms, &sz), want);
 }
 
 /// The requantize clamp `-max(-max(r, lo), -hi)` is lowered as `min(max(r, lo), hi)` (a `Where`
@@ -579,4 +567,17 @@ fn requantize_clamp_is_a_min_and_agrees_with_a_naive_clamp() {
             );
         }
     }
+}
+
+/// `Requant` of the accumulators `acc` by multipliers `ms` and packed shifts `sz`, computed by
+/// the Clang device.
+fn requant_on_clang(acc: &[i32], ms: &[i32], sz: &[i32]) -> Vec<i32> {
+    let dev = clang();
+    let n = acc.len();
+    let t = |v: &[i32]| Tensor::try_from_slice_on(v, &[n], &dev).unwrap();
+    t(acc)
+        .try_alu(AluOp::Requant, &[&t(ms), &t(sz)])
+        .unwrap()
+        .to_vec::<i32>()
+        .unwrap()
 }

@@ -5,7 +5,6 @@
 //! vector lanes along the row (a pixel-lane tile with a scalar tail) run on Clang bit-identical
 //! to the unoptimized kernel, and their C compiles under `-Wall -Wextra -Werror`.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use picograd::codegen::c::render_kernel;
@@ -13,16 +12,19 @@ use picograd::codegen::kernel::{Kernel, Opt};
 use picograd::codegen::lower::{buf_params, lower_ast, lower_ast_with};
 use picograd::codegen::opt::OptConfig;
 use picograd::codegen::strategy::hand_coded;
-use picograd::codegen::uops::LinearKernel;
 use picograd::device::Device;
 use picograd::runtime::tuning::host_render_opts;
 use picograd::runtime::Clang;
-use picograd::schedule::{schedule, ScheduleItem};
+use picograd::schedule::schedule;
 use picograd::{ConvOpts, Tensor};
 
 #[path = "../core/tests/common/strict_cc.rs"]
 mod strict_cc;
-use strict_cc::compile_strict;
+use strict_cc::compile_host_kernel;
+
+#[path = "../core/tests/common/interp_run.rs"]
+mod interp_run;
+use interp_run::run_on;
 
 fn data(n: usize, seed: usize) -> Vec<f32> {
     (0..n)
@@ -96,30 +98,10 @@ fn looped_conv_tiles_equal_unoptimized_c() {
     }
 }
 
-/// The output of `lk` (lowered from `item`) on `dev`, as f32 bit patterns.
-fn run(dev: &Arc<dyn Device>, lk: &LinearKernel, item: &ScheduleItem) -> Vec<u32> {
-    let mem = dev.allocator();
-    let mut ids = vec![mem.alloc(lk.bufs[0].size * 4).unwrap()];
-    for b in &item.inputs {
-        let bytes = b.realized().unwrap().to_bytes().unwrap();
-        let id = mem.alloc(bytes.len()).unwrap();
-        mem.copy_in(id, &bytes).unwrap();
-        ids.push(id);
-    }
-    dev.compile(lk).unwrap().run(&ids, &[]).unwrap();
-    let mut out = vec![0u8; lk.bufs[0].size * 4];
-    mem.copy_out(ids[0], &mut out).unwrap();
-    out.chunks_exact(4)
-        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
-        .collect()
-}
-
 #[test]
 fn pixel_lanes_with_a_looped_tail_equal_unoptimized_c() {
     let dev = clang(None);
     let interp = picograd::context::interp();
-    let dir = std::env::temp_dir().join(format!("picograd-looped-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
     // A 7 × 7 image (one axis of 49 pixels) and a 14 × 14 one (196): 8-lane vectors of pixels,
     // 4 output channels per step, a scalar tail of 1 and 4 pixels.
     for (hw, amount) in [(7, 8), (7, 16), (14, 8)] {
@@ -138,25 +120,12 @@ fn pixel_lanes_with_a_looped_tail_equal_unoptimized_c() {
         let looped = lower_ast_with(&item.ast, buf_params(&item), None, Some(&opts), true).unwrap();
         let unopt = lower_ast(&item.ast, buf_params(&item), None, true).unwrap();
         assert_eq!(
-            run(&dev, &looped, &item),
-            run(&dev, &unopt, &item),
+            run_on(&*dev, &looped, &item),
+            run_on(&*dev, &unopt, &item),
             "{hw}² by {amount}"
         );
         let c = render_kernel(&looped, &host_render_opts()).unwrap();
         assert!(c.contains("pg_f32x8 acc"), "no vector accumulator:\n{c}");
-        let file = dir.join(format!("looped_{hw}_{amount}.c"));
-        std::fs::write(&file, &c).unwrap();
-        let march = if cfg!(target_arch = "x86_64") {
-            "-march=x86-64-v3"
-        } else {
-            "-march=native"
-        };
-        compile_strict(
-            "clang",
-            &file,
-            Path::new("/dev/null"),
-            &[march, "-O2", "-c"],
-        );
+        compile_host_kernel(&c, &format!("looped_{hw}_{amount}"));
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -5,7 +5,6 @@
 //! bit for bit against the unoptimized kernel on the interpreter and on the Clang device, and
 //! against a naive reference; the C compiles under `-Wall -Wextra -Werror`.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use picograd::codegen::c::render_kernel;
@@ -19,7 +18,7 @@ use picograd::{ConvOpts, Padding, Tensor};
 
 #[path = "../core/tests/common/strict_cc.rs"]
 mod strict_cc;
-use strict_cc::compile_strict;
+use strict_cc::compile_host_kernel;
 
 #[path = "../core/tests/common/interp_run.rs"]
 mod interp_run;
@@ -97,20 +96,5 @@ fn stride_two_loads_equal_the_unoptimized_kernel() {
     );
     let c = render_kernel(&tiled, &host_render_opts()).unwrap();
     assert!(c.contains("_hi = *(const pg_f32x8u *)"), "{c}");
-    let dir = std::env::temp_dir().join(format!("picograd-strided-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("strided.c");
-    std::fs::write(&file, &c).unwrap();
-    let march = if cfg!(target_arch = "x86_64") {
-        "-march=x86-64-v3"
-    } else {
-        "-march=native"
-    };
-    compile_strict(
-        "clang",
-        &file,
-        Path::new("/dev/null"),
-        &[march, "-O2", "-c"],
-    );
-    let _ = std::fs::remove_dir_all(&dir);
+    compile_host_kernel(&c, "strided");
 }

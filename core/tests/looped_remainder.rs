@@ -10,7 +10,7 @@
 #[path = "common/interp_run.rs"]
 mod interp_run;
 
-use interp_run::run;
+use interp_run::{run, seeded_data as data};
 use picograd_core::codegen::kernel::{Kernel, Opt};
 use picograd_core::codegen::lower::{buf_params, lower_ast, lower_ast_with};
 use picograd_core::codegen::opt::OptConfig;
@@ -18,15 +18,6 @@ use picograd_core::codegen::strategy::hand_coded;
 use picograd_core::schedule::{schedule, ScheduleItem};
 use picograd_core::tensor::ConvOpts;
 use picograd_core::Tensor;
-
-fn data(n: usize, seed: u32) -> Vec<f32> {
-    (0..n)
-        .map(|i| {
-            let h = (i as u32).wrapping_mul(2_654_435_761).wrapping_add(seed) >> 8;
-            (h % 17) as f32 / 8.0 - 1.0
-        })
-        .collect()
-}
 
 /// A pointwise conv `x [batch, cin, h, w]` → `cout` channels whose weights are stored
 /// `[cin, cout]` (contiguous along the output channels, as the scheduler's blocked copies are),

@@ -14,22 +14,13 @@
 #[path = "common/interp_run.rs"]
 mod interp_run;
 
-use interp_run::run;
+use interp_run::{run, seeded_data as data};
 use picograd_core::codegen::lower::{buf_params, lower_ast};
 use picograd_core::codegen::opt::OptConfig;
 use picograd_core::codegen::uops::LinearKernel;
 use picograd_core::schedule::{schedule, ScheduleItem};
 use picograd_core::tensor::ConvOpts;
 use picograd_core::Tensor;
-
-fn data(n: usize, seed: u32) -> Vec<f32> {
-    (0..n)
-        .map(|i| {
-            let h = (i as u32).wrapping_mul(2_654_435_761).wrapping_add(seed) >> 8;
-            (h % 17) as f32 / 8.0 - 1.0
-        })
-        .collect()
-}
 
 fn last_item(t: &Tensor) -> ScheduleItem {
     schedule(&[t.lazy().contiguous()]).unwrap().pop().unwrap()

@@ -154,9 +154,15 @@ impl Emitter<'_> {
             self.konst(Scalar::from_i64(a as i64, dtype)),
             self.konst(Scalar::from_i64(b as i64, dtype)),
         );
+        self.emit_loop_over(at, lo, hi);
+    }
+
+    /// The body of loop `at` inside a new loop from `lo` to `hi` (new UOps).
+    fn emit_loop_over(&mut self, at: usize, lo: u32, hi: u32) {
+        let end = self.ends[at];
         let l = self.push(UOp {
             kind: UOpKind::Loop,
-            dtype,
+            dtype: self.old[at].dtype,
             src: vec![lo, hi],
         });
         self.map[at] = Some(l);
@@ -187,7 +193,6 @@ impl Emitter<'_> {
 
     /// [`Emitter::split_symbolic`] over `[lo, hi)` (the loop's range, or one part of it).
     fn split_symbolic_in(&mut self, at: usize, lo: i128, hi: i128) -> bool {
-        let end = self.ends[at];
         let Some((base, gates)) = self.sym_gates(at) else {
             return false;
         };
@@ -218,18 +223,7 @@ impl Emitter<'_> {
                 let past = points.iter().position(|&p| p == g.point).unwrap_or(0) < part;
                 self.forced[g.cmp] = Some(past != g.below);
             }
-            let l = self.push(UOp {
-                kind: UOpKind::Loop,
-                dtype,
-                src: vec![bounds[part], bounds[part + 1]],
-            });
-            self.map[at] = Some(l);
-            self.emit(at + 1, end);
-            self.push(UOp {
-                kind: UOpKind::EndLoop,
-                dtype: self.old[end].dtype,
-                src: vec![l],
-            });
+            self.emit_loop_over(at, bounds[part], bounds[part + 1]);
         }
         for g in &gates {
             self.forced[g.cmp] = None;
