@@ -90,6 +90,13 @@ struct Dispatch {
     calls: Vec<Call>,
     /// Every call's buffer slots, in call order.
     arg_slots: Vec<usize>,
+    /// The positions in `arg_slots` of slot `s`: `at[at_start[s]..at_start[s + 1]]`.
+    at: Vec<usize>,
+    at_start: Vec<usize>,
+    /// The handles of the capture's own slots in `arg_slots` order, resolved at the first
+    /// replay (`Some(empty)`: the slots live on several devices). A capture's slots hold their
+    /// buffers for its whole life, so their handles stay valid.
+    own: Mutex<Option<Vec<u64>>>,
 }
 
 /// One step of a [`Dispatch`].
@@ -105,7 +112,7 @@ struct Call {
 }
 
 impl Dispatch {
-    fn new(steps: &[CapturedStep], frozen: &[bool]) -> Dispatch {
+    fn new(steps: &[CapturedStep], frozen: &[bool], nslots: usize) -> Dispatch {
         let mut calls = Vec::with_capacity(steps.len());
         let mut arg_slots = Vec::new();
         for (i, st) in steps.iter().enumerate() {
@@ -121,7 +128,26 @@ impl Dispatch {
                 has_vars: st.kernel.as_ref().is_some_and(|k| !k.vars.is_empty()),
             });
         }
-        Dispatch { calls, arg_slots }
+        let mut at_start = alloc::vec![0usize; nslots + 1];
+        for &s in &arg_slots {
+            at_start[s + 1] += 1;
+        }
+        for s in 0..nslots {
+            at_start[s + 1] += at_start[s];
+        }
+        let mut next = at_start.clone();
+        let mut at = alloc::vec![0usize; arg_slots.len()];
+        for (pos, &s) in arg_slots.iter().enumerate() {
+            at[next[s]] = pos;
+            next[s] += 1;
+        }
+        Dispatch {
+            calls,
+            arg_slots,
+            at,
+            at_start,
+            own: Mutex::new(None),
+        }
     }
 }
 
@@ -246,12 +272,12 @@ impl Capture {
         let in_vars = input_vars(&ins);
         Ok((
             Capture {
-                slots: slots.bufs,
                 inputs: ins,
                 outputs: outs,
                 var_plan: var_plan(&steps, &in_vars),
                 input_vars: in_vars,
-                dispatch: Dispatch::new(&steps, &[]),
+                dispatch: Dispatch::new(&steps, &[], slots.bufs.len()),
+                slots: slots.bufs,
                 steps,
                 fresh,
                 spec: Specialization::default(),
@@ -363,10 +389,7 @@ impl Capture {
         // Buffers as their handles, all arguments at once: a replay of many small kernels
         // should do little per kernel and allocate nothing.
         let d = &self.dispatch;
-        let args: Vec<u64> = match slot_handles(&bufs)? {
-            Some(h) => d.arg_slots.iter().map(|&s| h[s]).collect(),
-            None => Vec::new(),
-        };
+        let args = self.replay_args(&bufs)?;
         let mut ids: Vec<BufId> = Vec::new();
         let mut vars: Vec<i64> = Vec::new();
         // The plan holds when the inputs bind the names they bound at the recording (always,
@@ -416,6 +439,46 @@ impl Capture {
             )))
         });
         outs.collect()
+    }
+
+    /// Each call's buffer handles for a replay over the slot table `bufs`, flattened as
+    /// [`Dispatch::arg_slots`] (empty: the slots live on several devices, use ids): the
+    /// capture's own handles, with the slots this replay put other buffers in (its inputs, a
+    /// detached replay's outputs) resolved again.
+    fn replay_args(&self, bufs: &[Arc<Buffer>]) -> Result<Vec<u64>> {
+        let d = &self.dispatch;
+        let mut args = {
+            let mut own = d.own.lock();
+            if own.is_none() {
+                *own = Some(match slot_handles(&self.slots)? {
+                    Some(h) => d.arg_slots.iter().map(|&s| h[s]).collect(),
+                    None => Vec::new(),
+                });
+            }
+            own.clone().unwrap_or_default()
+        };
+        if args.is_empty() {
+            return Ok(args);
+        }
+        let changed: Vec<usize> = (0..bufs.len())
+            .filter(|&s| !Arc::ptr_eq(&bufs[s], &self.slots[s]))
+            .collect();
+        if changed.is_empty() {
+            return Ok(args);
+        }
+        let dev = self.slots[0].device();
+        if changed.iter().any(|&s| !Arc::ptr_eq(bufs[s].device(), dev)) {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<BufId> = changed.iter().map(|&s| bufs[s].id()).collect();
+        let mut handles = Vec::with_capacity(ids.len());
+        dev.allocator().handles(&ids, &mut handles)?;
+        for (&s, &h) in changed.iter().zip(&handles) {
+            for &pos in &d.at[d.at_start[s]..d.at_start[s + 1]] {
+                args[pos] = h;
+            }
+        }
+        Ok(args)
     }
 
     /// The same capture with every kernel lowered again from its AST by `cfg` (`None`:
@@ -514,7 +577,7 @@ impl Capture {
             frozen: Vec::new(),
             var_plan: var_plan(&steps, &self.input_vars),
             input_vars: self.input_vars.clone(),
-            dispatch: Dispatch::new(&steps, &[]),
+            dispatch: Dispatch::new(&steps, &[], self.slots.len()),
             steps,
         })
     }
@@ -551,7 +614,7 @@ impl Capture {
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(Capture {
-            dispatch: Dispatch::new(&steps, &self.frozen),
+            dispatch: Dispatch::new(&steps, &self.frozen, self.slots.len()),
             steps,
             slots: self.slots.clone(),
             inputs: self.inputs.clone(),
@@ -659,7 +722,7 @@ impl Capture {
             }
         }
         let count = frozen.iter().filter(|&&f| f).count();
-        self.dispatch = Dispatch::new(&self.steps, &frozen);
+        self.dispatch = Dispatch::new(&self.steps, &frozen, self.slots.len());
         self.frozen = frozen;
         count
     }
