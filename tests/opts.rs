@@ -435,8 +435,48 @@ fn threaded_kernels_equal_single_threaded_ones() {
         false,
     )
     .unwrap();
-    let src = picograd::codegen::c::render_kernel_split(&lk, &Default::default()).unwrap();
+    let src = picograd::codegen::c::render_kernel_split(&lk, 2, &Default::default()).unwrap();
     assert!(src.contains("int32_t core_id, int32_t core_count"), "{src}");
+}
+
+/// A kernel over `[3, 14]` whose axes do not merge (the input is read transposed): 2 cores
+/// split the 14-iteration loop inside (3 blocks over 2 cores would give one of them 2), 3
+/// cores the outer one; both compute what one core does.
+#[test]
+fn threads_split_the_loop_that_divides_evenly() {
+    use picograd::codegen::split::split_loop;
+    use picograd::codegen::uops::UOpKind;
+    picograd::init();
+    let x = Tensor::from_slice(&data(42), &[14, 3]).permute(&[1, 0]);
+    let item = single_item(&(x.relu() + 1.0));
+    let k = Kernel::new(&item.ast).unwrap();
+    assert_eq!(
+        k.first_reduce,
+        2,
+        "the axes must not merge: {}",
+        k.describe()
+    );
+    let lk = linearize(&k, buf_params(&item), k.name(), false, false).unwrap();
+    let trips = |i: usize| match lk.uops[lk.uops[i].src[1] as usize].kind {
+        UOpKind::Const(v) => v.as_i64(),
+        ref other => panic!("loop {i} ends at {other:?}"),
+    };
+    assert_eq!(trips(split_loop(&lk, 2).unwrap()), 14, "{lk}");
+    assert_eq!(trips(split_loop(&lk, 3).unwrap()), 3, "{lk}");
+    realize_inputs(std::slice::from_ref(&item));
+    let clang = |threads| -> Arc<dyn Device> {
+        let dev =
+            picograd::runtime::Clang::new().expect("no C compiler: threaded tests cannot run");
+        Arc::new(dev.with_threads(threads, 0))
+    };
+    let base = run(&item, &[], &clang(1));
+    for threads in [2, 3] {
+        assert_eq!(
+            run(&item, &[], &clang(threads)),
+            base,
+            "split over {threads}"
+        );
+    }
 }
 
 // ---- convolutions: conv-shaped tiles against unoptimized kernels and a naive reference ----

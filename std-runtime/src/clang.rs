@@ -22,7 +22,7 @@ use picograd_core::codegen::c::{
 };
 use picograd_core::codegen::kernel::Opt;
 use picograd_core::codegen::opt::OptConfig;
-use picograd_core::codegen::split::outer_split;
+use picograd_core::codegen::split::split_loop;
 use picograd_core::codegen::uops::{BufParam, LinearKernel};
 use picograd_core::device::{Allocator, BufId, Device, Program};
 use picograd_core::{Error, Result};
@@ -346,7 +346,7 @@ impl Clang {
     /// How many cores `k` runs on: split kernels need a splittable loop and enough work.
     fn cores_for(&self, k: &LinearKernel) -> usize {
         let work = k.cost.flops.saturating_add(k.cost.bytes / 4);
-        let splittable = outer_split(k).is_some();
+        let splittable = split_loop(k, self.threads).is_some();
         if self.threads > 1 && splittable && work >= self.min_split_work {
             self.threads
         } else {
@@ -590,7 +590,7 @@ impl Clang {
     /// The translation unit `k` compiles to on its own.
     fn render_alone(&self, k: &LinearKernel, cores: usize) -> Result<String> {
         if cores > 1 {
-            render_kernel_split(k, &self.opts)
+            render_kernel_split(k, cores, &self.opts)
         } else {
             render_kernel(k, &self.opts)
         }
@@ -599,15 +599,15 @@ impl Clang {
     /// Compiles kernels `idx` of `ks` as one translation unit (each under its
     /// [`batch_symbol`]) and remembers each kernel's stand-alone source as compiled by it.
     fn compile_group(&self, ks: &[&LinearKernel], idx: &[usize]) -> Result<Arc<CompiledLib>> {
-        let renamed: Vec<(LinearKernel, bool)> = idx
+        let renamed: Vec<(LinearKernel, usize)> = idx
             .iter()
             .map(|&i| {
                 let mut k = ks[i].clone();
                 k.name = batch_symbol(ks[i], i);
-                (k, self.cores_for(ks[i]) > 1)
+                (k, self.cores_for(ks[i]))
             })
             .collect();
-        let refs: Vec<(&LinearKernel, bool)> = renamed.iter().map(|(k, s)| (k, *s)).collect();
+        let refs: Vec<(&LinearKernel, usize)> = renamed.iter().map(|(k, s)| (k, *s)).collect();
         let src = render_program_split(&refs, &self.opts)?;
         picograd_core::context::log(4, &src);
         let lib = self.compiler.compile(&src)?;

@@ -105,12 +105,12 @@ pub fn render_kernel(k: &LinearKernel, opts: &CRenderOpts) -> Result<String> {
     render_program(&[k], opts)
 }
 
-/// One C99 translation unit holding one kernel whose outermost global loop is divided among
-/// cores ([`split::outer_split`](super::split::outer_split)): the function takes `int32_t
-/// core_id, int32_t core_count` last, and the entry wrapper reads them after the variables.
-/// A kernel with no splittable loop renders as [`render_kernel`] does.
-pub fn render_kernel_split(k: &LinearKernel, opts: &CRenderOpts) -> Result<String> {
-    render_program_split(&[(k, true)], opts)
+/// One C99 translation unit holding one kernel whose iterations are divided among `cores`
+/// cores on the loop [`split::split_loop`](super::split::split_loop) chooses: the function takes
+/// `int32_t core_id, int32_t core_count` last, and the entry wrapper reads them after the
+/// variables. A kernel with no splittable loop, or `cores` 1, renders as [`render_kernel`] does.
+pub fn render_kernel_split(k: &LinearKernel, cores: usize, opts: &CRenderOpts) -> Result<String> {
+    render_program_split(&[(k, cores)], opts)
 }
 
 /// One C99 translation unit: the helpers the kernels need, once, then each kernel in order.
@@ -129,24 +129,26 @@ pub fn render_program_aliased(
     render_unit(kernels, opts, |w, _, aliased| w.restrict = !aliased)
 }
 
-/// One C99 translation unit of several kernels, each flagged `true` rendered split among cores
-/// as [`render_kernel_split`] renders it: one compile for a whole schedule. Kernel names must be
-/// distinct C identifiers.
+/// One C99 translation unit of several kernels, each with the cores it is split among (1: not
+/// split) and rendered as [`render_kernel_split`] renders it: one compile for a whole schedule.
+/// Kernel names must be distinct C identifiers.
 pub fn render_program_split(
-    kernels: &[(&LinearKernel, bool)],
+    kernels: &[(&LinearKernel, usize)],
     opts: &CRenderOpts,
 ) -> Result<String> {
-    render_unit(kernels, opts, |w, k, split| {
-        w.split = split.then(|| super::split::outer_split(k)).flatten();
+    render_unit(kernels, opts, |w, k, cores| {
+        w.split = (cores > 1)
+            .then(|| super::split::split_loop(k, cores))
+            .flatten();
     })
 }
 
 /// The helpers the kernels need, once, then each kernel in order, its writer set up by `setup`
 /// with the kernel's flag.
-fn render_unit(
-    kernels: &[(&LinearKernel, bool)],
+fn render_unit<F: Copy>(
+    kernels: &[(&LinearKernel, F)],
     opts: &CRenderOpts,
-    setup: impl Fn(&mut Writer<'_>, &LinearKernel, bool),
+    setup: impl Fn(&mut Writer<'_>, &LinearKernel, F),
 ) -> Result<String> {
     let mut needs = Needs::default();
     let bodies: Vec<String> = kernels
