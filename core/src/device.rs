@@ -116,6 +116,8 @@ pub struct Buffer {
     id: BufId,
     dtype: DType,
     len: usize,
+    /// Its owner promised its contents never change ([`Buffer::mark_constant`]).
+    constant: core::sync::atomic::AtomicBool,
 }
 
 impl Buffer {
@@ -151,7 +153,23 @@ impl Buffer {
             id,
             dtype,
             len,
+            constant: core::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// Records that the buffer's contents will not change from now on (a model's weights), a
+    /// hint for the scheduler: a layout copy of a constant is made once per capture (a replay
+    /// skips it, see [`crate::jit::Capture::freeze_constants`]), so it pays even when a kernel
+    /// reads each element once (`schedule/layout.rs`). Performance only: a schedule made after
+    /// the buffer changed anyway still reads its current contents.
+    pub fn mark_constant(&self) {
+        self.constant
+            .store(true, core::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Was [`Buffer::mark_constant`] called?
+    pub fn is_constant(&self) -> bool {
+        self.constant.load(core::sync::atomic::Ordering::Relaxed)
     }
 
     /// The device-side handle.

@@ -11,7 +11,8 @@
 //! size and the work two kernels may repeat: no fused expression is deeper than
 //! [`MAX_FUSED_DEPTH`] ops, and a node read by a reduce and by another op no deeper than
 //! [`MAX_SHARED_DEPTH`]; and a node several kernels compute is realized when
-//! [`MAX_SHARED_NESTING`] such nodes nest in its chain (an unrolled RNN's cell state).
+//! [`MAX_SHARED_NESTING`] such nodes that fan out nest in its chain (an unrolled RNN's cell
+//! state).
 //!
 //! Kernels that differ only in where their loads start in a buffer (an unrolled RNN's steps)
 //! take those offsets as variable arguments and are one kernel (`offsets.rs`).
@@ -173,9 +174,10 @@ pub const MAX_SHARED_DEPTH: usize = 16;
 /// computed by the kernel of `h[t]` and, through `c[t+1]`, by every later step's — each level
 /// multiplies that recomputation, and over T steps each
 /// step's kernel would hold the whole history: kernels grow with T, none is like another, and
-/// compiling them costs quadratic time. A node read by several ops with this many such nodes
-/// nested in its fused chain (itself included) is realized. Like the depth rules it depends on
-/// the graph alone.
+/// compiling them costs quadratic time. A level is a shared node that fans out (read by several
+/// ops, as `c[t]` is); the ops of a chain the same kernels hold (a gate's negate, exp, add and
+/// reciprocal) add none. A shared node with this many levels nested in its fused chain (itself
+/// included) is realized. Like the depth rules it depends on the graph alone.
 pub const MAX_SHARED_NESTING: usize = 4;
 
 /// Adds the realize points of the depth rules ([`MAX_FUSED_DEPTH`], [`MAX_SHARED_DEPTH`]) and of
@@ -203,7 +205,11 @@ fn depth_cuts(g: &Graph, r: &mut HashSet<usize>) {
             .max()
             .unwrap_or(0);
         let read_often = computed_by.get(&b.id()) == Some(&Owner::Many);
-        let nest = usize::from(read_often)
+        // A level of recomputation is added where a shared node fans out (an LSTM's `c[t]`,
+        // read by `h[t]` and `c[t+1]`), not at each op of a chain the same kernels hold (the
+        // negate, exp, add and reciprocal of one sigmoid).
+        let fans_out = g.consumers.get(&b.id()).copied().unwrap_or(0) > 1;
+        let nest = usize::from(read_often && fans_out)
             + srcs
                 .iter()
                 .map(|s| nesting.get(&s.base().id()).copied().unwrap_or(0))

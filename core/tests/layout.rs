@@ -199,6 +199,34 @@ fn transposed_weights_get_panels_whatever_the_cache() {
     assert_eq!(bits(&laid), bits(&naive_matmul(&xv, &wt, [1, n, k, m])));
 }
 
+/// One row times a transposed weight marked constant (an ONNX model's weight): its copy is
+/// made once per capture, so it gets one-vector panels even though each element is read once;
+/// the same product of an unmarked weight gets none. Both equal a naive loop bit for bit.
+#[test]
+fn constant_transposed_weights_get_panels_even_when_read_once() {
+    let (k, m) = (20, 30);
+    let (xv, wv) = (vals(k, 5), vals(m * k, 6));
+    let lin = |constant: bool| {
+        let x = Tensor::from_slice(&xv, &[1, k]);
+        let w = Tensor::from_slice(&wv, &[m, k]);
+        if constant {
+            w.lazy().realized().unwrap().mark_constant();
+        }
+        x.matmul(&w.transpose(0, 1))
+    };
+    let (plain, _, _) = run(&lin(true), None);
+    let (laid, copies, _) = run(&lin(true), Some(&desktop()));
+    assert_eq!(copies, 1, "a constant's strided lanes get a copy");
+    assert_eq!(
+        run(&lin(false), Some(&desktop())).1,
+        0,
+        "a plain weight does not"
+    );
+    assert_eq!(bits(&laid), bits(&plain));
+    let wt: Vec<f32> = (0..k * m).map(|i| wv[(i % m) * k + i / m]).collect();
+    assert_eq!(bits(&laid), bits(&naive_matmul(&xv, &wt, [1, 1, k, m])));
+}
+
 #[test]
 fn small_products_and_cacheless_targets_get_no_copies() {
     // One row: each weight is used once, a copy would cost as much as the product.

@@ -354,3 +354,53 @@ fn steps_reading_rows_of_one_buffer_share_a_kernel() {
     assert_eq!(got12, want12);
     assert_eq!(got24, want24);
 }
+
+/// An LSTM cell unrolled over `steps` with gates `g = h[t-1]·W` (4 slices of 8):
+/// `c[t] = σ(g_f)·c[t-1] + σ(g_i)·tanh(g_c)`, `h[t] = σ(g_o)·tanh(c[t])`. Returns the kernels
+/// scheduled, the last `h`, and a plain loop's.
+fn lstm_cell_steps(steps: usize) -> (usize, Vec<f32>, Vec<f32>) {
+    let w = seq(8 * 32, 0.05);
+    let wt = t(&w, &[8, 32]);
+    let mut c = t(&seq(8, 0.1), &[1, 8]);
+    let mut h = t(&seq(8, 0.2), &[1, 8]);
+    for _ in 0..steps {
+        let g = matmul(&h, &wt);
+        let gate = |k: usize| g.try_shrink(&[(0, 1), (8 * k, 8 * k + 8)]).unwrap();
+        let (i, f, cc, o) = (
+            gate(0).sigmoid(),
+            gate(1).sigmoid(),
+            gate(2).tanh(),
+            gate(3).sigmoid(),
+        );
+        c = alu(
+            &alu(&f, AluOp::Mul, &[&c]),
+            AluOp::Add,
+            &[&alu(&i, AluOp::Mul, &[&cc])],
+        );
+        h = alu(&o, AluOp::Mul, &[&c.tanh()]);
+    }
+    let items = schedule(&[h.lazy().contiguous()]).unwrap().len();
+    let sig = |x: f32| 1.0 / (1.0 + (-x).exp());
+    let (mut lc, mut lh) = (seq(8, 0.1), seq(8, 0.2));
+    for _ in 0..steps {
+        let g: Vec<f32> = (0..32)
+            .map(|j| (0..8).map(|q| lh[q] * w[q * 32 + j]).sum())
+            .collect();
+        for j in 0..8 {
+            lc[j] = sig(g[8 + j]) * lc[j] + sig(g[j]) * g[16 + j].tanh();
+            lh[j] = sig(g[24 + j]) * lc[j].tanh();
+        }
+    }
+    (items, h.to_vec::<f32>().unwrap(), lh)
+}
+
+/// The ops of one gate's sigmoid (negate, exp, add, reciprocal) are held by the same kernels:
+/// they add no level of recomputation, so they fuse; only the fanned-out cell state is cut
+/// (every few steps), giving at most 3 kernels per step (gates, and the cell's elementwise
+/// part), not one per sigmoid op.
+#[test]
+fn lstm_gate_chains_fuse_into_few_kernels_per_step() {
+    let (items, got, want) = lstm_cell_steps(12);
+    close(&got, &want);
+    assert!(items <= 3 * 12, "{items} kernels for 12 steps");
+}

@@ -34,7 +34,10 @@
 //! Cost rule: a weight or panel copy is made only when the kernel does at least
 //! [`MIN_REUSE_VECTORS`]` × V` multiply-adds per copied element (the copy costs about one pass
 //! over its elements, so it stays a small fraction of the kernel's time; a batch-1 linear layer
-//! reads each weight once and gets none); a padded copy when the kernel reads at least
+//! reads each weight once and gets none) — except a panel copy of a constant whose lanes are
+//! strided ([`crate::device::Buffer::mark_constant`]: an ONNX model's weights, such as an
+//! LSTM's recurrent weight read transposed), which a capture makes once and its replays skip,
+//! while the gathers it replaces would cost every call; a padded copy when the kernel reads at least
 //! [`UNPAD_MIN_READS`] values per copied element. Only on targets with an L2 cache
 //! (`OptConfig::l2_bytes > 0`): a microcontroller's scarce resource is its static arena, which a
 //! copy would grow.
@@ -86,6 +89,8 @@ struct Facts {
     wide: Option<usize>,
     /// The loads inside the reduce: buffer number, view, constant strides (`None` where not).
     loads: Vec<(usize, ShapeTracker, Vec<Option<i64>>)>,
+    /// Per load: does it read a buffer marked constant ([`crate::device::Buffer::mark_constant`])?
+    constant: Vec<bool>,
     /// Bytes per element of the loads.
     elem: usize,
 }
@@ -103,8 +108,9 @@ fn const_strides(st: &ShapeTracker) -> Vec<Option<i64>> {
         .collect()
 }
 
-/// The facts of a reduce kernel's AST, or `None` when it has no reduce or a symbolic shape.
-fn facts(ast: &Ast) -> Option<Facts> {
+/// The facts of a reduce kernel's AST reading `inputs` (buffers 1..), or `None` when it has no
+/// reduce or a symbolic shape.
+fn facts(ast: &Ast, inputs: &[LazyBuffer]) -> Option<Facts> {
     let AstOp::Store { st: store, .. } = ast.op() else {
         return None;
     };
@@ -130,11 +136,21 @@ fn facts(ast: &Ast) -> Option<Facts> {
     let wide = (0..full.len())
         .rev()
         .find(|&a| !axes.contains(&a) && full[a] > 1 && store_strides[a] == Some(1));
+    let constant = loads
+        .iter()
+        .map(|(buf, _, _)| {
+            inputs
+                .get(buf - 1)
+                .and_then(LazyBuffer::realized)
+                .is_some_and(|b| b.is_constant())
+        })
+        .collect();
     Some(Facts {
         full,
         reduce: axes.clone(),
         wide,
         loads,
+        constant,
         elem,
     })
 }
@@ -203,7 +219,11 @@ fn choose(f: &Facts, cfg: &OptConfig) -> Plan {
             }
             continue;
         }
-        if let Some((width, panels_outermost)) = panels(f, s, cfg, min_reuse) {
+        // A constant's copy is made once per capture, so strided lanes pay for it without
+        // reuse.
+        let plan = panels(f, s, cfg, min_reuse, false)
+            .or_else(|| f.constant[i].then(|| panels(f, s, cfg, 1, true)).flatten());
+        if let Some((width, panels_outermost)) = plan {
             let axis = f.wide.unwrap_or(0);
             out.push((i, Choice::Blocks { axis, width }));
             if panels_outermost && reorder.is_none() {
@@ -233,17 +253,21 @@ fn conv_weight(f: &Facts, s: &[Option<i64>]) -> Option<usize> {
 
 /// The panel width for the operand with strides `s` that varies along the output-contiguous
 /// axis, and whether the panels should be the kernel's outermost loop (see the module doc).
+/// `once`: the copy of a constant, made once per capture — only for strided lanes, whatever
+/// the reuse (a matrix-vector product reads each element once).
 fn panels(
     f: &Facts,
     s: &[Option<i64>],
     cfg: &OptConfig,
     min_reuse: usize,
+    once: bool,
 ) -> Option<(usize, bool)> {
     let wide = f.wide?;
     let v = cfg.vec_width.max(1);
     let stride = s[wide]?;
     let bc = f.broadcasts(s);
-    if stride == 0 || !bc.iter().any(|&a| f.global(a)) || f.reuse(&bc) < min_reuse {
+    let reused = bc.iter().any(|&a| f.global(a)) && f.reuse(&bc) >= min_reuse;
+    if stride == 0 || (once && stride == 1) || !(once || reused) {
         return None;
     }
     let vary = f.varies(s);
@@ -261,8 +285,13 @@ fn panels(
     if taps <= 1 || !(stride != 1 || (overflows && rows_apart)) {
         return None;
     }
-    let width = [4 * v, 2 * v, v]
-        .into_iter()
+    // A copy made for its lanes alone (a constant read once per row of the batch) holds one
+    // vector per panel, which any tile's lanes along the row divide evenly (wider panels
+    // than a tile's vectors leave div/mod in its index: 1.9× the instructions at batch 8).
+    let widths: &[usize] = if once { &[v] } else { &[4 * v, 2 * v, v] };
+    let width = widths
+        .iter()
+        .copied()
         .find(|&p| taps * p * f.elem <= cfg.l2_bytes / 2)
         .unwrap_or(v);
     let outermost = overflows && f.full[wide] % width == 0 && f.full[wide] > width;
@@ -520,7 +549,7 @@ fn transform(
     made: &mut HashSet<usize>,
     out: &mut Vec<ScheduleItem>,
 ) -> Result<()> {
-    let Some(f) = facts(&it.ast) else {
+    let Some(f) = facts(&it.ast, &it.inputs) else {
         out.push(it);
         return Ok(());
     };

@@ -227,6 +227,11 @@ impl Model {
                     tensor_from_proto(t, &format!("{what}: {label}"))?
                 }
             };
+            // Weights never change: the scheduler may copy them into another layout once
+            // per capture (a batch-1 layer's transposed weight into vector panels).
+            if let Some(b) = w.lazy().realized() {
+                b.mark_constant();
+            }
             weights.insert(t.name.clone(), w);
         }
         // QDQ groups become integer operators before anything reads the node list.
