@@ -81,7 +81,10 @@ fn tile_opts(
         let mut opts = Vec::new();
         let mut moved = false;
         if c > 1 {
-            opts.push(Opt::Upcast { axis: channel, amount: c });
+            opts.push(Opt::Upcast {
+                axis: channel,
+                amount: c,
+            });
             // An upcast of the whole channel axis removes it: later axes move down.
             moved = c as i64 == size(k, channel) && channel < wide;
         }
