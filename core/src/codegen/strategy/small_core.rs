@@ -9,7 +9,12 @@
 //! linearizer reads each factor as one 32-bit word per four products; its tile is sized as
 //! packed words use registers: `c·w` accumulators, two halfword-pair registers for each word of
 //! the operand reused across the tile (`min(c, w)` words), two for the word in use, and the two
-//! factors' addresses (KWS DS-CNN's pointwise convs: 1 × 5).
+//! factors' addresses. A packed tile's pixel count need not divide the row: the pixels left
+//! over run after a loop of at least two steps as a looped remainder ([`Opt::LoopedUpcast`],
+//! then the reduce unroll, which applies to both parts), and tiles are ranked by the loads of
+//! the whole row, tail included (KWS DS-CNN's pointwise convs, 125 pixels on 14 registers:
+//! 2 × 2 with a 1-pixel tail, 1.0 loaded words per packed step and output instead of the 1.2
+//! of the 1 × 5 its divisors allowed).
 //!
 //! A reduce kernel with two output axes that each of two loads broadcasts — a conv's output
 //! channels (the input broadcasts them) and pixels (the weight does), for pointwise,
@@ -18,7 +23,8 @@
 //! inputs are loaded into registers and feed `c·w` accumulators. The tile is the
 //! one loading the fewest values per multiply-add, `(c + w) / (c·w)`, whose accumulators and
 //! operands, `c·w + c + w`, fit the register file less [`RESERVED`] and whose `c·w` copies of
-//! the body fit the code budget (`max_unrolled`; size mode lowers it) (ties: the larger tile). A
+//! the body (plus a packed tile's tail) fit the code budget (`max_unrolled`; size mode lowers
+//! it) (ties: the larger tile, then the one without a remainder). A
 //! 64-channel pointwise conv over 125 pixels on 32 registers gets 4 × 5 (0.45 loads per MAC
 //! instead of the 1.25 of a 4 × 1 tile).
 //!
