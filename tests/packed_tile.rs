@@ -3,7 +3,9 @@
 //! 2 output channels × 2 pixels (each widened word reused across the other side: fewer loads
 //! per multiply-add than the 1 × w tiles its divisors allow) in a loop, then the pixel left
 //! over (`Opt::LoopedUpcast`). Here the second conv reads 8 interleaved channels (two words)
-//! of 3 × 7 = 21 pixels (10 steps of 2, tail 1) into 6 output channels. Checked against a
+//! of 3 × 7 = 21 pixels (10 steps of 2, tail 1) into 6 output channels; its two words are
+//! unrolled after the tile's 4-byte unroll, so the linearizer must run the packed axis fastest
+//! to keep them words. The divisors of 21 alone would give a 6 × 1 tile. Checked against a
 //! naive i64 reference: the capture relowered for Cortex-M4 on the interpreter, and the
 //! exported C on the host (portable branch) and under QEMU on Cortex-M4 (one QEMU run).
 
