@@ -442,6 +442,57 @@ impl Lin {
     }
 }
 
+/// The reduce upcast (an index into `reduce_up`) along which both i8 factors of a pairable
+/// integer sum ([`dual_mac_fits`]) are consecutive in memory, its size a multiple of 4: the
+/// axis a packed `DualMac` reads a word along (`None` without one, or without `dual_mac`).
+/// The last such axis is taken (the innermost order it already had, when it is the last).
+fn packed_upcast(l: &Lin, k: &Kernel, reduce_up: &[usize]) -> Option<usize> {
+    let red = k.ast.find_reduce()?;
+    let AstOp::Reduce(rop, _) = red.op() else {
+        return None;
+    };
+    let src = red.src().first()?;
+    if !l.dual_mac || !dual_mac_fits(*rop, src, red.dtype()) {
+        return None;
+    }
+    let strides: Vec<Vec<Option<Node>>> = src
+        .src()
+        .iter()
+        .map(|f| match f.op() {
+            AstOp::Load { st, .. } if f.dtype() == DType::I8 => Some(st.real_strides()),
+            _ => None,
+        })
+        .collect::<Option<_>>()?;
+    let unit = |a: usize| {
+        strides
+            .iter()
+            .all(|s| s.get(a).and_then(|n| n.as_ref()?.as_const()) == Some(1))
+    };
+    (0..reduce_up.len()).rev().find(|&j| {
+        let a = k.first_upcast + reduce_up[j];
+        let n = k.full_shape[a].as_const().unwrap_or(0);
+        n > 0 && n % 4 == 0 && unit(a)
+    })
+}
+
+/// [`combos`] with axis `fastest` varying fastest (the others in their order), each combo
+/// still listing its positions in the axes' order.
+fn combos_fastest(sizes: &[i64], fastest: usize) -> Vec<Vec<i64>> {
+    let mut order: Vec<usize> = (0..sizes.len()).filter(|&a| a != fastest).collect();
+    order.push(fastest);
+    let permuted: Vec<i64> = order.iter().map(|&a| sizes[a]).collect();
+    combos(&permuted)
+        .into_iter()
+        .map(|c| {
+            let mut out = alloc::vec![0; sizes.len()];
+            for (i, &a) in order.iter().enumerate() {
+                out[a] = c[i];
+            }
+            out
+        })
+        .collect()
+}
+
 /// Is `src`, summed by `op` into `dtype`, a product of two values that fit signed 16-bit lanes
 /// (an int8 conv or matmul's `MulWide`), so two of its steps can be one `DualMac`?
 fn dual_mac_fits(op: ReduceOp, src: &Ast, dtype: DType) -> bool {
@@ -667,7 +718,12 @@ fn emit(l: &mut Lin, k: &Kernel, outer: usize) -> Result<()> {
         .collect();
     let sizes = |which: &[usize]| which.iter().map(|&u| up_sizes[u]).collect::<Vec<_>>();
     let out_combos = combos(&sizes(&global_up));
-    let red_combos = combos(&sizes(&reduce_up));
+    // A packed dual multiply-accumulate reads four consecutive reduce positions of each
+    // factor: its axis runs fastest (integer sums wrap, so the order changes no value).
+    let red_combos = match packed_upcast(l, k, &reduce_up) {
+        Some(j) => combos_fastest(&sizes(&reduce_up), j),
+        None => combos(&sizes(&reduce_up)),
+    };
     // Positions for one unrolled combination; reduce axes at 0 when reading outside the reduce.
     let positions = |g: &[i64], r: &[i64], inside: bool| -> Vec<Node> {
         let mut p = loop_idxs.clone();

@@ -9,7 +9,12 @@
 //! linearizer reads each factor as one 32-bit word per four products; its tile is sized as
 //! packed words use registers: `c·w` accumulators, two halfword-pair registers for each word of
 //! the operand reused across the tile (`min(c, w)` words), two for the word in use, and the two
-//! factors' addresses (KWS DS-CNN's pointwise convs: 1 × 5).
+//! factors' addresses. A packed tile's pixel count need not divide the row: the pixels left
+//! over run after a loop of at least two steps as a looped remainder ([`Opt::LoopedUpcast`],
+//! then the reduce unroll, which applies to both parts), and tiles are ranked by the loads of
+//! the whole row, tail included (KWS DS-CNN's pointwise convs, 125 pixels on 14 registers:
+//! 2 × 2 with a 1-pixel tail, 1.0 loaded words per packed step and output instead of the 1.2
+//! of the 1 × 5 its divisors allowed).
 //!
 //! A reduce kernel with two output axes that each of two loads broadcasts — a conv's output
 //! channels (the input broadcasts them) and pixels (the weight does), for pointwise,
@@ -18,7 +23,8 @@
 //! inputs are loaded into registers and feed `c·w` accumulators. The tile is the
 //! one loading the fewest values per multiply-add, `(c + w) / (c·w)`, whose accumulators and
 //! operands, `c·w + c + w`, fit the register file less [`RESERVED`] and whose `c·w` copies of
-//! the body fit the code budget (`max_unrolled`; size mode lowers it) (ties: the larger tile). A
+//! the body (plus a packed tile's tail) fit the code budget (`max_unrolled`; size mode lowers
+//! it) (ties: the larger tile, then the one without a remainder). A
 //! 64-channel pointwise conv over 125 pixels on 32 registers gets 4 × 5 (0.45 loads per MAC
 //! instead of the 1.25 of a 4 × 1 tile).
 //!
@@ -44,49 +50,68 @@ const MAX_SIDE: usize = 16;
 /// Tiles a conv-shaped kernel by the register file; false, changing nothing, when the
 /// configuration names no registers or the kernel is not conv-shaped.
 pub(super) fn choose(k: &mut Kernel, cfg: &OptConfig, applied: &mut Vec<Opt>) -> bool {
-    let Some(((channel, c), (wide, w))) = tiles(k, cfg).into_iter().next() else {
-        return false;
-    };
-    let mut next = k.clone();
-    let mut opts = Vec::new();
-    let picks: Vec<(usize, usize)> = [(channel, c), (wide, w)]
-        .into_iter()
-        .filter(|p| p.1 > 1)
-        .collect();
-    for o in upcasts(k, &picks) {
-        if !try_opt(&mut next, o, &mut opts) {
-            return false;
+    // The first tile whose opts apply (a looped remainder needs constant axes).
+    for tile in tiles(k, cfg) {
+        let mut next = k.clone();
+        let mut opts = Vec::new();
+        if tile_opts(k, tile, cfg)
+            .into_iter()
+            .all(|o| try_opt(&mut next, o, &mut opts))
+        {
+            *k = next;
+            applied.extend(opts);
+            return true;
         }
     }
-    if cfg.dual_mac {
-        if let Some(axis) = packed_axis(&next) {
-            if !try_opt(&mut next, packed_unroll(axis), &mut opts) {
-                return false;
-            }
-        }
-    }
-    *k = next;
-    applied.extend(opts);
-    true
+    false
 }
 
 /// The tiles of the module doc that fit, best first, as the search's alternatives.
 pub(super) fn space(k: &Kernel, cfg: &OptConfig) -> Vec<Choice> {
     tiles(k, cfg)
         .into_iter()
-        .map(|((channel, c), (wide, w))| {
-            let picks: Vec<(usize, usize)> = [(channel, c), (wide, w)]
-                .into_iter()
-                .filter(|p| p.1 > 1)
-                .collect();
-            let mut opts = upcasts(k, &picks);
-            let mut next = k.clone();
-            if cfg.dual_mac && opts.iter().all(|&o| next.apply_opt(o).is_ok()) {
-                opts.extend(packed_axis(&next).map(packed_unroll));
-            }
-            Choice::new(opts, Some(wide))
-        })
+        .map(|tile| Choice::new(tile_opts(k, tile, cfg), Some(tile.1 .0)))
         .collect()
+}
+
+/// The opts of one tile: the channel upcast, then the pixel upcast — a looped remainder
+/// ([`Opt::LoopedUpcast`], which must be the last global opt) when `w` does not divide the
+/// pixel axis — then, for a packed dual multiply-accumulate, the reduce unroll by [`PACK`]
+/// (an unroll may follow a looped remainder; it applies to both parts).
+fn tile_opts(
+    k: &Kernel,
+    ((channel, c), (wide, w)): ((usize, usize), (usize, usize)),
+    cfg: &OptConfig,
+) -> Vec<Opt> {
+    let mut opts = if w > 1 && size(k, wide) % w as i64 != 0 {
+        let mut opts = Vec::new();
+        let mut moved = false;
+        if c > 1 {
+            opts.push(Opt::Upcast {
+                axis: channel,
+                amount: c,
+            });
+            // An upcast of the whole channel axis removes it: later axes move down.
+            moved = c as i64 == size(k, channel) && channel < wide;
+        }
+        opts.push(Opt::LoopedUpcast {
+            axis: wide - usize::from(moved),
+            amount: w,
+            lanes: 0,
+        });
+        opts
+    } else {
+        let picks: Vec<(usize, usize)> = [(channel, c), (wide, w)]
+            .into_iter()
+            .filter(|p| p.1 > 1)
+            .collect();
+        upcasts(k, &picks)
+    };
+    let mut next = k.clone();
+    if cfg.dual_mac && opts.iter().all(|&o| next.apply_opt(o).is_ok()) {
+        opts.extend(packed_axis(&next).map(packed_unroll));
+    }
+    opts
 }
 
 /// `((channel axis, c), (pixel axis, w))` for every tile within the register file that tiles
@@ -111,10 +136,21 @@ fn tiles(k: &Kernel, cfg: &OptConfig) -> Vec<((usize, usize), (usize, usize))> {
             .filter(move |&d| n % d as i64 == 0)
             .collect::<Vec<_>>()
     };
+    let n = size(k, wide);
     let mut out: Vec<(usize, usize)> = Vec::new();
     for c in sides(size(k, channel)) {
-        for &w in &sides(size(k, wide)) {
-            // The tile is `c·w` copies of the body: the code budget bounds it (size mode).
+        // A packed tile's pixel count need not divide the row: the pixels left over
+        // (`n % w`) run as a looped remainder, a `c × (n % w)` tile after a loop of at least
+        // two steps (with one step the row is straight code, `c·n` bodies: a tile wider than
+        // the register file's, split in two). Unpacked tiles keep to divisors: on the KWS
+        // first conv (int8, 5-pixel rows peeled at their padded borders) a looped 2 × 3 tile
+        // cost 2.6 % fewer instructions for twice the code, a looped 2 × 2 6.7 % more; float
+        // tiles were not measured with remainders.
+        let fits = |w: usize| n % w as i64 == 0 || (packed && n >= 2 * w as i64);
+        for w in (1..=MAX_SIDE).filter(|&w| w as i64 <= n && fits(w)) {
+            let tail = (n % w as i64) as usize;
+            // The tile is `c·w` copies of the body, its tail `c·(n % w)` more: the code
+            // budget bounds them (size mode).
             // Packed: the operand reused across the tile's other side stays widened (two
             // halfword-pair registers per word), the other's two are live only while used,
             // and each factor walks its own address (gcc spilled accumulators of an 8 × 1
@@ -124,15 +160,23 @@ fn tiles(k: &Kernel, cfg: &OptConfig) -> Vec<((usize, usize), (usize, usize))> {
             } else {
                 (c * w + c + w, 1)
             };
-            if c * w > 1 && live <= room && c * w * copies <= cfg.max_unrolled {
+            if c * w > 1 && live <= room && c * (w + tail) * copies <= cfg.max_unrolled {
                 out.push((c, w));
             }
         }
     }
-    // Loads per MAC (c + w) / (c·w), compared exactly by cross-multiplying.
-    out.sort_by(|a, b| {
-        let (la, lb) = ((a.0 + a.1) * b.0 * b.1, (b.0 + b.1) * a.0 * a.1);
-        la.cmp(&lb).then((b.0 * b.1).cmp(&(a.0 * a.1)))
+    // Loads per multiply-add over the whole row, `n / w` steps of `c + w` loads and a tail
+    // of `c + n % w`, over `c·n` multiply-adds; compared exactly by cross-multiplying (`n`
+    // cancels). Ties: the larger tile, then the one without a remainder.
+    let loads = |(c, w): (usize, usize)| {
+        let (steps, tail) = (n as usize / w, n as usize % w);
+        steps * (c + w) + if tail > 0 { c + tail } else { 0 }
+    };
+    out.sort_by(|&a, &b| {
+        (loads(a) * b.0)
+            .cmp(&(loads(b) * a.0))
+            .then((b.0 * b.1).cmp(&(a.0 * a.1)))
+            .then((n % a.1 as i64 != 0).cmp(&(n % b.1 as i64 != 0)))
     });
     out.into_iter()
         .map(|(c, w)| ((channel, c), (wide, w)))
