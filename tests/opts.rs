@@ -310,6 +310,30 @@ fn heuristic_tiles_matmuls_and_vectorizes_elementwise() {
     assert_eq!(opts, vec![Opt::Vectorize { axis: 0, amount: 8 }]);
 }
 
+/// Softmax's sum of exps over rows (no operand broadcast): the rows take vector lanes, one row
+/// per lane summed in order, so the exps run as vectors and the result keeps its bits on both
+/// backends.
+#[test]
+fn row_sums_take_vector_lanes_and_keep_their_bits() {
+    picograd::init();
+    let x = Tensor::from_slice(&data(64 * 24), &[64, 24]);
+    let y = x.exp().sum(&[1], false);
+    let item = single_item(&y);
+    let mut k = Kernel::new(&item.ast).unwrap();
+    let opts = hand_coded(&mut k, &OptConfig::for_vec_width(8));
+    assert_eq!(
+        opts,
+        vec![Opt::Vectorize { axis: 0, amount: 8 }],
+        "{}",
+        k.describe()
+    );
+    realize_inputs(std::slice::from_ref(&item));
+    for dev in devices() {
+        let base = run(&item, &[], &dev);
+        assert_eq!(run(&item, &opts, &dev), base, "on {}", dev.name());
+    }
+}
+
 /// A long float sum splits into block sums in the graph (README, "Sizes, NaN and long-running
 /// processes"), before any kernel is optimized: each of its kernels — the block sums, the
 /// leftover's sum, the sum of block sums — gives the same bits optimized as unoptimized, with

@@ -2,7 +2,9 @@
 //! feeds several accumulators (a matmul's broadcast operands).
 //!
 //! - Heuristic: the global axis the output is contiguous on and some input broadcasts
-//!   (stride 0) is upcast by about a vector or more, a second broadcast axis by up to 8. On a
+//!   (stride 0) is upcast by about a vector or more, a second broadcast axis by up to 8. With
+//!   no broadcast axis (row sums), the output-contiguous axis takes vector lanes as an
+//!   elementwise kernel's does (`vectorize.rs`): one row per lane. On a
 //!   small core (`float_registers > 0`) a lone broadcast axis is upcast by its longest divisor
 //!   whose accumulators fit the register file less the operands (16 of a 16-output layer).
 //! - Search space: every tile of none, one or two output axes (in either order; the axis upcast
@@ -49,7 +51,11 @@ pub(super) fn choose(k: &mut Kernel, cfg: &OptConfig, applied: &mut Vec<Opt>) ->
     let axes = broadcast_axes(k);
     let v = cfg.vec_width;
     let Some(&wide) = axes.first() else {
-        return true;
+        // No operand is broadcast (a row sum, softmax's sum of exps): no value feeds several
+        // accumulators, but rows summed side by side as vector lanes — each lane its own row in
+        // order — still break the one accumulator's add chain and compute the rows'
+        // elementwise ops (the exps) as vectors.
+        return super::vectorize::choose(k, cfg, applied);
     };
     let mut wide = wide;
     if let Some(&other) = axes.get(1) {
