@@ -23,11 +23,11 @@ use picograd_core::codegen::c::{
 use picograd_core::codegen::kernel::Opt;
 use picograd_core::codegen::opt::OptConfig;
 use picograd_core::codegen::split::outer_split;
-use picograd_core::codegen::uops::{BufParam, LinearKernel};
+use picograd_core::codegen::uops::{BufParam, LinearKernel, UOpKind};
 use picograd_core::device::{Allocator, BufId, Device, Program};
 use picograd_core::{Error, Result};
 
-use crate::compiler::{CompiledLib, Compiler, EntryFn};
+use crate::compiler::{CompiledLib, Compiler, Effort, EntryFn};
 use crate::pool::Pool;
 use crate::search::Search;
 
@@ -271,6 +271,7 @@ pub struct Clang {
 struct Batched {
     lib: std::sync::Weak<CompiledLib>,
     unit: Arc<str>,
+    effort: Effort,
     symbol: String,
 }
 
@@ -533,9 +534,12 @@ impl Device for Clang {
         let (lib, symbol) = match found {
             Some(b) => match b.lib.upgrade() {
                 Some(lib) => (lib, b.symbol),
-                None => (self.compiler.compile(&b.unit)?, b.symbol),
+                None => (self.compiler.compile_with(&b.unit, b.effort)?, b.symbol),
             },
-            None => (self.compiler.compile(&src)?, k.name.clone()),
+            None => (
+                self.compiler.compile_with(&src, effort_for(k))?,
+                k.name.clone(),
+            ),
         };
         self.program(k, lib, &symbol, cores)
     }
@@ -545,29 +549,39 @@ impl Device for Clang {
             return ks.iter().map(|k| self.compile(k)).collect();
         }
         let t0 = std::time::Instant::now();
-        let groups = balanced_groups(ks, self.threads);
+        let plan = plan_units(ks, self.threads);
+        // One thread per share; a share's units (at most two, one per effort) compile in turn.
         let libs = std::thread::scope(|s| {
-            let handles: Vec<_> = groups
+            let handles: Vec<_> = plan
                 .iter()
-                .map(|g| s.spawn(|| self.compile_group(ks, g)))
+                .map(|share| {
+                    s.spawn(|| {
+                        share
+                            .iter()
+                            .map(|u| self.compile_group(ks, u))
+                            .collect::<Result<Vec<_>>>()
+                    })
+                })
                 .collect();
             handles
                 .into_iter()
                 .map(|h| h.join().unwrap_or_else(|_| Err(panicked())))
                 .collect::<Result<Vec<_>>>()
         })?;
+        let units: Vec<&Unit> = plan.iter().flatten().collect();
         picograd_core::context::log(
             1,
             &format!(
-                "compiled {} kernels as {} translation units in {:.1} ms",
+                "compiled {} kernels as {} translation units ({} at -O1) in {:.1} ms",
                 ks.len(),
-                groups.len(),
+                units.len(),
+                units.iter().filter(|u| u.effort == Effort::Light).count(),
                 t0.elapsed().as_secs_f64() * 1e3
             ),
         );
         let mut progs: Vec<Option<Arc<dyn Program>>> = vec![None; ks.len()];
-        for (g, lib) in groups.iter().zip(libs) {
-            for &i in g {
+        for (u, lib) in units.into_iter().zip(libs.into_iter().flatten()) {
+            for &i in &u.idx {
                 progs[i] = Some(self.program(
                     ks[i],
                     lib.clone(),
@@ -596,9 +610,11 @@ impl Clang {
         }
     }
 
-    /// Compiles kernels `idx` of `ks` as one translation unit (each under its
-    /// [`batch_symbol`]) and remembers each kernel's stand-alone source as compiled by it.
-    fn compile_group(&self, ks: &[&LinearKernel], idx: &[usize]) -> Result<Arc<CompiledLib>> {
+    /// Compiles kernels `unit.idx` of `ks` as one translation unit at the unit's effort (each
+    /// under its [`batch_symbol`]) and remembers each kernel's stand-alone source as compiled
+    /// by it.
+    fn compile_group(&self, ks: &[&LinearKernel], unit: &Unit) -> Result<Arc<CompiledLib>> {
+        let idx = &unit.idx;
         let renamed: Vec<(LinearKernel, bool)> = idx
             .iter()
             .map(|&i| {
@@ -610,7 +626,8 @@ impl Clang {
         let refs: Vec<(&LinearKernel, bool)> = renamed.iter().map(|(k, s)| (k, *s)).collect();
         let src = render_program_split(&refs, &self.opts)?;
         picograd_core::context::log(4, &src);
-        let lib = self.compiler.compile(&src)?;
+        let lib = self.compiler.compile_with(&src, unit.effort)?;
+        let effort = unit.effort;
         let unit: Arc<str> = src.into();
         let mut batched = lock(&self.batched);
         // Bounded: past this, the entries of unloaded batches go (such a kernel, needed again,
@@ -623,6 +640,7 @@ impl Clang {
             let b = Batched {
                 lib: Arc::downgrade(&lib),
                 unit: unit.clone(),
+                effort,
                 symbol: batch_symbol(ks[i], i),
             };
             batched.insert(alone, b);
@@ -657,26 +675,103 @@ fn batch_symbol(k: &LinearKernel, i: usize) -> String {
     format!("{}_b{i}", k.name)
 }
 
-/// Splits kernel indices into at most `jobs` groups of similar size (UOp count), each in
-/// ascending order. Deterministic, so the same schedule makes the same translation units (and
+/// How hard the C compiler works on `k`: [`Effort::Light`] when codegen accumulates its
+/// reduction in vectors (its hot loop is already vectorized and unrolled: the compiler's own
+/// vectorizers and `-O2`'s extra passes add nothing there), [`Effort::Full`] otherwise (scalar
+/// code the compiler vectorizes and schedules itself). Both give the same bits: neither level
+/// reassociates or contracts floating-point arithmetic.
+fn effort_for(k: &LinearKernel) -> Effort {
+    let vector_acc = |u: &picograd_core::codegen::uops::UOp| match &u.kind {
+        UOpKind::VecAcc { .. } => true,
+        UOpKind::DefineGlobal { .. }
+        | UOpKind::DefineVar { .. }
+        | UOpKind::Const(_)
+        | UOpKind::Loop
+        | UOpKind::EndLoop
+        | UOpKind::DefineAcc(_)
+        | UOpKind::Load
+        | UOpKind::Store
+        | UOpKind::Alu(_)
+        | UOpKind::Cast
+        | UOpKind::Bitcast
+        | UOpKind::Assign
+        | UOpKind::DualMac
+        | UOpKind::VecLoad { .. }
+        | UOpKind::VecStore { .. }
+        | UOpKind::VecAlu { .. }
+        | UOpKind::Vectorize
+        | UOpKind::Gep(_) => false,
+    };
+    if k.uops.iter().any(vector_acc) {
+        Effort::Light
+    } else {
+        Effort::Full
+    }
+}
+
+/// Relative compile cost of one UOp at each effort (`-O1` took about 3/5 of `-O2`'s CPU on
+/// resnet18's conv kernels, 2026-11-27).
+fn uop_cost(effort: Effort) -> usize {
+    match effort {
+        Effort::Full => 5,
+        Effort::Light => 3,
+    }
+}
+
+/// Kernels compiled as one translation unit at one effort (indices into the batch, ascending).
+#[derive(Debug, PartialEq, Eq)]
+struct Unit {
+    effort: Effort,
+    idx: Vec<usize>,
+}
+
+/// Splits a batch into at most `jobs` shares of similar estimated compile cost (UOps times
+/// [`uop_cost`]), one compile thread each; a share holds one unit per effort it contains.
+/// The kernels are laid out by effort (full first), then by cost (largest first), and cut into
+/// consecutive shares, so at most one share straddles the two efforts: at most `jobs + 1`
+/// compiler runs. Deterministic, so the same schedule makes the same translation units (and
 /// hits the same disk-cache entries) in every process.
-fn balanced_groups(ks: &[&LinearKernel], jobs: usize) -> Vec<Vec<usize>> {
-    let n = jobs.clamp(1, ks.len());
+fn plan_units(ks: &[&LinearKernel], jobs: usize) -> Vec<Vec<Unit>> {
+    let cost = |i: usize| ks[i].uops.len().max(1) * uop_cost(effort_for(ks[i]));
     let mut order: Vec<usize> = (0..ks.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(ks[i].uops.len()));
-    let mut groups: Vec<(usize, Vec<usize>)> = vec![(0, Vec::new()); n];
+    order.sort_by_key(|&i| (effort_for(ks[i]), std::cmp::Reverse(cost(i)), i));
+    let total: usize = order.iter().map(|&i| cost(i)).sum();
+    let jobs = jobs.clamp(1, ks.len().max(1));
+    let mut shares: Vec<Vec<usize>> = vec![Vec::new()];
+    let (mut done, mut here) = (0usize, 0usize);
     for i in order {
-        if let Some(g) = groups.iter_mut().min_by_key(|g| g.0) {
-            g.0 += ks[i].uops.len();
-            g.1.push(i);
+        let c = cost(i);
+        // Close the share when it reached its fair part of what is left, or when adding
+        // this kernel would overshoot that part by more than leaving it out falls short.
+        let left = shares.len() < jobs;
+        let fair = (total - done).div_ceil(jobs + 1 - shares.len());
+        let (over, short) = ((here + c).saturating_sub(fair), fair.saturating_sub(here));
+        if left && here > 0 && (short == 0 || over > short) {
+            shares.push(Vec::new());
+            done += here;
+            here = 0;
+        }
+        here += c;
+        if let Some(s) = shares.last_mut() {
+            s.push(i);
         }
     }
-    groups
+    shares
         .into_iter()
-        .filter(|g| !g.1.is_empty())
-        .map(|mut g| {
-            g.1.sort_unstable();
-            g.1
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            [Effort::Full, Effort::Light]
+                .into_iter()
+                .filter_map(|effort| {
+                    let mut idx: Vec<usize> = s
+                        .iter()
+                        .copied()
+                        .filter(|&i| effort_for(ks[i]) == effort)
+                        .collect();
+                    idx.sort_unstable();
+                    (!idx.is_empty()).then_some(Unit { effort, idx })
+                })
+                .collect()
         })
         .collect()
 }
