@@ -1,6 +1,8 @@
 //! The Clang device: kernels rendered to C, compiled by [`Compiler`] into the disk cache, loaded,
 //! and called on host memory. Several kernels asked for at once (a schedule's) are compiled as a
 //! few translation units in parallel, since each compiler run costs a driver and a linker process.
+//! Kernels codegen vectorized compile at `-O1` ([`Effort::Light`]), the rest at `-O2`: a unit
+//! holds kernels of one effort, so a schedule mixing both costs at most one more compiler run.
 //!
 //! Invariants: a buffer's memory never moves while it is allocated (programs receive raw pointers
 //! to it), and it is 64-byte aligned so any dtype and vector load is aligned. A kernel compiled
@@ -325,10 +327,11 @@ impl Clang {
     fn identity(&self) -> String {
         let c = self.compiler;
         format!(
-            "{} | {} | {:?} | {} | {:?} | threads {} from {}",
+            "{} | {} | {:?} | {:?} | {} | {:?} | threads {} from {}",
             c.path().display(),
             c.version(),
-            c.flags(),
+            c.flags_for(Effort::Full),
+            c.flags_for(Effort::Light),
             c.target(),
             self.opts,
             self.threads,
@@ -680,7 +683,7 @@ fn batch_symbol(k: &LinearKernel, i: usize) -> String {
 /// vectorizers and `-O2`'s extra passes add nothing there), [`Effort::Full`] otherwise (scalar
 /// code the compiler vectorizes and schedules itself). Both give the same bits: neither level
 /// reassociates or contracts floating-point arithmetic.
-fn effort_for(k: &LinearKernel) -> Effort {
+pub fn effort_for(k: &LinearKernel) -> Effort {
     let vector_acc = |u: &picograd_core::codegen::uops::UOp| match &u.kind {
         UOpKind::VecAcc { .. } => true,
         UOpKind::DefineGlobal { .. }
@@ -787,6 +790,79 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use picograd_core::codegen::uops::UOp;
+    use picograd_core::DType;
+
+    /// A kernel of `n` UOps, with a vector accumulator (an [`Effort::Light`] kernel) or not.
+    fn fake(n: usize, vector: bool) -> LinearKernel {
+        let op = |kind| UOp {
+            kind,
+            dtype: DType::F32,
+            src: Vec::new(),
+        };
+        let mut uops = vec![op(UOpKind::Loop); n.saturating_sub(1)];
+        uops.push(match vector {
+            true => op(UOpKind::VecAcc {
+                init: picograd_core::ops::Scalar::from_f64(0.0, DType::F32),
+                lanes: 8,
+            }),
+            false => op(UOpKind::EndLoop),
+        });
+        LinearKernel {
+            name: format!("k{n}"),
+            uops,
+            bufs: Vec::new(),
+            vars: Vec::new(),
+            cost: Default::default(),
+        }
+    }
+
+    /// The plan covers every kernel exactly once, each unit at one effort and the kernels'
+    /// own; at most `jobs` shares and `jobs + 1` units; shares within one kernel's cost of the
+    /// fair share; the same plan every time.
+    #[test]
+    fn plans_cover_every_kernel_once_in_balanced_shares() {
+        let sizes = [600, 35, 598, 91, 500, 34, 522, 26, 328, 603, 185, 49, 550, 73, 121, 7];
+        for mix in 0..3u32 {
+            let ks: Vec<LinearKernel> = sizes
+                .iter()
+                .enumerate()
+                .map(|(i, &n)| fake(n, (i as u32 + mix) % 3 != 0))
+                .collect();
+            let refs: Vec<&LinearKernel> = ks.iter().collect();
+            for jobs in 1..=5 {
+                let plan = plan_units(&refs, jobs);
+                assert_eq!(plan, plan_units(&refs, jobs), "deterministic");
+                assert!(!plan.is_empty() && plan.len() <= jobs, "{jobs} jobs: {plan:?}");
+                let units: Vec<&Unit> = plan.iter().flatten().collect();
+                assert!(units.len() <= jobs + 1, "{jobs} jobs: {plan:?}");
+                assert!(plan.iter().filter(|s| s.len() > 1).count() <= 1);
+                let mut seen: Vec<usize> = units.iter().flat_map(|u| u.idx.clone()).collect();
+                seen.sort_unstable();
+                assert_eq!(seen, (0..ks.len()).collect::<Vec<_>>(), "{plan:?}");
+                for u in &units {
+                    assert!(u.idx.iter().all(|&i| effort_for(&ks[i]) == u.effort));
+                    assert!(u.idx.windows(2).all(|w| w[0] < w[1]));
+                }
+                let cost = |i: usize| ks[i].uops.len() * uop_cost(effort_for(&ks[i]));
+                let total: usize = (0..ks.len()).map(cost).sum();
+                let biggest = (0..ks.len()).map(cost).max().unwrap_or(0);
+                let fair = total.div_ceil(plan.len());
+                for share in &plan {
+                    let c: usize = share.iter().flat_map(|u| &u.idx).map(|&i| cost(i)).sum();
+                    assert!(c <= fair + biggest, "{jobs} jobs, share {c} > {fair} + {biggest}");
+                }
+            }
+        }
+    }
+
+    /// The effort follows codegen's vectors: a vector accumulator compiles light, anything
+    /// else (scalar code clang vectorizes itself) at full effort.
+    #[test]
+    fn vector_accumulators_compile_light() {
+        assert_eq!(effort_for(&fake(10, true)), Effort::Light);
+        assert_eq!(effort_for(&fake(10, false)), Effort::Full);
+    }
 
     /// A reused large block is handed out zeroed, like a fresh one, and is really reused; for a
     /// kernel output ([`Allocator::alloc_for_overwrite`]) it is reused too.
