@@ -131,7 +131,11 @@ fn batched_schedule_matches_interp_and_one_by_one() {
 /// The cache entries (kernel libraries) in a cache directory.
 fn entries_in(dir: &std::path::Path) -> Vec<PathBuf> {
     let kernels = dir.join("kernels");
-    let dir = if kernels.is_dir() { kernels } else { dir.to_path_buf() };
+    let dir = if kernels.is_dir() {
+        kernels
+    } else {
+        dir.to_path_buf()
+    };
     std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -292,7 +296,10 @@ fn light_units_match_interp_and_hit_the_disk_cache() {
         .map(|i| picograd::codegen::lower::lower(i).unwrap())
         .filter(|k| effort_for(k) == Effort::Light)
         .count();
-    assert!(light >= 3, "the test needs the convs vectorized, {light} are");
+    assert!(
+        light >= 3,
+        "the test needs the convs vectorized, {light} are"
+    );
     assert_eq!(bits(&y), want, "batched Clang with an -O1 unit vs Interp");
     let s = cc.stats();
     assert_eq!(s.compiles, 2, "one -O2 and one -O1 unit: {s:?}");

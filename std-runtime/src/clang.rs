@@ -774,7 +774,9 @@ fn plan_units(ks: &[&LinearKernel], jobs: usize) -> Vec<Vec<Unit>> {
                 s.iter().partition(|&&i| effort_for(ks[i]) == Effort::Light);
             let saving: usize = light
                 .iter()
-                .map(|&i| ks[i].uops.len().max(1) * (uop_cost(Effort::Full) - uop_cost(Effort::Light)))
+                .map(|&i| {
+                    ks[i].uops.len().max(1) * (uop_cost(Effort::Full) - uop_cost(Effort::Light))
+                })
                 .sum();
             match (full.is_empty(), light.is_empty()) {
                 (true, _) => vec![Unit {
@@ -848,7 +850,9 @@ mod tests {
     /// units; shares within one kernel's cost of the fair share; the same plan every time.
     #[test]
     fn plans_cover_every_kernel_once_in_balanced_shares() {
-        let sizes = [600, 35, 598, 91, 500, 34, 522, 26, 328, 603, 185, 49, 550, 73, 121, 7];
+        let sizes = [
+            600, 35, 598, 91, 500, 34, 522, 26, 328, 603, 185, 49, 550, 73, 121, 7,
+        ];
         for mix in 0..4u32 {
             let ks: Vec<LinearKernel> = sizes
                 .iter()
@@ -859,7 +863,10 @@ mod tests {
             for jobs in 1..=5 {
                 let plan = plan_units(&refs, jobs);
                 assert_eq!(plan, plan_units(&refs, jobs), "deterministic");
-                assert!(!plan.is_empty() && plan.len() <= jobs, "{jobs} jobs: {plan:?}");
+                assert!(
+                    !plan.is_empty() && plan.len() <= jobs,
+                    "{jobs} jobs: {plan:?}"
+                );
                 let units: Vec<&Unit> = plan.iter().flatten().collect();
                 assert!(units.len() <= jobs + 1, "{jobs} jobs: {plan:?}");
                 assert!(plan.iter().filter(|s| s.len() > 1).count() <= 1);
@@ -886,7 +893,10 @@ mod tests {
                 let fair = total.div_ceil(plan.len());
                 for share in &plan {
                     let c: usize = share.iter().flat_map(|u| &u.idx).map(|&i| cost(i)).sum();
-                    assert!(c <= fair + biggest, "{jobs} jobs, share {c} > {fair} + {biggest}");
+                    assert!(
+                        c <= fair + biggest,
+                        "{jobs} jobs, share {c} > {fair} + {biggest}"
+                    );
                 }
             }
         }
