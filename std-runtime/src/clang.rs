@@ -712,8 +712,9 @@ pub fn effort_for(k: &LinearKernel) -> Effort {
     }
 }
 
-/// Relative compile cost of one UOp at each effort (`-O1` took about 3/5 of `-O2`'s CPU on
-/// resnet18's conv kernels, 2026-11-27).
+/// Relative compile cost of one UOp at each effort, for balancing only: on resnet18's conv
+/// kernels `-O1` took 0.6× of `-O2`'s CPU time (timed, noisy) and 0.73× of its instructions
+/// (callgrind on clang, 2026-11-27).
 fn uop_cost(effort: Effort) -> usize {
     match effort {
         Effort::Full => 5,

@@ -57,7 +57,8 @@ pub enum Effort {
     Full,
     /// `-O1` (with the loop vectorizer, as `-O2` has it): for kernels whose hot loops codegen
     /// already vectorized and unrolled, where `-O2`'s further passes (SLP vectorizer, GVN, more
-    /// inlining) find nothing to add but cost about 40% of the compile (resnet18's convs).
+    /// inlining) find nothing to add (same or fewer run-time instructions) but cost 27% of
+    /// clang's instructions on resnet18's conv kernels (2026-11-27, BENCH.md).
     Light,
 }
 
