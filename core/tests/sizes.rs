@@ -83,3 +83,46 @@ fn ranges_and_arguments_are_checked() {
     let s = v.try_slice(&[(0, i64::MAX, i64::MAX)]).unwrap();
     assert_eq!(s.to_vec::<i32>().unwrap(), [1]);
 }
+
+/// `try_from_le_bytes` takes exactly a shape's bytes and gives what `try_from_slice` gives for
+/// the same values; too few or too many bytes, an impossible shape or a bool byte other than 0
+/// and 1 are errors naming the op.
+#[test]
+fn little_endian_bytes_fill_their_shape_exactly() {
+    let vals = [1.5f32, -0.0, f32::NAN, 3.25e-7, -2.0, 7.0];
+    let bytes: Vec<u8> = vals.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let t = Tensor::try_from_le_bytes(&bytes, &[2, 3], DType::F32).unwrap();
+    let want = Tensor::try_from_slice(&vals, &[2, 3]).unwrap();
+    let b = |t: &Tensor| -> Vec<u32> {
+        t.to_vec::<f32>()
+            .unwrap()
+            .iter()
+            .map(|v| v.to_bits())
+            .collect()
+    };
+    assert_eq!(t.shape(), vec![2, 3]);
+    assert_eq!(b(&t), b(&want));
+    let i16s: Vec<u8> = [-3i16, 300].iter().flat_map(|v| v.to_le_bytes()).collect();
+    let t = Tensor::try_from_le_bytes(&i16s, &[2], DType::I16).unwrap();
+    assert_eq!(t.to_vec::<i16>().unwrap(), vec![-3, 300]);
+    assert!(shape_err(
+        Tensor::try_from_le_bytes(&bytes[..20], &[2, 3], DType::F32),
+        "from_le_bytes"
+    )
+    .contains("20 bytes"));
+    assert!(shape_err(
+        Tensor::try_from_le_bytes(&[0; 28], &[2, 3], DType::F32),
+        "from_le_bytes"
+    )
+    .contains("28 bytes"));
+    shape_err(
+        Tensor::try_from_le_bytes(&[0, 2], &[2], DType::Bool),
+        "from_le_bytes",
+    );
+    let ok = Tensor::try_from_le_bytes(&[0, 1], &[2], DType::Bool).unwrap();
+    assert_eq!(ok.to_vec::<bool>().unwrap(), vec![false, true]);
+    shape_err(
+        Tensor::try_from_le_bytes(&[], &[usize::MAX, 2], DType::F32),
+        "from_le_bytes",
+    );
+}

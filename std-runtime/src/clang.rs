@@ -1,6 +1,8 @@
 //! The Clang device: kernels rendered to C, compiled by [`Compiler`] into the disk cache, loaded,
 //! and called on host memory. Several kernels asked for at once (a schedule's) are compiled as a
 //! few translation units in parallel, since each compiler run costs a driver and a linker process.
+//! Kernels codegen vectorized compile at `-O1` ([`Effort::Light`]), the rest at `-O2`: a unit
+//! holds kernels of one effort, so a schedule mixing both costs at most one more compiler run.
 //!
 //! Invariants: a buffer's memory never moves while it is allocated (programs receive raw pointers
 //! to it), and it is 64-byte aligned so any dtype and vector load is aligned. A kernel compiled
@@ -23,11 +25,11 @@ use picograd_core::codegen::c::{
 use picograd_core::codegen::kernel::Opt;
 use picograd_core::codegen::opt::OptConfig;
 use picograd_core::codegen::split::split_loop;
-use picograd_core::codegen::uops::{BufParam, LinearKernel};
+use picograd_core::codegen::uops::{BufParam, LinearKernel, UOpKind};
 use picograd_core::device::{Allocator, BufId, Device, Program};
 use picograd_core::{Error, Result};
 
-use crate::compiler::{CompiledLib, Compiler, EntryFn};
+use crate::compiler::{CompiledLib, Compiler, Effort, EntryFn};
 use crate::pool::Pool;
 use crate::search::Search;
 
@@ -271,6 +273,7 @@ pub struct Clang {
 struct Batched {
     lib: std::sync::Weak<CompiledLib>,
     unit: Arc<str>,
+    effort: Effort,
     symbol: String,
 }
 
@@ -324,10 +327,11 @@ impl Clang {
     fn identity(&self) -> String {
         let c = self.compiler;
         format!(
-            "{} | {} | {:?} | {} | {:?} | threads {} from {}",
+            "{} | {} | {:?} | {:?} | {} | {:?} | threads {} from {}",
             c.path().display(),
             c.version(),
-            c.flags(),
+            c.flags_for(Effort::Full),
+            c.flags_for(Effort::Light),
             c.target(),
             self.opts,
             self.threads,
@@ -533,9 +537,12 @@ impl Device for Clang {
         let (lib, symbol) = match found {
             Some(b) => match b.lib.upgrade() {
                 Some(lib) => (lib, b.symbol),
-                None => (self.compiler.compile(&b.unit)?, b.symbol),
+                None => (self.compiler.compile_with(&b.unit, b.effort)?, b.symbol),
             },
-            None => (self.compiler.compile(&src)?, k.name.clone()),
+            None => (
+                self.compiler.compile_with(&src, effort_for(k))?,
+                k.name.clone(),
+            ),
         };
         self.program(k, lib, &symbol, cores)
     }
@@ -545,29 +552,39 @@ impl Device for Clang {
             return ks.iter().map(|k| self.compile(k)).collect();
         }
         let t0 = std::time::Instant::now();
-        let groups = balanced_groups(ks, self.threads);
+        let plan = plan_units(ks, self.threads);
+        // One thread per share; a share's units (at most two, one per effort) compile in turn.
         let libs = std::thread::scope(|s| {
-            let handles: Vec<_> = groups
+            let handles: Vec<_> = plan
                 .iter()
-                .map(|g| s.spawn(|| self.compile_group(ks, g)))
+                .map(|share| {
+                    s.spawn(|| {
+                        share
+                            .iter()
+                            .map(|u| self.compile_group(ks, u))
+                            .collect::<Result<Vec<_>>>()
+                    })
+                })
                 .collect();
             handles
                 .into_iter()
                 .map(|h| h.join().unwrap_or_else(|_| Err(panicked())))
                 .collect::<Result<Vec<_>>>()
         })?;
+        let units: Vec<&Unit> = plan.iter().flatten().collect();
         picograd_core::context::log(
             1,
             &format!(
-                "compiled {} kernels as {} translation units in {:.1} ms",
+                "compiled {} kernels as {} translation units ({} at -O1) in {:.1} ms",
                 ks.len(),
-                groups.len(),
+                units.len(),
+                units.iter().filter(|u| u.effort == Effort::Light).count(),
                 t0.elapsed().as_secs_f64() * 1e3
             ),
         );
         let mut progs: Vec<Option<Arc<dyn Program>>> = vec![None; ks.len()];
-        for (g, lib) in groups.iter().zip(libs) {
-            for &i in g {
+        for (u, lib) in units.into_iter().zip(libs.into_iter().flatten()) {
+            for &i in &u.idx {
                 progs[i] = Some(self.program(
                     ks[i],
                     lib.clone(),
@@ -596,9 +613,11 @@ impl Clang {
         }
     }
 
-    /// Compiles kernels `idx` of `ks` as one translation unit (each under its
-    /// [`batch_symbol`]) and remembers each kernel's stand-alone source as compiled by it.
-    fn compile_group(&self, ks: &[&LinearKernel], idx: &[usize]) -> Result<Arc<CompiledLib>> {
+    /// Compiles kernels `unit.idx` of `ks` as one translation unit at the unit's effort (each
+    /// under its [`batch_symbol`]) and remembers each kernel's stand-alone source as compiled
+    /// by it.
+    fn compile_group(&self, ks: &[&LinearKernel], unit: &Unit) -> Result<Arc<CompiledLib>> {
+        let idx = &unit.idx;
         let renamed: Vec<(LinearKernel, usize)> = idx
             .iter()
             .map(|&i| {
@@ -610,7 +629,8 @@ impl Clang {
         let refs: Vec<(&LinearKernel, usize)> = renamed.iter().map(|(k, s)| (k, *s)).collect();
         let src = render_program_split(&refs, &self.opts)?;
         picograd_core::context::log(4, &src);
-        let lib = self.compiler.compile(&src)?;
+        let lib = self.compiler.compile_with(&src, unit.effort)?;
+        let effort = unit.effort;
         let unit: Arc<str> = src.into();
         let mut batched = lock(&self.batched);
         // Bounded: past this, the entries of unloaded batches go (such a kernel, needed again,
@@ -623,6 +643,7 @@ impl Clang {
             let b = Batched {
                 lib: Arc::downgrade(&lib),
                 unit: unit.clone(),
+                effort,
                 symbol: batch_symbol(ks[i], i),
             };
             batched.insert(alone, b);
@@ -657,26 +678,132 @@ fn batch_symbol(k: &LinearKernel, i: usize) -> String {
     format!("{}_b{i}", k.name)
 }
 
-/// Splits kernel indices into at most `jobs` groups of similar size (UOp count), each in
-/// ascending order. Deterministic, so the same schedule makes the same translation units (and
+/// How hard the C compiler works on `k`: [`Effort::Light`] when codegen accumulates its
+/// reduction in vectors (its hot loop is already vectorized and unrolled: the compiler's own
+/// vectorizers and `-O2`'s extra passes add nothing there), [`Effort::Full`] otherwise (scalar
+/// code the compiler vectorizes and schedules itself). Both give the same bits: neither level
+/// reassociates or contracts floating-point arithmetic.
+pub fn effort_for(k: &LinearKernel) -> Effort {
+    let vector_acc = |u: &picograd_core::codegen::uops::UOp| match &u.kind {
+        UOpKind::VecAcc { .. } => true,
+        UOpKind::DefineGlobal { .. }
+        | UOpKind::DefineVar { .. }
+        | UOpKind::Const(_)
+        | UOpKind::Loop
+        | UOpKind::EndLoop
+        | UOpKind::DefineAcc(_)
+        | UOpKind::Load
+        | UOpKind::Store
+        | UOpKind::Alu(_)
+        | UOpKind::Cast
+        | UOpKind::Bitcast
+        | UOpKind::Assign
+        | UOpKind::DualMac
+        | UOpKind::VecLoad { .. }
+        | UOpKind::VecStore { .. }
+        | UOpKind::VecAlu { .. }
+        | UOpKind::Vectorize
+        | UOpKind::Gep(_) => false,
+    };
+    if k.uops.iter().any(vector_acc) {
+        Effort::Light
+    } else {
+        Effort::Full
+    }
+}
+
+/// Relative compile cost of one UOp at each effort, for balancing only: on resnet18's conv
+/// kernels `-O1` took 0.6× of `-O2`'s CPU time (timed, noisy) and 0.73× of its instructions
+/// (callgrind on clang, 2026-11-27).
+fn uop_cost(effort: Effort) -> usize {
+    match effort {
+        Effort::Full => 5,
+        Effort::Light => 3,
+    }
+}
+
+/// What one more compiler run costs, in [`uop_cost`] units: a driver, `cc1` and linker start
+/// (about 0.1 s of CPU, 2026-11-27), about what `-O2` spends on 500 UOps of conv kernel. A
+/// share splits off its light kernels only when compiling them at `-O1` saves more than that.
+const UNIT_OVERHEAD: usize = 500 * 5;
+
+/// Kernels compiled as one translation unit at one effort (indices into the batch, ascending).
+#[derive(Debug, PartialEq, Eq)]
+struct Unit {
+    effort: Effort,
+    idx: Vec<usize>,
+}
+
+/// Splits a batch into at most `jobs` shares of similar estimated compile cost (UOps times
+/// [`uop_cost`]), one compile thread each; a share holds one unit per effort it contains (its
+/// light kernels go to its `-O2` unit when they are too few to repay a run, [`UNIT_OVERHEAD`]).
+/// The kernels are laid out by effort (full first), then by cost (largest first), and cut into
+/// consecutive shares, so at most one share straddles the two efforts: at most `jobs + 1`
+/// compiler runs. Deterministic, so the same schedule makes the same translation units (and
 /// hits the same disk-cache entries) in every process.
-fn balanced_groups(ks: &[&LinearKernel], jobs: usize) -> Vec<Vec<usize>> {
-    let n = jobs.clamp(1, ks.len());
+fn plan_units(ks: &[&LinearKernel], jobs: usize) -> Vec<Vec<Unit>> {
+    let cost = |i: usize| ks[i].uops.len().max(1) * uop_cost(effort_for(ks[i]));
     let mut order: Vec<usize> = (0..ks.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(ks[i].uops.len()));
-    let mut groups: Vec<(usize, Vec<usize>)> = vec![(0, Vec::new()); n];
+    order.sort_by_key(|&i| (effort_for(ks[i]), std::cmp::Reverse(cost(i)), i));
+    let total: usize = order.iter().map(|&i| cost(i)).sum();
+    let jobs = jobs.clamp(1, ks.len().max(1));
+    let mut shares: Vec<Vec<usize>> = vec![Vec::new()];
+    let (mut done, mut here) = (0usize, 0usize);
     for i in order {
-        if let Some(g) = groups.iter_mut().min_by_key(|g| g.0) {
-            g.0 += ks[i].uops.len();
-            g.1.push(i);
+        let c = cost(i);
+        // Close the share when it reached its fair part of what is left, or when adding
+        // this kernel would overshoot that part by more than leaving it out falls short.
+        let left = shares.len() < jobs;
+        let fair = (total - done).div_ceil(jobs + 1 - shares.len());
+        let (over, short) = ((here + c).saturating_sub(fair), fair.saturating_sub(here));
+        if left && here > 0 && (short == 0 || over > short) {
+            shares.push(Vec::new());
+            done += here;
+            here = 0;
+        }
+        here += c;
+        if let Some(s) = shares.last_mut() {
+            s.push(i);
         }
     }
-    groups
+    shares
         .into_iter()
-        .filter(|g| !g.1.is_empty())
-        .map(|mut g| {
-            g.1.sort_unstable();
-            g.1
+        .filter(|s| !s.is_empty())
+        .map(|mut s| {
+            s.sort_unstable();
+            let (light, full): (Vec<usize>, Vec<usize>) =
+                s.iter().partition(|&&i| effort_for(ks[i]) == Effort::Light);
+            let saving: usize = light
+                .iter()
+                .map(|&i| {
+                    ks[i].uops.len().max(1) * (uop_cost(Effort::Full) - uop_cost(Effort::Light))
+                })
+                .sum();
+            match (full.is_empty(), light.is_empty()) {
+                (true, _) => vec![Unit {
+                    effort: Effort::Light,
+                    idx: light,
+                }],
+                (false, true) => vec![Unit {
+                    effort: Effort::Full,
+                    idx: full,
+                }],
+                // Too few light kernels to pay for their own compiler run: all at -O2.
+                (false, false) if saving <= UNIT_OVERHEAD => vec![Unit {
+                    effort: Effort::Full,
+                    idx: s,
+                }],
+                (false, false) => vec![
+                    Unit {
+                        effort: Effort::Full,
+                        idx: full,
+                    },
+                    Unit {
+                        effort: Effort::Light,
+                        idx: light,
+                    },
+                ],
+            }
         })
         .collect()
 }
@@ -692,6 +819,97 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use picograd_core::codegen::uops::UOp;
+    use picograd_core::DType;
+
+    /// A kernel of `n` UOps, with a vector accumulator (an [`Effort::Light`] kernel) or not.
+    fn fake(n: usize, vector: bool) -> LinearKernel {
+        let op = |kind| UOp {
+            kind,
+            dtype: DType::F32,
+            src: Vec::new(),
+        };
+        let mut uops = vec![op(UOpKind::Loop); n.saturating_sub(1)];
+        uops.push(match vector {
+            true => op(UOpKind::VecAcc {
+                init: picograd_core::ops::Scalar::from_f64(0.0, DType::F32),
+                lanes: 8,
+            }),
+            false => op(UOpKind::EndLoop),
+        });
+        LinearKernel {
+            name: format!("k{n}"),
+            uops,
+            bufs: Vec::new(),
+            vars: Vec::new(),
+            cost: Default::default(),
+        }
+    }
+
+    /// The plan covers every kernel exactly once; a light unit holds only light kernels, and
+    /// light units exist when the light kernels are many; at most `jobs` shares and `jobs + 1`
+    /// units; shares within one kernel's cost of the fair share; the same plan every time.
+    #[test]
+    fn plans_cover_every_kernel_once_in_balanced_shares() {
+        let sizes = [
+            600, 35, 598, 91, 500, 34, 522, 26, 328, 603, 185, 49, 550, 73, 121, 7,
+        ];
+        for mix in 0..4u32 {
+            let ks: Vec<LinearKernel> = sizes
+                .iter()
+                .enumerate()
+                .map(|(i, &n)| fake(n, mix < 3 && (i as u32 + mix) % 3 != 0 || i == 15))
+                .collect();
+            let refs: Vec<&LinearKernel> = ks.iter().collect();
+            for jobs in 1..=5 {
+                let plan = plan_units(&refs, jobs);
+                assert_eq!(plan, plan_units(&refs, jobs), "deterministic");
+                assert!(
+                    !plan.is_empty() && plan.len() <= jobs,
+                    "{jobs} jobs: {plan:?}"
+                );
+                let units: Vec<&Unit> = plan.iter().flatten().collect();
+                assert!(units.len() <= jobs + 1, "{jobs} jobs: {plan:?}");
+                assert!(plan.iter().filter(|s| s.len() > 1).count() <= 1);
+                let mut seen: Vec<usize> = units.iter().flat_map(|u| u.idx.clone()).collect();
+                seen.sort_unstable();
+                assert_eq!(seen, (0..ks.len()).collect::<Vec<_>>(), "{plan:?}");
+                for u in &units {
+                    // A light unit holds light kernels only; a full one may take a few.
+                    if u.effort == Effort::Light {
+                        assert!(u.idx.iter().all(|&i| effort_for(&ks[i]) == Effort::Light));
+                    }
+                    assert!(u.idx.windows(2).all(|w| w[0] < w[1]));
+                }
+                let light_total: usize = (0..ks.len())
+                    .filter(|&i| effort_for(&ks[i]) == Effort::Light)
+                    .map(|i| ks[i].uops.len() * 2)
+                    .sum();
+                if light_total > UNIT_OVERHEAD * jobs {
+                    assert!(units.iter().any(|u| u.effort == Effort::Light), "{plan:?}");
+                }
+                let cost = |i: usize| ks[i].uops.len() * uop_cost(effort_for(&ks[i]));
+                let total: usize = (0..ks.len()).map(cost).sum();
+                let biggest = (0..ks.len()).map(cost).max().unwrap_or(0);
+                let fair = total.div_ceil(plan.len());
+                for share in &plan {
+                    let c: usize = share.iter().flat_map(|u| &u.idx).map(|&i| cost(i)).sum();
+                    assert!(
+                        c <= fair + biggest,
+                        "{jobs} jobs, share {c} > {fair} + {biggest}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// The effort follows codegen's vectors: a vector accumulator compiles light, anything
+    /// else (scalar code clang vectorizes itself) at full effort.
+    #[test]
+    fn vector_accumulators_compile_light() {
+        assert_eq!(effort_for(&fake(10, true)), Effort::Light);
+        assert_eq!(effort_for(&fake(10, false)), Effort::Full);
+    }
 
     /// A reused large block is handed out zeroed, like a fresh one, and is really reused; for a
     /// kernel output ([`Allocator::alloc_for_overwrite`]) it is reused too.

@@ -47,6 +47,24 @@ pub const LLVM_FLAGS: &[&str] = &[
     "-unroll-runtime=false",
 ];
 
+/// How hard the C compiler optimizes a translation unit. The kernel optimizer decides which
+/// kernels need the compiler's own loop and vector passes; the device picks the effort per
+/// kernel from what codegen did (see `clang.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Effort {
+    /// [`DEFAULT_FLAGS`] (`-O2`): scalar code the compiler vectorizes and optimizes itself
+    /// (an LSTM's gate kernels ran 44% more instructions at `-O1`, 2026-11-27).
+    Full,
+    /// `-O1` (with the loop vectorizer, as `-O2` has it): for kernels whose hot loops codegen
+    /// already vectorized and unrolled, where `-O2`'s further passes (SLP vectorizer, GVN, more
+    /// inlining) find nothing to add (same or fewer run-time instructions) but cost 27% of
+    /// clang's instructions on resnet18's conv kernels (2026-11-27, BENCH.md).
+    Light,
+}
+
+/// What replaces `-O2` in the flags of an [`Effort::Light`] compile.
+const LIGHT_OPT: &[&str] = &["-O1", "-fvectorize"];
+
 /// How many lines of the source a compile error quotes.
 const SOURCE_LINES_IN_ERRORS: usize = 20;
 
@@ -91,6 +109,8 @@ pub struct Compiler {
     version: String,
     target: String,
     flags: Vec<String>,
+    /// `flags` with `-O2` replaced by [`LIGHT_OPT`] ([`Effort::Light`]).
+    light_flags: Vec<String>,
     cache_dir: Option<PathBuf>,
     /// Whether `cache_dir` may be used (checked once, on first use), or why not.
     cache_verdict: OnceLock<std::result::Result<(), String>>,
@@ -184,11 +204,19 @@ impl Compiler {
             None => first_line(&probe(&path, &["--version"], "")?),
         };
         let target = target_fingerprint(&macros);
+        let light_flags = flags
+            .iter()
+            .flat_map(|f| match f.as_str() {
+                "-O2" => LIGHT_OPT.iter().map(|o| o.to_string()).collect(),
+                _ => vec![f.clone()],
+            })
+            .collect();
         Ok(Compiler {
             path,
             version,
             target,
             flags,
+            light_flags,
             cache_dir: cache::default_dir(),
             cache_verdict: OnceLock::new(),
             refusal_said: Once::new(),
@@ -230,9 +258,17 @@ impl Compiler {
         &self.version
     }
 
-    /// The flags passed on every compile.
+    /// The flags passed on every [`Effort::Full`] compile.
     pub fn flags(&self) -> &[String] {
         &self.flags
+    }
+
+    /// The flags of a compile at `effort`.
+    pub fn flags_for(&self, effort: Effort) -> &[String] {
+        match effort {
+            Effort::Full => &self.flags,
+            Effort::Light => &self.light_flags,
+        }
     }
 
     /// What the compiler targets: a hash of the macros it predefines under the flags (they name
@@ -265,7 +301,14 @@ impl Compiler {
     /// that is not private is not used at all (see [`Compiler::cache_refusal`]). Compiler failures
     /// are [`Error::Compile`] with the compiler's stderr and the first lines of `src`.
     pub fn compile(&self, src: &str) -> Result<Arc<CompiledLib>> {
-        let key = Key::new(src, &self.path, &self.version, &self.flags, &self.target);
+        self.compile_with(src, Effort::Full)
+    }
+
+    /// [`Compiler::compile`] at `effort`: the flags are part of the cache key, so the same
+    /// source at two efforts is two entries.
+    pub fn compile_with(&self, src: &str, effort: Effort) -> Result<Arc<CompiledLib>> {
+        let flags = self.flags_for(effort);
+        let key = Key::new(src, &self.path, &self.version, flags, &self.target);
         let slot = {
             let mut loaded = lock(&self.loaded);
             // Forget the slots of unloaded libraries now and then, so the map stays the size of
@@ -281,7 +324,7 @@ impl Compiler {
             self.counters.memory_hits.fetch_add(1, Ordering::Relaxed);
             return Ok(lib);
         }
-        let lib = Arc::new(self.load_or_build(src, key)?);
+        let lib = Arc::new(self.load_or_build(src, key, effort)?);
         LIVE_LIBRARIES.fetch_add(1, Ordering::Relaxed);
         *slot = Arc::downgrade(&lib);
         Ok(lib)
@@ -293,9 +336,9 @@ impl Compiler {
         LIVE_LIBRARIES.load(Ordering::Relaxed)
     }
 
-    fn load_or_build(&self, src: &str, key: Key) -> Result<CompiledLib> {
+    fn load_or_build(&self, src: &str, key: Key, effort: Effort) -> Result<CompiledLib> {
         let Some(dir) = self.usable_cache_dir() else {
-            return self.build_uncached(src, key);
+            return self.build_uncached(src, key, effort);
         };
         let path = dir.join(key.file_name());
         match cache::lookup(&path, key) {
@@ -324,12 +367,12 @@ impl Compiler {
                     .corrupt_rebuilt
                     .fetch_add(1, Ordering::Relaxed);
                 if aside.is_none() {
-                    return self.build_uncached(src, key);
+                    return self.build_uncached(src, key, effort);
                 }
             }
         }
         let tmp = cache::temp_path(dir, key);
-        if let Err(e) = self.run(src, &tmp) {
+        if let Err(e) = self.run(src, &tmp, effort) {
             let _ = fs::remove_file(&tmp);
             return Err(e);
         }
@@ -420,7 +463,7 @@ impl Compiler {
     }
 
     /// Compiles `src` in a fresh private folder and loads it from there; nothing is cached.
-    fn build_uncached(&self, src: &str, key: Key) -> Result<CompiledLib> {
+    fn build_uncached(&self, src: &str, key: Key, effort: Effort) -> Result<CompiledLib> {
         let io = |p: &Path, e: std::io::Error| Error::Io {
             path: p.display().to_string(),
             detail: e.to_string(),
@@ -428,7 +471,7 @@ impl Compiler {
         let dir = private_fs::private_temp_dir("picograd-kernel-")
             .map_err(|e| io(&std::env::temp_dir(), e))?;
         let path = dir.path().join(key.file_name());
-        self.run(src, &path)?;
+        self.run(src, &path, effort)?;
         self.counters.compiles.fetch_add(1, Ordering::Relaxed);
         private_fs::make_owner_only(&path).map_err(|e| io(&path, e))?;
         let file = match private_fs::open_private_file(&path, cache::MAX_ENTRY_BYTES) {
@@ -453,10 +496,10 @@ impl Compiler {
         })
     }
 
-    /// Runs the compiler on `src` (fed on stdin), writing the shared object to `out`.
-    fn run(&self, src: &str, out: &Path) -> Result<()> {
+    /// Runs the compiler on `src` (fed on stdin) at `effort`, writing the shared object to `out`.
+    fn run(&self, src: &str, out: &Path, effort: Effort) -> Result<()> {
         let mut args: Vec<OsString> = vec!["-x".into(), "c".into(), "-".into()];
-        args.extend(self.flags.iter().map(OsString::from));
+        args.extend(self.flags_for(effort).iter().map(OsString::from));
         args.push("-o".into());
         args.push(out.into());
         let output = run_with_stdin(&self.path, &args, src)?;

@@ -7,7 +7,7 @@ pub mod cache;
 pub mod compiler;
 pub mod export;
 
-pub use compiler::{CompiledLib, Compiler, EntryFn, Stats};
+pub use compiler::{CompiledLib, Compiler, Effort, EntryFn, Stats};
 pub mod clang;
 pub mod install;
 pub mod pool;

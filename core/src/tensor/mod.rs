@@ -203,6 +203,31 @@ impl Tensor {
         Tensor::from_raw_bytes(&bytes, shape, T::DTYPE, device)
     }
 
+    /// A tensor of `dtype` and `shape` on the default device from its elements' little-endian
+    /// bytes (a `Bool` byte must be 0 or 1), copied once into the device's buffer: a model's
+    /// weights load without a per-element conversion or an intermediate copy. An error names
+    /// the shape when the bytes do not fill it exactly.
+    pub fn try_from_le_bytes(bytes: &[u8], shape: &[usize], dtype: DType) -> Result<Tensor> {
+        let n = size::checked_numel("from_le_bytes", shape, dtype)?;
+        if bytes.len() != n * dtype.itemsize() {
+            return Err(Error::shape(
+                "from_le_bytes",
+                alloc::format!(
+                    "{} bytes do not fill shape {shape:?} of {dtype} ({n} elements of {} bytes)",
+                    bytes.len(),
+                    dtype.itemsize()
+                ),
+            ));
+        }
+        if dtype == DType::Bool && bytes.iter().any(|&b| b > 1) {
+            return Err(Error::shape(
+                "from_le_bytes",
+                alloc::format!("bool bytes must be 0 or 1 (shape {shape:?})"),
+            ));
+        }
+        Tensor::from_raw_bytes(bytes, shape, dtype, &crate::context::default_device())
+    }
+
     /// Uploads little-endian `bytes` (exactly `shape`'s elements of `dtype`) to `device`.
     pub(crate) fn from_raw_bytes(
         bytes: &[u8],

@@ -214,32 +214,25 @@ fn put_all<T: Copy>(out: &mut Vec<u8>, vals: &[T], put: impl Fn(T, &mut Vec<u8>)
 
 /// A tensor of `dtype` and `shape` from little-endian bytes.
 pub fn tensor_from_le_bytes(bytes: &[u8], shape: &[usize], dtype: DType) -> Result<Tensor> {
-    macro_rules! typed {
-        ($t:ty, $n:expr) => {{
-            let v: Vec<$t> = bytes
-                .chunks_exact($n)
-                .map(|c| <$t>::from_le_bytes(c.try_into().unwrap_or([0; $n])))
-                .collect();
-            Tensor::try_from_slice(&v, shape)
-        }};
-    }
     match dtype {
+        // ONNX allows any non-zero byte for true; picograd stores 0 or 1.
         DType::Bool => {
             let v: Vec<bool> = bytes.iter().map(|&b| b != 0).collect();
             Tensor::try_from_slice(&v, shape)
         }
-        DType::I8 => typed!(i8, 1),
-        DType::U8 => typed!(u8, 1),
-        DType::I16 => typed!(i16, 2),
-        DType::U16 => typed!(u16, 2),
-        DType::I32 => typed!(i32, 4),
-        DType::U32 => typed!(u32, 4),
-        DType::I64 => typed!(i64, 8),
-        DType::U64 => typed!(u64, 8),
-        DType::F16 => typed!(half::f16, 2),
-        DType::BF16 => typed!(half::bf16, 2),
-        DType::F32 => typed!(f32, 4),
-        DType::F64 => typed!(f64, 8),
+        // Stored as their little-endian bytes: one copy into the buffer.
+        DType::I8
+        | DType::U8
+        | DType::I16
+        | DType::U16
+        | DType::I32
+        | DType::U32
+        | DType::I64
+        | DType::U64
+        | DType::F16
+        | DType::BF16
+        | DType::F32
+        | DType::F64 => Tensor::try_from_le_bytes(bytes, shape, dtype),
     }
 }
 
