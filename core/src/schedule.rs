@@ -178,7 +178,7 @@ pub const MAX_SHARED_DEPTH: usize = 16;
 /// ops, as `c[t]` is); the ops of a chain the same kernels hold (a gate's negate, exp, add and
 /// reciprocal) add none. A shared node with this many levels nested in its fused chain (itself
 /// included) is realized. Like the depth rules it depends on the graph alone.
-pub const MAX_SHARED_NESTING: usize = 4;
+pub const MAX_SHARED_NESTING: usize = 2;
 
 /// Adds the realize points of the depth rules ([`MAX_FUSED_DEPTH`], [`MAX_SHARED_DEPTH`]) and of
 /// the nesting rule ([`MAX_SHARED_NESTING`]) to `r`: one pass over the graph in dependency order.
