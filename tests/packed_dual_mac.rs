@@ -18,10 +18,8 @@ use picograd::device::Device;
 use picograd::export::{export, ExportNames, ExportOptions};
 use picograd::interp::Interp;
 use picograd::jit::Capture;
-use picograd::ops::requant;
 use picograd::runtime::target::{Target, Values};
-use picograd::tensor::quantized::{requant_params, Ties};
-use picograd::{ConvOpts, DType, Tensor};
+use picograd::{DType, Tensor};
 
 const H: usize = 3;
 const W: usize = 5;
@@ -31,81 +29,21 @@ const ZP: i64 = -3;
 
 #[path = "common/int_bundle.rs"]
 mod int_bundle;
+#[path = "common/pointwise_chain.rs"]
+mod pointwise_chain;
 #[path = "common/rng.rs"]
 mod rng;
-use rng::Rng;
+use pointwise_chain::Chain;
 
-/// Layer `n`: 1×1 conv weights `[C[n+1], C[n]]`, biases and per-channel scales.
-struct Layer {
-    w: Vec<i8>,
-    bias: Vec<i32>,
-    scales: Vec<f32>,
-}
-
-fn layer(n: usize) -> Layer {
-    let (ci, co) = (C[n], C[n + 1]);
-    let mut r = Rng(17 + n as u64);
-    let w = (0..ci * co).map(|_| r.range(-127, 127) as i8).collect();
-    let bias = (0..co).map(|_| r.range(-3000, 3000) as i32).collect();
-    let scales = (0..co).map(|c| 0.0009 + 2e-4 * c as f32).collect();
-    Layer { w, bias, scales }
-}
-
-fn input() -> Vec<i8> {
-    let mut r = Rng(5);
-    (0..C[0] * H * W)
-        .map(|_| r.range(-128, 127) as i8)
-        .collect()
-}
-
-/// A 1×1 conv of `x` (`[ci, H·W]`) with layer `n`, requantized to i8 (zero point [`ZP`]).
-fn conv_reference(x: &[i64], n: usize) -> Vec<i64> {
-    let (ci, co, p) = (C[n], C[n + 1], H * W);
-    let l = layer(n);
-    let (m, s) = requant_params("test", &l.scales).unwrap();
-    let mut out = Vec::new();
-    for o in 0..co {
-        for q in 0..p {
-            let mut acc = l.bias[o] as i64;
-            for c in 0..ci {
-                acc += x[c * p + q] * l.w[o * ci + c] as i64;
-            }
-            let y = requant(acc as i32, m[o], s[o]) as i64;
-            out.push((y + ZP).clamp(-128, 127));
-        }
-    }
-    out
-}
-
-fn reference() -> Vec<i32> {
-    let mut x: Vec<i64> = input().iter().map(|&v| v as i64).collect();
-    for n in 0..3 {
-        x = conv_reference(&x, n);
-    }
-    x.iter().map(|&v| v as i32).collect()
-}
-
-fn qconv(x: &Tensor, n: usize, dev: &Arc<dyn Device>) -> Tensor {
-    let (ci, co) = (C[n], C[n + 1]);
-    let l = layer(n);
-    let w = Tensor::try_from_slice_on(&l.w, &[co, ci, 1, 1], dev).unwrap();
-    let bias = Tensor::try_from_slice_on(&l.bias, &[co], dev).unwrap();
-    let acc = x
-        .try_conv2d_int(&w, Some(&bias), &ConvOpts::default())
-        .unwrap();
-    let (m, s) = requant_params("test", &l.scales).unwrap();
-    let per = [1, co, 1, 1];
-    let m = Tensor::try_from_slice_on(&m, &per, dev).unwrap();
-    let s = Tensor::try_from_slice_on(&s, &per, dev).unwrap();
-    let zp = Tensor::try_from_slice_on(&[ZP as i8], &[1], dev).unwrap();
-    acc.try_requantize(&m, &s, &zp, None, DType::I8, Ties::BeforeZeroPoint)
-        .unwrap()
-}
-
-fn model(x: &Tensor, dev: &Arc<dyn Device>) -> Tensor {
-    let y = qconv(&qconv(&qconv(x, 0, dev), 1, dev), 2, dev);
-    y.cast(DType::I32)
-}
+/// The chain of 1×1 convs the test compiles.
+const CHAIN: Chain = Chain {
+    h: H,
+    w: W,
+    c: &C,
+    zp: ZP,
+    weight_seed: 17,
+    input_seed: 5,
+};
 
 /// Cortex-M4's kernel configuration with the dual MAC on.
 fn m4() -> OptConfig {
@@ -118,11 +56,11 @@ fn m4() -> OptConfig {
 #[test]
 fn packed_dual_mac_on_interleaved_activations_matches_the_reference() {
     picograd::init();
-    let want = reference();
+    let want = CHAIN.reference();
     let dev: Arc<dyn Device> = Arc::new(Interp::new());
-    let x = Tensor::try_from_slice_on(&input(), &[1, C[0], H, W], &dev).unwrap();
+    let x = Tensor::try_from_slice_on(&CHAIN.input(), &[1, C[0], H, W], &dev).unwrap();
     x.realize().unwrap();
-    let y = model(&x, &dev);
+    let y = CHAIN.model(&x, &dev);
     let (cap, _) = Capture::record(&[&x], &[&y]).unwrap();
     let cfg = m4();
 
@@ -199,7 +137,7 @@ fn packed_dual_mac_on_interleaved_activations_matches_the_reference() {
     picograd::runtime::export::write_bundle(&bundle, &dir).unwrap();
     let xs = Values {
         dtype: DType::I8,
-        bits: input().iter().map(|&v| u64::from(v as u8)).collect(),
+        bits: CHAIN.input().iter().map(|&v| u64::from(v as u8)).collect(),
     };
     let feed = [("x", xs)];
     int_bundle::check_host_and_cortex_m4(&dir, &feed, &want);

@@ -684,27 +684,8 @@ fn batch_symbol(k: &LinearKernel, i: usize) -> String {
 /// code the compiler vectorizes and schedules itself). Both give the same bits: neither level
 /// reassociates or contracts floating-point arithmetic.
 pub fn effort_for(k: &LinearKernel) -> Effort {
-    let vector_acc = |u: &picograd_core::codegen::uops::UOp| match &u.kind {
-        UOpKind::VecAcc { .. } => true,
-        UOpKind::DefineGlobal { .. }
-        | UOpKind::DefineVar { .. }
-        | UOpKind::Const(_)
-        | UOpKind::Loop
-        | UOpKind::EndLoop
-        | UOpKind::DefineAcc(_)
-        | UOpKind::Load
-        | UOpKind::Store
-        | UOpKind::Alu(_)
-        | UOpKind::Cast
-        | UOpKind::Bitcast
-        | UOpKind::Assign
-        | UOpKind::DualMac
-        | UOpKind::VecLoad { .. }
-        | UOpKind::VecStore { .. }
-        | UOpKind::VecAlu { .. }
-        | UOpKind::Vectorize
-        | UOpKind::Gep(_) => false,
-    };
+    let vector_acc =
+        |u: &picograd_core::codegen::uops::UOp| matches!(u.kind, UOpKind::VecAcc { .. });
     if k.uops.iter().any(vector_acc) {
         Effort::Light
     } else {
