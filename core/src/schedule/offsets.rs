@@ -36,7 +36,7 @@ pub(super) fn share_offsets(items: &mut [ScheduleItem]) -> Result<()> {
         if it.is_copy {
             continue;
         }
-        if let Some(key) = parametrize(&it.ast, &it.inputs, false)? {
+        if let Some(key) = parametrize(&it.ast, &it.inputs, false, "_off")? {
             groups.entry(key).or_default().push(i);
         }
     }
@@ -46,17 +46,27 @@ pub(super) fn share_offsets(items: &mut [ScheduleItem]) -> Result<()> {
             continue;
         }
         for &i in members {
-            if let Some(ast) = parametrize(&items[i].ast, &items[i].inputs, true)? {
+            if let Some(ast) = parametrize(&items[i].ast, &items[i].inputs, true, "_off")? {
                 items[i].ast = ast;
+            }
+            // The kernel before its layout copies (what an export for a target without caches,
+            // or any relowering that undoes them, compiles) takes its offsets as arguments too,
+            // named apart: its loads need not number as the transformed kernel's do.
+            if let Some((plain, n)) = &items[i].plain {
+                let inputs = &items[i].inputs[..*n];
+                if let Some(p) = parametrize(plain, inputs, true, "_poff")? {
+                    items[i].plain = Some((p, *n));
+                }
             }
         }
     }
     Ok(())
 }
 
-/// `ast` with every eligible load's offset a variable (`bound`: bound to the offset it
-/// replaces; else unbound, the grouping key), or `None` when no load is eligible.
-fn parametrize(ast: &Ast, inputs: &[LazyBuffer], bound: bool) -> Result<Option<Ast>> {
+/// `ast` with every eligible load's offset a variable named `prefix` and its number (`bound`:
+/// bound to the offset it replaces; else unbound, the grouping key), or `None` when no load is
+/// eligible.
+fn parametrize(ast: &Ast, inputs: &[LazyBuffer], bound: bool, prefix: &str) -> Result<Option<Ast>> {
     let mut n = 0usize;
     let mut err = None;
     let out = ast.map_ops(&mut |op, _| match op {
@@ -64,7 +74,7 @@ fn parametrize(ast: &Ast, inputs: &[LazyBuffer], bound: bool) -> Result<Option<A
             let Some((lo, hi, off)) = inputs.get(buf - 1).and_then(|b| offset_range(st, b)) else {
                 return op.clone();
             };
-            let name = format!("_off{n}");
+            let name = format!("{prefix}{n}");
             n += 1;
             let var = if bound {
                 match bound_internal(&name, lo, hi, off) {
