@@ -126,7 +126,9 @@ fn packed_pointwise_tile_with_a_looped_remainder_matches_the_reference() {
         c.contains("pg_smlad4_b("),
         "the exported C has no packed sum"
     );
-    let dir = std::env::temp_dir().join(format!("picograd-packed-tile-{}", std::process::id()));
+    // A private folder under a random name: nothing another user could plant.
+    let tmp = picograd::runtime::private_fs::private_temp_dir("picograd-packed-tile-").unwrap();
+    let dir = tmp.path().join("bundle");
     picograd::runtime::export::write_bundle(&bundle, &dir).unwrap();
     let xs = Values {
         dtype: DType::I8,
@@ -134,5 +136,4 @@ fn packed_pointwise_tile_with_a_looped_remainder_matches_the_reference() {
     };
     let feed = [("x", xs)];
     int_bundle::check_host_and_cortex_m4(&dir, &feed, &want);
-    let _ = std::fs::remove_dir_all(&dir);
 }
