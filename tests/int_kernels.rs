@@ -516,8 +516,9 @@ fn requant_inline_path_agrees_with_the_reference() {
     assert_eq!(requant_on_clang(&acc, &ms, &sz), want);
 }
 
-/// The requantize clamp `-max(-max(r, lo), -hi)` is lowered as `min(max(r, lo), hi)` (a `Where`
-/// the C compiler turns into a saturate): the kernel holds no `Neg`, and on the interpreter and
+/// The requantize clamp `-max(-max(r, lo), -hi)` is lowered as `Clamp(r, lo, hi)` (printed as a
+/// saturate where the core has one; `tests/saturate.rs` runs that under QEMU): the kernel
+/// holds no `Neg`, and on the interpreter and
 /// in C the values equal a naive clamp for accumulators at and beyond both ends of the i8 range
 /// (i32 extremes included), with and without a fused ReLU's floor.
 #[test]
@@ -557,7 +558,7 @@ fn requantize_clamp_is_a_min_and_agrees_with_a_naive_clamp() {
                 }
                 let has = |k: UOpKind| (0..live.len()).any(|i| live[i] && lk.uops[i].kind == k);
                 assert!(!has(UOpKind::Alu(AluOp::Neg)), "a Neg read in {}", lk.name);
-                assert!(has(UOpKind::Alu(AluOp::Where)), "no min in {}", lk.name);
+                assert!(has(UOpKind::Alu(AluOp::Clamp)), "no clamp in {}", lk.name);
             }
             assert_eq!(
                 y.to_vec::<i8>().unwrap(),

@@ -220,7 +220,7 @@ fn alu_backward(
             Ok(alloc::vec![None; op.arity()])
         }
         // Integer kernels are not differentiable: a gradient through them is a user error.
-        MulWide | Requant => Err(Error::dtype(
+        MulWide | Requant | Clamp => Err(Error::dtype(
             op.name(),
             alloc::format!("{} is an integer-only op and has no gradient", op.name()),
         )),

@@ -73,6 +73,11 @@ pub enum AluOp {
     /// (the even result wins), as onnxruntime's quantized pools round; with `z = 0` and the
     /// zero point added after, ties go to even before it, as its convolutions round.
     Requant,
+    /// `min(max(x, lo), hi)` of three i32 operands `x`, `lo`, `hi` (so `hi` wins when
+    /// `lo > hi`). Not built by the tensor frontend: the linearizer emits it for a clamp
+    /// written as maxes and negations (a requantize's clamp to an int8 range), so the renderer
+    /// prints one saturate (Arm's `ssat`) where a C compiler would keep compares.
+    Clamp,
 }
 
 impl AluOp {
@@ -83,7 +88,7 @@ impl AluOp {
             Exp2 | Log2 | Sin | Sqrt | Neg | Recip => 1,
             Add | Sub | Mul | Div | Max | Mod | CmpLt | CmpEq | Xor | And | Or | FloorDiv
             | FloorMod | MulWide => 2,
-            Where | MulAcc | Fma | Requant => 3,
+            Where | MulAcc | Fma | Requant | Clamp => 3,
         }
     }
 
@@ -102,7 +107,7 @@ impl AluOp {
                 dt,
                 crate::dtype::DType::I8 | crate::dtype::DType::U8 | crate::dtype::DType::I16
             ),
-            Requant => dt == crate::dtype::DType::I32,
+            Requant | Clamp => dt == crate::dtype::DType::I32,
         }
     }
 
@@ -119,7 +124,7 @@ impl AluOp {
             CmpLt | CmpEq => DType::Bool,
             MulWide => DType::I32,
             Exp2 | Log2 | Sin | Sqrt | Neg | Recip | Add | Sub | Mul | Div | Max | Mod | Xor
-            | And | Or | FloorDiv | FloorMod | Where | MulAcc | Fma | Requant => dt,
+            | And | Or | FloorDiv | FloorMod | Where | MulAcc | Fma | Requant | Clamp => dt,
         }
     }
 
@@ -151,6 +156,7 @@ impl AluOp {
             Fma => "fma",
             MulWide => "mulwide",
             Requant => "requant",
+            Clamp => "clamp",
         }
     }
 }
@@ -406,6 +412,7 @@ pub fn eval_alu(op: AluOp, v: &[Scalar], dtype: DType) -> Option<Scalar> {
         AluOp::Or => x[0] | x[1],
         AluOp::MulWide => x[0] * x[1],
         AluOp::Requant => requant(x[0] as i32, x[1] as i32, x[2] as i32) as i64,
+        AluOp::Clamp => x[0].max(x[1]).min(x[2]),
         AluOp::CmpEq => return Some(Scalar::from_bool(x[0] == x[1])),
         AluOp::CmpLt if !src.is_unsigned() => return Some(Scalar::from_bool(x[0] < x[1])),
         AluOp::CmpLt => return Some(Scalar::from_bool((x[0] as u64) < (x[1] as u64))),

@@ -578,6 +578,10 @@ impl<'a> Writer<'a> {
                 let args = a.join(", ");
                 self.call(Helper::Requant, "pg_requant", &args)
             }
+            AluOp::Clamp if op.defined_on(dt) => {
+                let args = a.join(", ");
+                self.call(Helper::Clamp, "pg_clamp", &args)
+            }
             AluOp::Xor | AluOp::And | AluOp::Or if !dt.is_float() => match bit_sym(op) {
                 Some(sym) => format!("{} {sym} {}", a[0], a[1]),
                 None => self.undefined(op, dt),
@@ -794,7 +798,8 @@ fn arith_sym(op: AluOp) -> Option<&'static str> {
         | AluOp::MulAcc
         | AluOp::Fma
         | AluOp::MulWide
-        | AluOp::Requant => None,
+        | AluOp::Requant
+        | AluOp::Clamp => None,
     }
 }
 
@@ -824,7 +829,8 @@ fn bit_sym(op: AluOp) -> Option<&'static str> {
         | AluOp::MulAcc
         | AluOp::Fma
         | AluOp::MulWide
-        | AluOp::Requant => None,
+        | AluOp::Requant
+        | AluOp::Clamp => None,
     }
 }
 

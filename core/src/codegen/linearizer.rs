@@ -132,10 +132,13 @@ impl Lin {
             }
         }
         if op == AluOp::Neg {
-            if let Some((x, h)) = self.negated_clamp(src[0], dtype) {
-                // -max(-x, c) = min(x, -c), printed `x < -c ? x : -c`: a C compiler sees a
-                // min and, after the max bounding x below, a saturate (Arm's `ssat` for an
-                // int8 range: one instruction instead of ten).
+            if let Some((x, y, lo, h)) = self.negated_clamp(src[0], dtype) {
+                // -max(-x, c) = min(x, -c) with x = max(y, lo): a clamp of y to [lo, -c].
+                // On i32 (a requantize's) it is one `Clamp`, which the renderer prints as a
+                // saturate where the target has one; elsewhere `x < -c ? x : -c`.
+                if AluOp::Clamp.defined_on(dtype) {
+                    return self.push(UOpKind::Alu(AluOp::Clamp), dtype, alloc::vec![y, lo, h]);
+                }
                 let below = self.alu(AluOp::CmpLt, DType::Bool, alloc::vec![x, h]);
                 return self.alu(AluOp::Where, dtype, alloc::vec![below, x, h]);
             }
@@ -148,12 +151,13 @@ impl Lin {
         matches!(self.uops[u as usize].kind, UOpKind::Const(c) if c.bits() == 0)
     }
 
-    /// `(x, -c)` when `m` is `max(-x, c)` (either operand order) in a signed integer `dtype`
-    /// with `c` a constant other than the dtype's minimum and `x` itself `max(y, lo)` with a
-    /// constant `lo` above the minimum: then no negation in `-max(-x, c)` wraps, and it equals
-    /// `min(x, -c)` for every `y` (a requantize's clamp to `[lo, -c]` is written this way,
+    /// `(x, y, lo, -c)` (the last two as constant UOps) when `m` is `max(-x, c)` (either
+    /// operand order) in a signed integer `dtype` with `c` a constant other than the dtype's
+    /// minimum and `x` itself `max(y, lo)` with a constant `lo` above the minimum: then no
+    /// negation in `-max(-x, c)` wraps, and it equals `min(x, -c)` = `min(max(y, lo), -c)` for
+    /// every `y` (a requantize's clamp to `[lo, -c]` is written this way,
     /// `Tensor::try_requantize`). `None` otherwise.
-    fn negated_clamp(&mut self, m: u32, dtype: DType) -> Option<(u32, u32)> {
+    fn negated_clamp(&mut self, m: u32, dtype: DType) -> Option<(u32, u32, u32, u32)> {
         if !dtype.is_int() || dtype.is_unsigned() {
             return None;
         }
@@ -183,8 +187,9 @@ impl Lin {
             (UOpKind::Alu(AluOp::Neg), &[x]) => x,
             _ => return None,
         };
-        max_of(self, x)?;
-        Some((x, self.konst(Scalar::from_i64(-c, dtype))))
+        let (y, lo) = max_of(self, x)?;
+        let lo = self.konst(Scalar::from_i64(lo, dtype));
+        Some((x, y, lo, self.konst(Scalar::from_i64(-c, dtype))))
     }
 
     /// UOps computing an index expression.

@@ -426,7 +426,7 @@ fn alu_problem(op: AluOp, result: DType, src: &[DType]) -> Option<String> {
         MulWide => (result != DType::I32 || !src.iter().all(|&d| op.defined_on(d)))
             .then(|| format!("mulwide of {src:?} gives {}", result.name())),
         Exp2 | Log2 | Sin | Sqrt | Neg | Recip | Add | Sub | Mul | Div | Max | Mod | Xor | And
-        | Or | FloorDiv | FloorMod | MulAcc | Fma | Requant => {
+        | Or | FloorDiv | FloorMod | MulAcc | Fma | Requant | Clamp => {
             let mut all = src.to_vec();
             all.push(result);
             same(&all, op.name())

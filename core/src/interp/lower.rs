@@ -486,7 +486,12 @@ fn elementwise(op: AluOp, dt: DType, d: usize, src: &[usize]) -> Option<Instr> {
             [src[0], src[1], src[2]],
             crate::ops::requant,
         )),
-        Where | CmpLt | CmpEq | MulWide | Requant => None,
+        Clamp if dt == DType::I32 => Some(ternary::<i32>(
+            d,
+            [src[0], src[1], src[2]],
+            |x: i32, lo, hi| Ord::min(Ord::max(x, lo), hi),
+        )),
+        Where | CmpLt | CmpEq | MulWide | Requant | Clamp => None,
     }
 }
 

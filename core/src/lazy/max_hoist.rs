@@ -74,7 +74,8 @@ fn pooled_operand(op: AluOp) -> &'static [usize] {
         | AluOp::FloorMod
         | AluOp::Where
         | AluOp::MulWide
-        | AluOp::Requant => &[],
+        | AluOp::Requant
+        | AluOp::Clamp => &[],
     }
 }
 
