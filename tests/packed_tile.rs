@@ -1,11 +1,12 @@
 //! The packed pointwise register tile with a looped remainder: on Cortex-M4 (`dual_mac`, 14
-//! integer registers) a packed int8 1×1 conv whose pixel count the tile does not divide takes
-//! 2 output channels × 2 pixels (each widened word reused across the other side: fewer loads
-//! per multiply-add than the 1 × w tiles its divisors allow) in a loop, then the pixel left
-//! over (`Opt::LoopedUpcast`). Here the second conv reads 8 interleaved channels (two words)
-//! of 3 × 7 = 21 pixels (10 steps of 2, tail 1) into 6 output channels; its two words are
+//! integer registers, all of which a packed tile may fill) a packed int8 1×1 conv whose pixel
+//! count the tile does not divide takes 2 output channels × 3 pixels (each widened word
+//! reused across the other side: fewer loads per multiply-add than the 1 × w tiles its
+//! divisors allow, and than 3 × 2) in a loop, then the 2 pixels left over as a 2 × 2 tile
+//! (`Opt::LoopedUpcast`). Here the second conv reads 8 interleaved channels (two words) of
+//! 1 × 23 = 23 pixels (7 steps of 3, tail 2) into 6 output channels; its two words are
 //! unrolled after the tile's 4-byte unroll, so the linearizer must run the packed axis fastest
-//! to keep them words. The divisors of 21 alone would give a 6 × 1 tile. Checked against a
+//! to keep them words. The divisors of 23 alone would give a 6 × 1 tile. Checked against a
 //! naive i64 reference: the capture relowered for Cortex-M4 on the interpreter, and the
 //! exported C on the host (portable branch) and under QEMU on Cortex-M4 (one QEMU run).
 
@@ -20,8 +21,8 @@ use picograd::jit::Capture;
 use picograd::runtime::target::{Target, Values};
 use picograd::{DType, Tensor};
 
-const H: usize = 3;
-const W: usize = 7;
+const H: usize = 1;
+const W: usize = 23;
 /// Channels of the input, the interleaved intermediate and the output.
 const C: [usize; 3] = [8, 8, 6];
 const ZP: i64 = -3;
@@ -67,9 +68,9 @@ fn packed_pointwise_tile_with_a_looped_remainder_matches_the_reference() {
         "the tile below is sized for 14 registers"
     );
 
-    // The packed kernel: inside each pixel loop a 2 × 2 tile (2 words of 4 channels: 8 packed
-    // DualMacs, 4 stores), after it the 1-pixel tail (2 channels: 4 DualMacs, 2 stores); a
-    // 1 × w tile (w dividing 21: 3 or 7) would store w outputs per step.
+    // The packed kernel: inside each pixel loop a 2 × 3 tile (2 words of 4 channels: 12
+    // packed DualMacs, 6 stores), after it the 2-pixel tail (2 × 2: 8 DualMacs, 4 stores); a
+    // 1 × 23 tile would store 23 outputs per step, a 3 × 2 tile 6 with a 1-pixel tail.
     let rel = cap.relowered(Some(&cfg), false).unwrap();
     let kernels: Vec<_> = rel
         .steps()
@@ -98,7 +99,7 @@ fn packed_pointwise_tile_with_a_looped_remainder_matches_the_reference() {
     let tail = parts.len() - body;
     assert!(body > 0 && tail > 0, "no looped tile and tail: {parts:?}");
     for p in &parts {
-        let want = if p.0 { (true, 8, 4) } else { (false, 4, 2) };
+        let want = if p.0 { (true, 12, 6) } else { (false, 8, 4) };
         assert_eq!(
             *p, want,
             "tile parts (in loop, DualMacs, stores): {parts:?}"
