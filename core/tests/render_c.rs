@@ -1205,6 +1205,8 @@ fn undefined_ops_are_errors_not_panics() {
         (AluOp::Fma, DType::I32),
         (AluOp::MulWide, DType::F32),
         (AluOp::Requant, DType::F32),
+        (AluOp::Clamp, DType::F32),
+        (AluOp::Clamp, DType::I8),
     ] {
         let mut b = Kb::default();
         let out = b.global(dt, 4, true);
