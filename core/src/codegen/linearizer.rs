@@ -829,13 +829,23 @@ fn emit(l: &mut Lin, k: &Kernel, outer: usize) -> Result<()> {
         return Ok(());
     }
     let mut accs = Vec::new();
+    let mut out_value = store.src()[0].clone();
     if let Some(red) = store.find_reduce() {
         let AstOp::Reduce(rop, _) = red.op() else {
             unreachable!()
         };
         let dtype = red.dtype();
-        for _ in &out_combos {
-            accs.push(l.push(UOpKind::DefineAcc(rop.identity(dtype)), dtype, Vec::new()));
+        let bias = bias_as_start(&out_value, red);
+        for g in &out_combos {
+            let acc = l.push(UOpKind::DefineAcc(rop.identity(dtype)), dtype, Vec::new());
+            if let Some((_, b)) = &bias {
+                let v = l.value(b, &positions(g, &[], false), None, &mut HashMap::new())?;
+                l.push(UOpKind::Assign, dtype, alloc::vec![acc, v]);
+            }
+            accs.push(acc);
+        }
+        if let Some((v, _)) = bias {
+            out_value = v;
         }
         let mut rloops = Vec::new();
         for (i, idx) in loop_idxs
@@ -879,12 +889,7 @@ fn emit(l: &mut Lin, k: &Kernel, outer: usize) -> Result<()> {
     }
     for (gi, g) in out_combos.iter().enumerate() {
         let p = positions(g, &[], false);
-        let v = l.value(
-            &store.src()[0],
-            &p,
-            accs.get(gi).copied(),
-            &mut HashMap::new(),
-        )?;
+        let v = l.value(&out_value, &p, accs.get(gi).copied(), &mut HashMap::new())?;
         let (idx, _) = out_st.expr_idxs(&p);
         let i = l.node(&idx);
         l.push(UOpKind::Store, store.dtype(), alloc::vec![0, i, v]);
@@ -893,6 +898,62 @@ fn emit(l: &mut Lin, k: &Kernel, outer: usize) -> Result<()> {
         l.close_loop(lp);
     }
     Ok(())
+}
+
+/// An integer sum's bias as its accumulators' start: for a store value reading the reduce `red`
+/// once, through `red + b` (either order) with `b` outside the reduce, the value with that add
+/// replaced by `red`, and `b`. Exact: integer sums wrap, so `(b + x0) + x1 … = (x0 + x1 …) + b`
+/// bit for bit; a float sum would round in another order, so it is left alone. Saves the add
+/// after the reduce and keeps `b`'s load out of the requantize path.
+fn bias_as_start(value: &Ast, red: &Ast) -> Option<(Ast, Ast)> {
+    let AstOp::Reduce(ReduceOp::Sum, _) = red.op() else {
+        return None;
+    };
+    if !red.dtype().is_int() {
+        return None;
+    }
+    let nodes = value.nodes();
+    let mut readers = nodes.iter().filter(|n| n.src().iter().any(|s| s == red));
+    let (add, None) = (readers.next()?, readers.next()) else {
+        return None;
+    };
+    let [a, b] = add.src() else {
+        return None;
+    };
+    if add.op() != &AstOp::Alu(AluOp::Add) || add.dtype() != red.dtype() {
+        return None;
+    }
+    let bias = if a == red { b } else { a };
+    if bias == red || bias.find_reduce().is_some() {
+        return None;
+    }
+    Some((replace_node(value, add, red), bias.clone()))
+}
+
+/// `ast` with every node equal to `old` outside its reduces replaced by `new` (shared nodes stay
+/// shared).
+fn replace_node(ast: &Ast, old: &Ast, new: &Ast) -> Ast {
+    fn go(n: &Ast, old: &Ast, new: &Ast, memo: &mut HashMap<usize, Ast>) -> Ast {
+        if n == old {
+            return new.clone();
+        }
+        // Below a reduce lies its own input, never the store value's add.
+        if matches!(n.op(), AstOp::Reduce(..)) {
+            return n.clone();
+        }
+        if let Some(m) = memo.get(&n.id()) {
+            return m.clone();
+        }
+        let src: Vec<Ast> = n.src().iter().map(|s| go(s, old, new, memo)).collect();
+        let out = if src.iter().zip(n.src()).all(|(a, b)| a.id() == b.id()) {
+            n.clone()
+        } else {
+            Ast::new(n.op().clone(), n.dtype(), src)
+        };
+        memo.insert(n.id(), out.clone());
+        out
+    }
+    go(ast, old, new, &mut HashMap::new())
 }
 
 /// The kernel from the lowered UOps: bytes moved, arguments, or the first broken invariant.
