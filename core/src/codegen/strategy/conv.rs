@@ -15,6 +15,11 @@
 //!   conv). Taken with the widest power-of-two lane count (up to the vector width) whose
 //!   channels lie within one block.
 //!
+//! A 1×1 conv at batch 1 whose pixels the kernel merged into one row (`[cout, oy·ox | cin]`)
+//! has no second axis its weight broadcasts — it is a matmul by shape — and takes this tile
+//! only in the channel-lane orientation, where its weight sits in channel blocks
+//! ([`pointwise_axes`]); a plain matmul keeps the generic register tile.
+//!
 //! The axis upcast last carries the vector lanes: its upcast is an `Opt::Vectorize` (plus an
 //! upcast by the rest) where the target has vector lanes, the output is f32 and a leaf is
 //! contiguous along it ([`super::facts::vector_upcast`]).
