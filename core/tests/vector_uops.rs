@@ -137,9 +137,17 @@ fn a_matrix_vector_product_takes_several_vector_accumulators() {
         5,
         "five vector accumulators:\n{listing}"
     );
-    let (got, scalar) = (run(&lowered(&item, Some(8)), &item), run(&lowered(&item, None), &item));
+    let (got, scalar) = (
+        run(&lowered(&item, Some(8)), &item),
+        run(&lowered(&item, None), &item),
+    );
     assert_eq!(got, scalar, "vector and scalar kernels differ");
-    for (i, (g, w)) in got.iter().map(|b| f32::from_bits(*b)).zip(&want).enumerate() {
+    for (i, (g, w)) in got
+        .iter()
+        .map(|b| f32::from_bits(*b))
+        .zip(&want)
+        .enumerate()
+    {
         assert!((g - w).abs() <= 1e-5 * (1.0 + w.abs()), "[{i}]: {g} vs {w}");
     }
 }

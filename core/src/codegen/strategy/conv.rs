@@ -181,7 +181,11 @@ fn channel_lane_tile(
 /// The channel-lane tile the heuristic takes, if any. Vectors of channels narrower than the
 /// target's (100 channels in blocks of 4 on 8 lanes) do half the work per multiply-add of full
 /// vectors along a row the vector width divides: that row takes the lanes instead (no tile).
-fn taken_channel_tile(k: &Kernel, cfg: &OptConfig, (channel, wide): (usize, usize)) -> Option<Tile> {
+fn taken_channel_tile(
+    k: &Kernel,
+    cfg: &OptConfig,
+    (channel, wide): (usize, usize),
+) -> Option<Tile> {
     let full_row = size(k, wide) % cfg.vec_width.max(1) as i64 == 0;
     channel_lane_tile(k, cfg, (channel, wide))
         .filter(|&(_, lanes)| lanes >= cfg.vec_width || !full_row)
@@ -318,8 +322,7 @@ fn weight_input_axes(k: &Kernel, other: bool) -> Option<(usize, usize)> {
         .find(|&a| big(a) && store.get(a) == Some(&Some(1)))?;
     let zero = |l: &[Option<i64>], a: usize| l.get(a) == Some(&Some(0));
     let weight = loads.iter().find(|l| {
-        zero(l, wide)
-            && (!other || (0..k.first_reduce).any(|a| a != wide && big(a) && zero(l, a)))
+        zero(l, wide) && (!other || (0..k.first_reduce).any(|a| a != wide && big(a) && zero(l, a)))
     })?;
     // Any load reading along `wide` may be the input: a residual added after the reduce reads
     // along `wide` too, but along the channel axis as well, so it names no channel.
