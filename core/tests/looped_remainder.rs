@@ -2,7 +2,8 @@
 //! divide it runs a loop of upcast steps and then the positions left over, both inside the
 //! loops of the axes before it. Checked on the interpreter against the unoptimized kernel (bit
 //! for bit) and a naive reference, for the heuristic's pick on a pointwise conv over a 7-wide
-//! row (channel vectors × pixels with a tail) and for explicit looped opts — with and without
+//! row (channel vectors × pixels with a tail) and on a batch-1 pointwise conv whose blocked
+//! weights still let its pixels merge into one row, and for explicit looped opts — with and without
 //! vector lanes, every amount up to the row — on rows of 7, 14 and 49. A golden
 //! `PICOGRAD_DEBUG=3` listing (`tests/data/looped_remainder_conv.txt`; regenerate with
 //! `PICOGRAD_BLESS=1` after a deliberate change) pins the looped kernel's UOps.
@@ -15,7 +16,8 @@ use picograd_core::codegen::kernel::{Kernel, Opt};
 use picograd_core::codegen::lower::{buf_params, lower_ast, lower_ast_with};
 use picograd_core::codegen::opt::OptConfig;
 use picograd_core::codegen::strategy::hand_coded;
-use picograd_core::schedule::{schedule, ScheduleItem};
+use picograd_core::realize::run_schedule;
+use picograd_core::schedule::{schedule, schedule_for, ScheduleItem};
 use picograd_core::tensor::ConvOpts;
 use picograd_core::Tensor;
 
@@ -186,4 +188,48 @@ fn a_looped_upcast_that_does_not_fit_is_an_error() {
         .apply_opt(Opt::Upcast { axis: 0, amount: 2 })
         .is_err());
     assert!(looped.apply_opt(Opt::Unroll { axis: 0, amount: 2 }).is_ok());
+}
+
+#[test]
+fn a_batch_one_pointwise_conv_with_blocked_weights_tiles_its_merged_pixels() {
+    // torch's weight layout `[cout, cin, 1, 1]`, which the scheduler copies into blocks of 8
+    // channels (a leaf of two views): the kernel still merges the 5 × 7 pixels into one row of
+    // 35 (the blocked weight broadcasts both), and at batch 1 — no second output axis — the
+    // conv tile takes it: two channel vectors × 4 pixels, looped (35 = 8 · 4 + 3).
+    let (cin, cout, (h, w)) = (10, 16, (5, 7));
+    let (xv, wv) = (data(cin * h * w, 7), data(cout * cin, 8));
+    let x = Tensor::from_slice(&xv, &[1, cin, h, w]);
+    let wt = Tensor::from_slice(&wv, &[cout, cin, 1, 1]);
+    let t = x.conv2d(&wt, None, &ConvOpts::default());
+    let cfg = OptConfig::for_vec_width(8);
+    let mut items = schedule_for(&[t.lazy().contiguous()], Some(&cfg)).unwrap();
+    assert!(
+        items.iter().any(|i| i.layout_copy),
+        "the weight is copied into channel blocks"
+    );
+    let it = items.pop().unwrap();
+    run_schedule(&items).unwrap();
+    let mut k = Kernel::new(&it.ast).unwrap();
+    assert_eq!(k.describe(), format!("[{cout},{} | {cin} | ]", h * w));
+    let opts = hand_coded(&mut k, &cfg);
+    assert!(
+        opts.contains(&Opt::Vectorize { axis: 0, amount: 8 })
+            && opts
+                .iter()
+                .any(|o| matches!(o, Opt::LoopedUpcast { amount: 4, .. })),
+        "{opts:?} -> {}",
+        k.describe()
+    );
+    let vector = lower_ast(&it.ast, buf_params(&it), Some(&cfg), false).unwrap();
+    let unopt = lower_ast(&it.ast, buf_params(&it), None, false).unwrap();
+    let (got, scalar) = (run(&vector, &it), run(&unopt, &it));
+    assert_eq!(got, scalar, "tiled and unoptimized kernels differ");
+    let hw = h * w;
+    let want: Vec<f32> = (0..cout * hw)
+        .map(|o| {
+            let (co, p) = (o / hw, o % hw);
+            (0..cin).map(|ci| xv[ci * hw + p] * wv[co * cin + ci]).sum()
+        })
+        .collect();
+    close("pointwise", &got, &want);
 }

@@ -119,3 +119,35 @@ fn a_remainder_is_a_vector_body_and_a_scalar_tail() {
         "two rows, each with a tail of two scalar stores:\n{listing}"
     );
 }
+
+#[test]
+fn a_matrix_vector_product_takes_several_vector_accumulators() {
+    // x [37] · w [37, 40] at 8 lanes: 40 outputs are 5 vectors, which neither 4 nor 2 vectors
+    // divide; all 5 are kept side by side (five accumulator chains, not one).
+    let (k, n) = (37, 40);
+    let (x, w) = (data(k, 9), data(k * n, 10));
+    let want: Vec<f32> = (0..n)
+        .map(|o| (0..k).map(|j| x[j] * w[j * n + o]).sum())
+        .collect();
+    let t = Tensor::from_slice(&x, &[1, k]).matmul(&Tensor::from_slice(&w, &[k, n]));
+    let item = last_item(&t);
+    let listing = format!("{}", lowered(&item, Some(8)));
+    assert_eq!(
+        listing.matches("f32x8 DEFINE_ACC").count(),
+        5,
+        "five vector accumulators:\n{listing}"
+    );
+    let (got, scalar) = (
+        run(&lowered(&item, Some(8)), &item),
+        run(&lowered(&item, None), &item),
+    );
+    assert_eq!(got, scalar, "vector and scalar kernels differ");
+    for (i, (g, w)) in got
+        .iter()
+        .map(|b| f32::from_bits(*b))
+        .zip(&want)
+        .enumerate()
+    {
+        assert!((g - w).abs() <= 1e-5 * (1.0 + w.abs()), "[{i}]: {g} vs {w}");
+    }
+}

@@ -207,19 +207,25 @@ impl Kernel {
         Ok(())
     }
 
+    /// Can axis `i` merge into `i-1`? In every leaf, stepping `i-1` by one must be stepping `i`
+    /// through its whole length, and nothing may be masked. For a leaf of stacked views this is
+    /// asked of the last view — the one the merge reshapes; the views below read its flat
+    /// positions, which a reshape keeps — not of the strides through all views: a weight in
+    /// channel blocks (`[cout/8, cin, 8]` read as `[cout, oy, ox, cin]`) has no single stride
+    /// along `cout`, yet it broadcasts `oy` and `ox`, so a 1×1 conv's pixels merge into one row.
     fn mergeable(&self, i: usize) -> bool {
         let mut ok = true;
         visit_sts(&self.ast, &mut |st| {
-            if st.has_mask() || st.views().len() > 1 {
+            if st.has_mask() {
                 ok = false;
                 return;
             }
-            let strides = st.real_strides();
-            let shape = st.shape();
-            ok &= match (&strides[i - 1], &strides[i]) {
-                (Some(a), Some(b)) => *a == b * &shape[i],
-                _ => false,
+            let Some(last) = st.views().last() else {
+                ok = false;
+                return;
             };
+            let (strides, shape) = (last.strides(), last.shape());
+            ok &= strides[i - 1] == &strides[i] * &shape[i];
         });
         ok
     }

@@ -15,6 +15,11 @@
 //!   conv). Taken with the widest power-of-two lane count (up to the vector width) whose
 //!   channels lie within one block.
 //!
+//! A 1×1 conv at batch 1 whose pixels the kernel merged into one row (`[cout, oy·ox | cin]`)
+//! has no second axis its weight broadcasts — it is a matmul by shape — and takes this tile
+//! only in the channel-lane orientation, where its weight sits in channel blocks
+//! ([`pointwise_axes`]); a plain matmul keeps the generic register tile.
+//!
 //! The axis upcast last carries the vector lanes: its upcast is an `Opt::Vectorize` (plus an
 //! upcast by the rest) where the target has vector lanes, the output is f32 and a leaf is
 //! contiguous along it ([`super::facts::vector_upcast`]).
@@ -47,16 +52,10 @@ const MAX_CHANNELS: usize = 16;
 /// Tiles a conv-shaped kernel (see the module doc) over output channels × the output-contiguous
 /// axis; returns false, changing nothing, when the kernel is not conv-shaped.
 pub(super) fn choose(k: &mut Kernel, cfg: &OptConfig, applied: &mut Vec<Opt>) -> bool {
-    let Some((channel, wide)) = conv_axes(k) else {
+    let Some((channel, wide)) = conv_axes(k).or_else(|| pointwise_axes(k, cfg)) else {
         return false;
     };
-    // Vectors of channels narrower than the target's (100 channels in blocks of 4 on 8 lanes)
-    // do half the work per multiply-add of full vectors along a row the vector width divides:
-    // that row takes the lanes instead.
-    let full_row = size(k, wide) % cfg.vec_width.max(1) as i64 == 0;
-    let channel_tile = channel_lane_tile(k, cfg, (channel, wide))
-        .filter(|&(_, lanes)| lanes >= cfg.vec_width || !full_row)
-        .map(|(tile, _)| tile);
+    let channel_tile = taken_channel_tile(k, cfg, (channel, wide));
     let (first, second) = match channel_tile {
         Some(tile) => tile,
         None => {
@@ -179,12 +178,26 @@ fn channel_lane_tile(
     Some((((wide, pixels), (channel, c * m)), c))
 }
 
+/// The channel-lane tile the heuristic takes, if any. Vectors of channels narrower than the
+/// target's (100 channels in blocks of 4 on 8 lanes) do half the work per multiply-add of full
+/// vectors along a row the vector width divides: that row takes the lanes instead (no tile).
+fn taken_channel_tile(
+    k: &Kernel,
+    cfg: &OptConfig,
+    (channel, wide): (usize, usize),
+) -> Option<Tile> {
+    let full_row = size(k, wide) % cfg.vec_width.max(1) as i64 == 0;
+    channel_lane_tile(k, cfg, (channel, wide))
+        .filter(|&(_, lanes)| lanes >= cfg.vec_width || !full_row)
+        .map(|(tile, _)| tile)
+}
+
 /// Two upcasts `(axis, amount)`, applied in order (the second carries the vector lanes).
 type Tile = ((usize, usize), (usize, usize));
 
 /// The conv tiles of the module doc, each with the (original) axis it upcasts last.
 pub(super) fn space(k: &Kernel, cfg: &OptConfig) -> Vec<Choice> {
-    let Some((channel, wide)) = conv_axes(k) else {
+    let Some((channel, wide)) = conv_axes(k).or_else(|| pointwise_axes(k, cfg)) else {
         return Vec::new();
     };
     let (nc, nw) = (size(k, channel), size(k, wide));
@@ -287,6 +300,21 @@ fn weights_in_lanes(k: &Kernel, (channel, amount): (usize, usize)) -> bool {
 /// spatial or batch one) — a plain matmul has no such axis — and reads along `channel`, which a
 /// load reading along `wide` (the input) broadcasts.
 fn conv_axes(k: &Kernel) -> Option<(usize, usize)> {
+    weight_input_axes(k, true)
+}
+
+/// The axes of a kernel shaped as [`conv_axes`] asks but for the other output axis: a 1×1
+/// conv at batch 1, whose pixels the kernel merged into one row (`[cout, oy·ox | cin]`), is a
+/// matmul by shape. It takes the conv tile only where its channel-lane tile does — the weight
+/// contiguous in vectors of channels, as the scheduler blocks a conv's weights — so a plain
+/// matmul (whose broadcast operand reads with a row stride) keeps the generic register tile.
+fn pointwise_axes(k: &Kernel, cfg: &OptConfig) -> Option<(usize, usize)> {
+    let axes = weight_input_axes(k, false)?;
+    taken_channel_tile(k, cfg, axes).map(|_| axes)
+}
+
+/// [`conv_axes`]; with `other` false, the weight need not broadcast a second output axis.
+fn weight_input_axes(k: &Kernel, other: bool) -> Option<(usize, usize)> {
     let (store, loads) = strides(k);
     let big = |a: usize| size(k, a) > 1;
     let wide = (0..k.first_reduce)
@@ -294,7 +322,7 @@ fn conv_axes(k: &Kernel) -> Option<(usize, usize)> {
         .find(|&a| big(a) && store.get(a) == Some(&Some(1)))?;
     let zero = |l: &[Option<i64>], a: usize| l.get(a) == Some(&Some(0));
     let weight = loads.iter().find(|l| {
-        zero(l, wide) && (0..k.first_reduce).any(|a| a != wide && big(a) && zero(l, a))
+        zero(l, wide) && (!other || (0..k.first_reduce).any(|a| a != wide && big(a) && zero(l, a)))
     })?;
     // Any load reading along `wide` may be the input: a residual added after the reduce reads
     // along `wide` too, but along the channel axis as well, so it names no channel.

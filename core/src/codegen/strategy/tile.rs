@@ -2,7 +2,9 @@
 //! feeds several accumulators (a matmul's broadcast operands).
 //!
 //! - Heuristic: the global axis the output is contiguous on and some input broadcasts
-//!   (stride 0) is upcast by about a vector or more, a second broadcast axis by up to 8. With
+//!   (stride 0) is upcast by about a vector or more, a second broadcast axis by up to 8. Alone
+//!   (a matrix-vector product), it takes several vectors whose count divides it (5 vectors of
+//!   8 of 1000 outputs), so more than one accumulator hides the multiply-add latency. With
 //!   no broadcast axis (row sums), the output-contiguous axis takes vector lanes as an
 //!   elementwise kernel's does (`vectorize.rs`): one row per lane. On a
 //!   small core (`float_registers > 0`) a lone broadcast axis is upcast by its longest divisor
@@ -81,10 +83,21 @@ pub(super) fn choose(k: &mut Kernel, cfg: &OptConfig, applied: &mut Vec<Opt>) ->
         }
     }
     let room = cfg.max_accs / upcast_product(k).max(1);
-    let amounts: &[usize] = if axes.len() > 1 {
-        &[v, 8, 4, 2]
+    // A one-axis tile (a matrix-vector product) needs several vector accumulators to hide the
+    // multiply-add latency: 4, 3 or 2 vectors, else any count up to the room that divides the
+    // axis (1000 outputs on 8 lanes: 125 vectors, taken 5 at a time) before a lone vector.
+    // (Targets without vector lanes keep 4, then 2 values per accumulator row.)
+    let amounts: Vec<usize> = if axes.len() > 1 {
+        alloc::vec![v, 8, 4, 2]
+    } else if cfg.vector_lanes && v >= 4 {
+        [4, 3, 2]
+            .into_iter()
+            .chain(5..=room / v)
+            .map(|m| m * v)
+            .chain([v, 8, 4, 2])
+            .collect()
     } else {
-        &[4 * v, 2 * v, v, 8, 4, 2]
+        alloc::vec![4 * v, 2 * v, v, 8, 4, 2]
     };
     // A short output axis (an MLP's 10 logits) is upcast whole: its width is the best vector
     // available, where a divisor (2 for 10) would leave scalar code.
