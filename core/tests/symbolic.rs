@@ -348,12 +348,7 @@ fn sum_modulo_and_floordiv_split_a_small_remainder() {
     assert_node(&(&r * 8 + &j).floordiv(32), "(r//4)", 0, 24);
     // A constant's multiple of 8 joins r's side: (r*8 + j + 19)%32 = ((r + 2)%4)*8 + j + 3 —
     // but only while j + 3 stays below 8, so not here (j reaches 7).
-    assert_node(
-        &(&r * 8 + &j + 19).modulo(32),
-        "((j+(r*8)+19)%32)",
-        0,
-        31,
-    );
+    assert_node(&(&r * 8 + &j + 19).modulo(32), "((j+(r*8)+19)%32)", 0, 31);
     let j4 = Node::var("j", 0, 4);
     assert_node(
         &(&r * 8 + &j4 + 19).modulo(32),

@@ -407,11 +407,7 @@ impl Node {
 /// `g > 1`, `X` is not constant and `r` lies in `[0, g-1]` for every assignment.
 fn split_small_remainder(ts: &[Node], c: i64) -> Option<(Node, Node, i64)> {
     let coef = |t: &Node| if t.is_const() { 1 } else { t.split_coef().1 };
-    let g = ts
-        .iter()
-        .map(coef)
-        .filter(|k| k.abs() > 1)
-        .fold(c, gcd);
+    let g = ts.iter().map(coef).filter(|k| k.abs() > 1).fold(c, gcd);
     if g <= 1 || g == c {
         return None;
     }
