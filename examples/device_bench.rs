@@ -194,7 +194,9 @@ fn main() -> Res<()> {
     picograd::init();
     let prev = previous();
     let mut now = Vec::new();
-    let dir = std::env::temp_dir().join(format!("picograd-device-bench-{}", std::process::id()));
+    // Bundles go into a fresh private folder (random name), removed when `tmp` drops.
+    let tmp = picograd::runtime::private_fs::private_temp_dir("picograd-device-bench-")?;
+    let dir = tmp.path().join("bundle");
     for m in [sine_mlp(), digits_mlp(), digits_cnn(), ds_cnn()] {
         println!("\n== {}   (Cortex-M4 peers: {})", m.name, m.peers);
         println!(
@@ -225,7 +227,6 @@ fn main() -> Res<()> {
             }
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all("target")?;
     std::fs::write("target/device-bench.txt", now.join("\n") + "\n")?;
     println!("\n(gcc -O2 -ffp-contract=off, fused multiply-add on cortex-m4/riscv32imafc, freestanding math, weights const in flash, I/O in caller memory;");

@@ -73,15 +73,14 @@
 //! use picograd::nn::{state, Linear, Module};
 //! use picograd::{runtime::safetensors, DType, Tensor};
 //! let trained = Linear::new(3, 2, true, 7);
-//! let dir = std::env::temp_dir().join(format!("picograd-doc-state-{}", std::process::id()));
-//! std::fs::create_dir_all(&dir).unwrap();
-//! let file = dir.join("linear.safetensors");
+//! // A fresh folder of our own (random name, mode 0700), removed when `tmp` drops.
+//! let tmp = picograd::runtime::private_fs::private_temp_dir("picograd-doc-state-").unwrap();
+//! let file = tmp.path().join("linear.safetensors");
 //! safetensors::save(&file, &trained.parameters())?;
 //! let fresh = Linear::new(3, 2, true, 99);
 //! state::load_state_dict(&fresh.parameters(), &safetensors::load(&file)?)?;
 //! let x = Tensor::ones(&[1, 3], DType::F32);
 //! assert_eq!(fresh.forward(&x).to_vec::<f32>()?, trained.forward(&x).to_vec::<f32>()?);
-//! std::fs::remove_dir_all(&dir).unwrap();
 //! # Ok::<(), picograd::Error>(())
 //! ```
 //!
@@ -103,11 +102,11 @@
 //! let (capture, _) = Capture::record(&[&x], &[&y])?;
 //! let names = ExportNames { inputs: vec!["x".into()], outputs: vec!["y".into()] };
 //! let bundle = export(&capture, &names, &ExportOptions::default())?;
-//! let dir = std::env::temp_dir().join(format!("picograd-doc-export-{}", std::process::id()));
+//! let tmp = picograd::runtime::private_fs::private_temp_dir("picograd-doc-export-").unwrap();
+//! let dir = tmp.path().join("linear");
 //! picograd::runtime::export::write_bundle(&bundle, &dir)?;
 //! assert!(dir.join("model.h").is_file() && dir.join("model.c").is_file());
 //! assert_eq!(bundle.weight_bytes, (4 * 3 + 3) * 4);
-//! # std::fs::remove_dir_all(&dir).unwrap();
 //! # Ok::<(), picograd::Error>(())
 //! ```
 //!
@@ -128,13 +127,13 @@
 //! let (capture, _) = Capture::record(&[&x], &[&y])?;
 //! let names = ExportNames { inputs: vec!["x".into()], outputs: vec!["y".into()] };
 //! let bundle = export(&capture, &names, &ExportOptions::default())?;
-//! let dir = std::env::temp_dir().join(format!("picograd-doc-target-{}", std::process::id()));
+//! let tmp = picograd::runtime::private_fs::private_temp_dir("picograd-doc-target-").unwrap();
+//! let dir = tmp.path().join("dot");
 //! picograd::runtime::export::write_bundle(&bundle, &dir)?;
 //! let host = Target::by_name("host")?;
 //! let feed = [("x", Values::f32(&[1.0, 1.0, 2.0]))];
 //! let report = build_and_run(&host, &dir, &feed, &BuildOptions::default())?;
 //! assert_eq!(report.output("y").and_then(Values::to_f32), Some(vec![9.0]));
-//! # std::fs::remove_dir_all(&dir).unwrap();
 //! # Ok::<(), picograd::Error>(())
 //! ```
 //!

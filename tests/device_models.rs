@@ -128,11 +128,14 @@ fn export_model(m: &Model, x: &Values, opts: &ExportOptions, tag: &str) -> (Path
         m.name
     );
     check_fused(m, &bundle, opts.fused_mulacc);
-    let dir = std::env::temp_dir().join(format!(
-        "picograd-device-{}-{tag}-{}",
-        m.name,
-        std::process::id()
-    ));
+    // A private folder under a random name (nothing another user could plant); the callers
+    // remove it.
+    let dir = picograd::runtime::private_fs::private_temp_dir(&format!(
+        "picograd-device-{}-{tag}-",
+        m.name
+    ))
+    .unwrap()
+    .keep();
     picograd::runtime::export::write_bundle(&bundle, &dir).unwrap();
     (dir, outs[0].to_f64_vec().unwrap())
 }
@@ -397,7 +400,8 @@ fn trained_digits_classifier_agrees_on_cortex_m4() {
         &target.export_options(),
     )
     .unwrap();
-    let dir = std::env::temp_dir().join(format!("picograd-digits-{}", std::process::id()));
+    let tmp = picograd::runtime::private_fs::private_temp_dir("picograd-digits-").unwrap();
+    let dir = tmp.path().to_path_buf();
     picograd::runtime::export::write_bundle(&bundle, &dir).unwrap();
     let r = build_and_run(
         &target,
@@ -426,5 +430,4 @@ fn trained_digits_classifier_agrees_on_cortex_m4() {
     for (a, b) in host.iter().zip(&device) {
         assert!((a - b).abs() <= 1e-6 + 1e-5 * b.abs(), "logit {a} vs {b}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }

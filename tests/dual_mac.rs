@@ -234,9 +234,10 @@ fn dual_mac_conv_agrees_on_every_device() {
     for call in ["pg_smlad_h(", "pg_smlad_b(", "__smlad(", "pg_pack16("] {
         assert!(c.contains(call), "the exported C has no {call}");
     }
-    let dir = std::env::temp_dir().join(format!("picograd-dual-mac-{}", std::process::id()));
+    // A private folder under a random name: nothing another user could plant.
+    let tmp = picograd::runtime::private_fs::private_temp_dir("picograd-dual-mac-").unwrap();
+    let dir = tmp.path().join("bundle");
     picograd::runtime::export::write_bundle(&bundle, &dir).unwrap();
     let feed = [("x", Values::i32(&input()))];
     int_bundle::check_host_and_cortex_m4(&dir, &feed, &want);
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -8,7 +8,7 @@
 //! in JIT replays and in exported C, on the interpreter and the Clang device. Steps running
 //! identical kernels call one exported function.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 
@@ -307,10 +307,10 @@ fn compilers() -> Vec<&'static str> {
     found
 }
 
-fn tmp_dir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("pg-export-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
+/// A fresh private folder under a random name (nothing another user could plant), removed when
+/// the returned guard drops.
+fn tmp_dir(tag: &str) -> tempfile::TempDir {
+    picograd::runtime::private_fs::private_temp_dir(&format!("pg-export-{tag}-")).unwrap()
 }
 
 /// Compiles the bundle in `dir` with `main.c`, runs it, and returns the printed numbers.
@@ -396,7 +396,8 @@ fn check(make: fn() -> Model, opts: &ExportOptions, sanitize: bool) -> Bundle {
         opts.io_in_arena as u8,
         (opts.weights == Weights::Blob) as u8
     );
-    let dir = tmp_dir(&tag);
+    let tmp = tmp_dir(&tag);
+    let dir = tmp.path().to_path_buf();
     write_bundle(&bundle, &dir).unwrap();
     std::fs::write(dir.join("main.c"), harness(m, opts)).unwrap();
     let exact = m.outputs.iter().all(|o| o.1.dtype() == DType::I32);
@@ -417,7 +418,6 @@ fn check(make: fn() -> Model, opts: &ExportOptions, sanitize: bool) -> Bundle {
         let got = build_and_run(&dir, &bundle, "gcc", &flags, blob);
         compare(&format!("{tag} sanitizers"), &got, &want, exact);
     }
-    let _ = std::fs::remove_dir_all(&dir);
     bundle
 }
 
@@ -589,14 +589,14 @@ fn exported_long_sum_equals_the_clang_device_bit_for_bit() {
         kernels, 3,
         "block sums, leftover sum, sum of block sums:\n{c}"
     );
-    let dir = tmp_dir("long_sum");
+    let tmp = tmp_dir("long_sum");
+    let dir = tmp.path().to_path_buf();
     write_bundle(&bundle, &dir).unwrap();
     std::fs::write(dir.join("main.c"), harness(&m, &opts)).unwrap();
     for cc in compilers() {
         let got = build_and_run(&dir, &bundle, cc, &["-O2"], false);
         compare(&format!("long_sum {cc} -O2"), &got, &on_clang, true);
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 // ---- out-of-range indices: one documented result on every path ----
@@ -695,7 +695,8 @@ fn out_of_range_indices_give_the_documented_result_on_every_path() {
         )],
         ..recorded
     };
-    let dir = tmp_dir("index_rule");
+    let tmp = tmp_dir("index_rule");
+    let dir = tmp.path().to_path_buf();
     write_bundle(&bundle, &dir).unwrap();
     std::fs::write(dir.join("main.c"), harness(&fed, &opts)).unwrap();
     let want_flat: Vec<f64> = want.concat();
@@ -703,7 +704,6 @@ fn out_of_range_indices_give_the_documented_result_on_every_path() {
         let got = build_and_run(&dir, &bundle, cc, &["-O2"], false);
         compare(&format!("index_rule {cc}"), &got, &want_flat, true);
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Two outputs computed by the same two kernels (a product, then a sum over an expanded axis)

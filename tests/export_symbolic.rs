@@ -68,7 +68,10 @@ fn names() -> ExportNames {
 }
 
 fn write(bundle: &Bundle, tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("picograd-symexport-{tag}-{}", std::process::id()));
+    let dir =
+        picograd::runtime::private_fs::private_temp_dir(&format!("picograd-symexport-{tag}-"))
+            .unwrap()
+            .keep();
     picograd::runtime::export::write_bundle(bundle, &dir).unwrap();
     dir
 }

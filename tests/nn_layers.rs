@@ -310,9 +310,8 @@ fn blob_and_safetensors_round_trip() {
     picograd::init();
     let s = sample_state();
     same(&s, &load_blob(&save_blob(&s).unwrap()).unwrap());
-    let dir = std::env::temp_dir().join(format!("pg_nn_{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("s.safetensors");
+    let tmp = picograd::runtime::private_fs::private_temp_dir("pg_nn_").unwrap();
+    let path = tmp.path().join("s.safetensors");
     picograd::runtime::safetensors::save(&path, &s).unwrap();
     let mut sorted = s.clone();
     sorted.sort_by(|a, b| a.0.cmp(&b.0));
@@ -325,7 +324,6 @@ fn blob_and_safetensors_round_trip() {
         picograd::runtime::safetensors::load(&path),
         Err(Error::Format { .. })
     ));
-    std::fs::remove_dir_all(&dir).ok();
 
     // Loading into a model writes the parameters in place.
     let (a, b) = (Linear::new(3, 2, true, 1), Linear::new(3, 2, true, 2));

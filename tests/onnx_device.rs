@@ -40,7 +40,9 @@ fn python() -> Option<PathBuf> {
 
 /// Runs the helper into a fresh folder and returns it.
 fn make_model(py: &Path) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("picograd-onnx-device-{}", std::process::id()));
+    let dir = picograd::runtime::private_fs::private_temp_dir("picograd-onnx-device-")
+        .unwrap()
+        .keep();
     let out = Command::new(py)
         .arg(repo().join("scripts/onnx-device-model.py"))
         .arg(&dir)

@@ -31,6 +31,7 @@ use std::sync::{Arc, Mutex};
 
 use picograd::device::Device;
 use picograd::interp::Interp;
+use picograd::runtime::private_fs::private_temp_dir;
 use picograd_cli::{compile, CompileOptions};
 use picograd_onnx::{npy, Model};
 
@@ -57,9 +58,11 @@ fn python() -> Option<PathBuf> {
     None
 }
 
-fn make(py: &Path, case: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("picograd-{case}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+/// Writes `case`'s models into a fresh private folder (random name: nothing another user could
+/// plant), removed when the returned guard drops.
+fn make(py: &Path, case: &str) -> tempfile::TempDir {
+    let tmp = private_temp_dir(&format!("picograd-{case}-")).unwrap();
+    let dir = tmp.path().to_path_buf();
     let out = Command::new(py)
         .arg(repo().join("scripts/onnx-test-models.py"))
         .args([case, dir.to_str().unwrap()])
@@ -70,7 +73,7 @@ fn make(py: &Path, case: &str) -> PathBuf {
         "onnx-test-models.py {case}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    dir
+    tmp
 }
 
 fn floats(dir: &Path, name: &str) -> Vec<f64> {
@@ -116,7 +119,8 @@ fn exported_c_is_bit_exact(dir: &Path, clang: Arc<dyn Device>) {
 /// handlers as the QOperator one, so one interpreter run — the slow part — covers both).
 fn check(case: &str, interp: bool) {
     let Some(py) = python() else { return };
-    let dir = make(&py, case);
+    let tmp = make(&py, case);
+    let dir = tmp.path().to_path_buf();
     picograd::init();
     let clang: Arc<dyn Device> =
         Arc::new(picograd::runtime::Clang::new().expect("no C compiler: cannot run the test"));
@@ -167,7 +171,6 @@ fn check(case: &str, interp: bool) {
         got.len()
     );
     assert!(worst <= 1.0 + 1e-3, "{case}: {worst} LSB from onnxruntime");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 const INTEGER_OPS: [&str; 7] = [
@@ -204,8 +207,8 @@ fn agreement(got: &[f32], want: &[f64], lsb: f64) -> (usize, f64) {
 #[test]
 fn kws_int8_matches_onnxruntimes_int8_kernels() {
     let Some(py) = python() else { return };
-    let dir = std::env::temp_dir().join(format!("picograd-kws-int8-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let tmp = private_temp_dir("picograd-kws-int8-").unwrap();
+    let dir = tmp.path().to_path_buf();
     let out = Command::new(&py)
         .arg(repo().join("scripts/device-bench-int8.py"))
         .args([dir.to_str().unwrap(), "300", "100"])
@@ -267,5 +270,4 @@ fn kws_int8_matches_onnxruntimes_int8_kernels() {
             assert_eq!(arg, Some(order[0]), "input {i}: argmax differs");
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }

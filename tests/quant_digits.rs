@@ -221,7 +221,9 @@ fn digits_cnn_quantized_by_calibration_keeps_accuracy_and_matches_on_cortex_m4()
         .and_then(|v| v.parse().ok())
         .unwrap_or(6)
         .clamp(1, 360);
-    let dir = std::env::temp_dir().join(format!("picograd-quant-digits-{}", std::process::id()));
+    let dir = picograd::runtime::private_fs::private_temp_dir("picograd-quant-digits-")
+        .unwrap()
+        .keep();
     // Batches of at most 60 images: 360 at once would not fit the part's 256 KiB of RAM.
     for start in (0..n).step_by(60) {
         let end = n.min(start + 60);

@@ -106,11 +106,11 @@ fn unoptimized() -> Arc<dyn Device> {
     Arc::new(clang(1).with_opt_config(None).with_search(None))
 }
 
-/// A fresh directory for choice files.
-fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("picograd-search-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
+/// A fresh private folder under a random name (nothing another user could plant), removed when
+/// the returned guard drops; the choice files go into its `choices` folder, which the search
+/// makes.
+fn temp_dir(name: &str) -> tempfile::TempDir {
+    picograd::runtime::private_fs::private_temp_dir(&format!("picograd-search-{name}-")).unwrap()
 }
 
 fn searching(dir: &Path, ms: u64) -> Arc<Clang> {
@@ -214,7 +214,8 @@ fn the_search_draws_conv_tiles_from_the_strategy_table() {
 
 #[test]
 fn searched_choices_keep_results_on_awkward_sizes() {
-    let dir = temp_dir("awkward");
+    let dir_tmp = temp_dir("awkward");
+    let dir = dir_tmp.path().join("choices");
     let dev = searching(&dir, 30);
     let base_dev = unoptimized();
     let dyn_dev: Arc<dyn Device> = dev.clone();
@@ -230,12 +231,12 @@ fn searched_choices_keep_results_on_awkward_sizes() {
     }
     let stats = dev.search().unwrap().stats();
     assert!(stats.searches >= 10, "{stats:?}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn a_choice_is_remembered_and_reused_without_searching() {
-    let dir = temp_dir("reuse");
+    let dir_tmp = temp_dir("reuse");
+    let dir = dir_tmp.path().join("choices");
     let item = single_item(&t(&[24, 12]).matmul(&t(&[12, 48])));
     let bufs = buf_params(&item);
     let first = searching(&dir, 100);
@@ -253,7 +254,6 @@ fn a_choice_is_remembered_and_reused_without_searching() {
     assert_eq!(second.choose_opts(&item.ast, &bufs), Some(chosen));
     let s = second.search().unwrap().stats();
     assert_eq!((s.searches, s.disk_hits, s.timed), (0, 1, 0), "{s:?}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Each way a choice file can go wrong, made from the intact file's bytes (`other` is another
@@ -272,8 +272,10 @@ fn corruptions(intact: &[u8], other: &[u8]) -> Vec<(&'static str, Vec<u8>)> {
 
 #[test]
 fn a_corrupt_or_foreign_choice_file_is_rebuilt() {
-    let dir = temp_dir("corrupt");
-    let other_dir = temp_dir("corrupt-other");
+    let dir_tmp = temp_dir("corrupt");
+    let dir = dir_tmp.path().join("choices");
+    let other_dir_tmp = temp_dir("corrupt-other");
+    let other_dir = other_dir_tmp.path().join("choices");
     let item = single_item(&t(&[13, 17]).matmul(&t(&[17, 19])));
     let other = single_item(&t(&[7]).relu());
     let bufs = buf_params(&item);
@@ -304,8 +306,6 @@ fn a_corrupt_or_foreign_choice_file_is_rebuilt() {
         );
         assert_eq!(reread, again, "{what}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
-    let _ = std::fs::remove_dir_all(&other_dir);
 }
 
 #[path = "../std-runtime/tests/common/attacker.rs"]
@@ -319,7 +319,8 @@ fn a_choice_file_planted_by_another_user_is_not_read() {
     else {
         return;
     };
-    let dir = temp_dir("planted");
+    let dir_tmp = temp_dir("planted");
+    let dir = dir_tmp.path().join("choices");
     let item = single_item(&t(&[13, 17]).matmul(&t(&[17, 19])));
     let bufs = buf_params(&item);
     assert!(searching(&dir, 50).choose_opts(&item.ast, &bufs).is_some());
@@ -367,7 +368,6 @@ fn a_choice_file_planted_by_another_user_is_not_read() {
     let why = search.dir_refusal().expect("the folder was refused");
     assert!(why.contains("owned by uid 65534"), "{why}");
     assert_eq!(choice_files(&their_dir), vec![f]);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -397,7 +397,8 @@ fn with_the_search_off_nothing_changes() {
 
 #[test]
 fn realizing_on_a_searching_device_gives_the_unoptimized_bits() {
-    let dir = temp_dir("realize");
+    let dir_tmp = temp_dir("realize");
+    let dir = dir_tmp.path().join("choices");
     let dev = searching(&dir, 50);
     let dyn_dev: Arc<dyn Device> = dev.clone();
     let base = unoptimized();
@@ -412,12 +413,12 @@ fn realizing_on_a_searching_device_gives_the_unoptimized_bits() {
     assert_eq!(bits(&got), bits(&want));
     let s = dev.search().unwrap().stats();
     assert!(s.searches >= 1, "{s:?}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn kernels_too_small_to_time_are_not_searched() {
-    let dir = temp_dir("small");
+    let dir_tmp = temp_dir("small");
+    let dir = dir_tmp.path().join("choices");
     let item = single_item(&t(&[7]).relu());
     let s = Search::new(Duration::from_millis(50)).with_dir(&dir);
     let dev = clang(1).with_search(Some(s));

@@ -166,7 +166,9 @@ fn host_sanitized_build_runs_clean() {
 
 #[test]
 fn broken_bundle_reports_compiler_output_and_target() {
-    let dir = std::env::temp_dir().join(format!("picograd-broken-bundle-{}", std::process::id()));
+    let dir = picograd::runtime::private_fs::private_temp_dir("picograd-broken-bundle-")
+        .unwrap()
+        .keep();
     std::fs::create_dir_all(&dir).unwrap();
     for f in ["model.h", "model.c", "model_weights.c"] {
         std::fs::copy(bundle_dir().join(f), dir.join(f)).unwrap();

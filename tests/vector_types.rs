@@ -207,7 +207,9 @@ fn packed_c_compiles_warning_free() {
     picograd::init();
     let dev = picograd::context::interp();
     let mm = matmul(&dev, (32, 40, 64));
-    let dir = std::env::temp_dir().join(format!("picograd-vector-types-{}", std::process::id()));
+    let dir = picograd::runtime::private_fs::private_temp_dir("picograd-vector-types-")
+        .unwrap()
+        .keep();
     std::fs::create_dir_all(&dir).unwrap();
     let mut compiled = 0;
     for width in [4, 8, 16] {

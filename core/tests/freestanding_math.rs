@@ -89,11 +89,11 @@ fn cases() -> Vec<(u32, f32, f32)> {
 }
 
 fn run_c(cc: &str, cases: &[(u32, f32, f32)]) -> Option<Vec<f32>> {
-    let dir = std::env::temp_dir().join(format!(
-        "pg-fmath-{cc}-{}-{}",
-        cases.len(),
-        std::process::id()
-    ));
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("pg-fmath-{cc}-{}-", cases.len()))
+        .tempdir()
+        .unwrap()
+        .keep();
     std::fs::create_dir_all(&dir).unwrap();
     let src = dir.join("m.c");
     std::fs::write(&src, format!("{}{MAIN}", freestanding_math_c())).unwrap();

@@ -132,10 +132,11 @@ const FLAGS: &[&str] = &["-O2", "-ffp-contract=off", "-lm"];
 /// Compiles `src` with `cc`, runs it, and returns its stdout. Panics (failing the test) when the
 /// compiler is missing, warns, or the program fails.
 fn compile_and_run(cc: &str, src: &str, tag: &str) -> String {
-    let dir = std::env::temp_dir().join(format!(
-        "picograd-render-c-{}-{tag}-{cc}",
-        std::process::id()
-    ));
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("picograd-render-c-{tag}-{cc}-"))
+        .tempdir()
+        .unwrap()
+        .keep();
     std::fs::create_dir_all(&dir).unwrap();
     let (c, exe) = (dir.join("prog.c"), dir.join("prog"));
     std::fs::write(&c, src).unwrap();

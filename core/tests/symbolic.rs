@@ -264,6 +264,34 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// `(k*a + b + d) // c` and `% c`, the shape of a panel's row and lane, with `k` and `c`
+    /// sharing factors and `b`'s range around them, against floor division at every assignment.
+    #[test]
+    fn row_and_lane_div_mod_agree_exhaustively(
+        k in 2i64..=16,
+        c in 2i64..=64,
+        d in -20i64..=20,
+        bounds in bounds_strategy(12),
+    ) {
+        let vars = make_vars(&bounds);
+        let x = &vars[0] * k + &vars[1] + d;
+        let (q, m) = (x.floordiv(c), x.modulo(c));
+        for a in bounds[0].0..=bounds[0].1 {
+            for b in bounds[1].0..=bounds[1].1 {
+                let env = [a, b, bounds[2].0];
+                let v = k * a + b + d;
+                prop_assert_eq!(eval_node(&q, &env), v.div_euclid(c), "{} at a={} b={}", q, a, b);
+                prop_assert_eq!(eval_node(&m, &env), v.rem_euclid(c), "{} at a={} b={}", m, a, b);
+                prop_assert!((q.vmin()..=q.vmax()).contains(&v.div_euclid(c)), "bounds of {}", q);
+                prop_assert!((m.vmin()..=m.vmax()).contains(&v.rem_euclid(c)), "bounds of {}", m);
+            }
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // 3. One unit test per rule: the simplified form and its exact bounds.
 // ---------------------------------------------------------------------------------------------
@@ -307,6 +335,32 @@ fn sum_modulo_drops_multiples() {
     let n = (a() + b() * 10).modulo(10);
     assert_eq!(n, a().modulo(10));
     assert_node(&n, "(a%10)", 0, 9);
+}
+
+#[test]
+fn sum_modulo_and_floordiv_split_a_small_remainder() {
+    // r*8 + j with 0 <= j <= 7, as a panel's row and lane: (r*8 + j)%32 = (r%4)*8 + j and
+    // (r*8 + j)//32 = r//4, whatever r's range.
+    let (r, j) = (Node::var("r", 0, 99), Node::var("j", 0, 7));
+    let n = (&r * 8 + &j).modulo(32);
+    assert_eq!(n, r.modulo(4) * 8 + &j);
+    assert_node(&n, "(j+((r%4)*8))", 0, 31);
+    assert_node(&(&r * 8 + &j).floordiv(32), "(r//4)", 0, 24);
+    // A constant's multiple of 8 joins r's side: (r*8 + j + 19)%32 = ((r + 2)%4)*8 + j + 3 —
+    // but only while j + 3 stays below 8, so not here (j reaches 7).
+    assert_node(&(&r * 8 + &j + 19).modulo(32), "((j+(r*8)+19)%32)", 0, 31);
+    let j4 = Node::var("j", 0, 4);
+    assert_node(
+        &(&r * 8 + &j4 + 19).modulo(32),
+        "(j+(((r+2)%4)*8)+3)",
+        3,
+        31,
+    );
+    // The split meets its twin: (x%32) + (x//32)*32 = x again.
+    let x = &r * 8 + &j;
+    assert_eq!(x.modulo(32) + x.floordiv(32) * 32, x);
+    // Not when the rest can reach g: (r*8 + b)%32 with b up to 19 stays a modulo.
+    assert_node(&(&r * 8 + b()).modulo(32), "((b+(r*8))%32)", 0, 31);
 }
 
 #[test]

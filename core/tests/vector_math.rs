@@ -169,7 +169,11 @@ fn reference(op: u32, x: f32) -> f64 {
 
 #[test]
 fn vector_math_is_accurate_everywhere() {
-    let dir = std::env::temp_dir().join(format!("pg-vmath-{}", std::process::id()));
+    let dir = tempfile::Builder::new()
+        .prefix("pg-vmath-")
+        .tempdir()
+        .unwrap()
+        .keep();
     std::fs::create_dir_all(&dir).unwrap();
     let bounds = [1.25, 3.0, 2.0];
     let exes: Vec<(&str, PathBuf)> = COMPILERS
@@ -233,7 +237,11 @@ fn worst_ulps(op: u32, xs: &[f32], gots: &[Vec<f32>]) -> Vec<(f64, f32)> {
 
 #[test]
 fn vector_math_special_values() {
-    let dir = std::env::temp_dir().join(format!("pg-vmath-sp-{}", std::process::id()));
+    let dir = tempfile::Builder::new()
+        .prefix("pg-vmath-sp-")
+        .tempdir()
+        .unwrap()
+        .keep();
     std::fs::create_dir_all(&dir).unwrap();
     let Some(exe) = build(COMPILERS[0].0, COMPILERS[0].1, &dir)
         .or_else(|| build(COMPILERS[1].0, COMPILERS[1].1, &dir))
@@ -353,7 +361,11 @@ fn host_rendering_calls_vector_math_and_leaves_upcast_copies_to_slp() {
         "{plain}"
     );
     // clang really vectorizes both loops (where clang is installed).
-    let dir = std::env::temp_dir().join(format!("pg-vmath-slp-{}", std::process::id()));
+    let dir = tempfile::Builder::new()
+        .prefix("pg-vmath-slp-")
+        .tempdir()
+        .unwrap()
+        .keep();
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("k.c"), &c).unwrap();
     let flags = [

@@ -209,6 +209,10 @@ impl Node {
                 .collect();
             return Node::sum(reduced).floordiv(c / g);
         }
+        // (g*X + r)//c = X//(c/g) when g | c and r lies in [0, g-1]: (g*X + r)//g = X.
+        if let Some((x, _, g)) = split_small_remainder(ts, c) {
+            return x.floordiv(c / g);
+        }
         Node::make(
             Kind::Div(self.clone(), c),
             fdiv(self.vmin(), c),
@@ -262,6 +266,11 @@ impl Node {
                 let s = Node::sum(reduced);
                 if s != *self {
                     return s.modulo(c);
+                }
+                // (g*X + r)%c = g*(X%(c/g)) + r when g | c and r lies in [0, g-1]: the block of
+                // c that g*X + r falls in is the block of c/g that X falls in, scaled by g.
+                if let Some((x, r, g)) = split_small_remainder(ts, c) {
+                    return x.modulo(c / g).mul_const(g).add_node(&r);
                 }
                 self.make_mod(c)
             }
@@ -390,6 +399,37 @@ impl Node {
     pub fn sub_node(&self, other: &Node) -> Node {
         Node::sum(alloc::vec![self.clone(), other.mul_const(-1)])
     }
+}
+
+/// Splits the terms of a sum into `g*X + r` for the `//` and `%` by `c` rules: `g` is the greatest
+/// common divisor of `c` and the coefficients other than ±1 (the terms with those coefficients,
+/// and each constant's multiple of `g`, make up `g*X`), and `r` is the rest. `None` unless
+/// `g > 1`, `X` is not constant and `r` lies in `[0, g-1]` for every assignment.
+fn split_small_remainder(ts: &[Node], c: i64) -> Option<(Node, Node, i64)> {
+    let coef = |t: &Node| if t.is_const() { 1 } else { t.split_coef().1 };
+    let g = ts.iter().map(coef).filter(|k| k.abs() > 1).fold(c, gcd);
+    if g <= 1 || g == c {
+        return None;
+    }
+    let (mut big, mut small) = (Vec::new(), Vec::new());
+    for t in ts {
+        match t.as_const() {
+            Some(v) => {
+                big.push(Node::cst(fdiv(v, g)));
+                small.push(Node::cst(v.rem_euclid(g)));
+            }
+            None => {
+                let (b, k) = t.split_coef();
+                if k % g == 0 {
+                    big.push(b.mul_const(k / g));
+                } else {
+                    small.push(t.clone());
+                }
+            }
+        }
+    }
+    let (x, r) = (Node::sum(big), Node::sum(small));
+    (!x.is_const() && r.vmin() >= 0 && r.vmax() < g).then_some((x, r, g))
 }
 
 /// `x%c + (x//c)*c = x` (floor semantics): a sum holding `k*(x%c)` and `k*c*(x//c)` holds `k*x`.

@@ -52,15 +52,16 @@ pub fn missing_tool(tool: &str, why: &str) {
 
 /// Compiles `c` (a host kernel's source) to an object with clang under [`STRICT`], `-O2` and
 /// the host's vector ISA (`-march=x86-64-v3` on x86-64, as the Clang device builds), in a new
-/// directory only this process can use (`name` and the process id name it; an existing
-/// directory of that name is an error, never reused).
+/// directory only this process can use (made by this call under a random name starting with
+/// `name`, mode 0700; an existing directory is never reused).
 pub fn compile_host_kernel(c: &str, name: &str) {
-    use std::os::unix::fs::DirBuilderExt;
-    let dir = std::env::temp_dir().join(format!("picograd-{name}-{}", std::process::id()));
-    std::fs::DirBuilder::new()
-        .mode(0o700)
-        .create(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("picograd-{name}-"))
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir()
+        .unwrap_or_else(|e| panic!("a private temporary folder: {e}"))
+        .keep();
     let file = dir.join(format!("{name}.c"));
     std::fs::write(&file, c).unwrap();
     let march = if cfg!(target_arch = "x86_64") {

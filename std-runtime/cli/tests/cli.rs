@@ -30,10 +30,9 @@ fn text(b: &[u8]) -> String {
 
 /// A fresh folder for one test.
 fn scratch(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("picograd-cli-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    picograd_runtime::private_fs::private_temp_dir(&format!("picograd-cli-{tag}-"))
+        .unwrap()
+        .keep()
 }
 
 fn write_model(dir: &Path, name: &str, m: &ModelProto) -> String {

@@ -33,7 +33,9 @@ fn compile_needs_shapes_for_dynamic_inputs_and_runs_on_host() {
     use picograd_cli::compile::{bundle_names, parse_shape_arg, seeded_values};
     use picograd_cli::{compile, CompileOptions};
     let model = Model::from_bytes(&tiny_cnn_dynamic().encode_to_vec(), "tiny").unwrap();
-    let out = std::env::temp_dir().join(format!("picograd-onnx-compile-{}", std::process::id()));
+    let out = picograd_runtime::private_fs::private_temp_dir("picograd-onnx-compile-")
+        .unwrap()
+        .keep();
     let mut opts = CompileOptions {
         ..CompileOptions::new("host", out.clone())
     };
@@ -153,7 +155,9 @@ fn check_compares_device_and_desktop_and_catches_a_difference() {
     use picograd_core::Tensor;
     use picograd_runtime::target::{build_and_run, BuildOptions, Target, Values};
     let model = Model::from_bytes(&common::tiny_cnn().encode_to_vec(), "tiny").unwrap();
-    let out = std::env::temp_dir().join(format!("picograd-cli-check-{}", std::process::id()));
+    let out = picograd_runtime::private_fs::private_temp_dir("picograd-cli-check-")
+        .unwrap()
+        .keep();
     let xs: Vec<f32> = (0..16).map(|i| (i as f32 - 7.5) / 4.0).collect();
     let opts = CompileOptions {
         inputs: vec![Tensor::from_slice(&xs, &[1, 1, 4, 4])],
@@ -240,7 +244,9 @@ fn compile_with_a_run_time_batch() {
     use picograd_cli::free_dims::{parse_free_shape_arg, parse_max_arg};
     use picograd_cli::{compile, CompileOptions};
     let model = Model::from_bytes(&mlp_dynamic().encode_to_vec(), "mlp").unwrap();
-    let out = std::env::temp_dir().join(format!("picograd-compile-free-{}", std::process::id()));
+    let out = picograd_runtime::private_fs::private_temp_dir("picograd-compile-free-")
+        .unwrap()
+        .keep();
     let xs: Vec<f32> = (0..18).map(|i| (i as f32 * 0.31).cos()).collect();
     let mut opts = CompileOptions {
         free_shapes: vec![parse_free_shape_arg("x=N,6").unwrap()],
@@ -329,8 +335,11 @@ fn compile_a_cnn_with_a_run_time_batch() {
         build_and_run, build_and_run_feeds, BuildOptions, Target, Values,
     };
     let model = Model::from_bytes(&common::batch_cnn().encode_to_vec(), "cnn").unwrap();
-    let tmp =
-        |tag: &str| std::env::temp_dir().join(format!("picograd-cnn-{tag}-{}", std::process::id()));
+    let tmp = |tag: &str| {
+        picograd_runtime::private_fs::private_temp_dir(&format!("picograd-cnn-{tag}-"))
+            .unwrap()
+            .keep()
+    };
     let out = tmp("free");
     let opts = CompileOptions {
         free_shapes: vec![parse_free_shape_arg("x=N,1,8,8").unwrap()],

@@ -25,8 +25,9 @@ fn run(model: &Model, out: &std::path::Path, search: Option<SearchOptions>) -> C
 #[test]
 fn device_search_picks_caches_and_rebuilds_a_tampered_choice() {
     let model = Model::from_bytes(&common::tiny_cnn().encode_to_vec(), "tiny").unwrap();
-    let root = std::env::temp_dir().join(format!("picograd-device-search-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&root);
+    let root = picograd_runtime::private_fs::private_temp_dir("picograd-device-search-")
+        .unwrap()
+        .keep();
     let cache = root.join("choices");
     let search = Some(SearchOptions {
         dir: Some(cache.clone()),

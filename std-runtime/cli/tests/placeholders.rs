@@ -39,7 +39,9 @@ fn huge_declared_inputs_are_refused_not_allocated() {
         let e = zero_inputs(&model, &[]).expect_err("a huge placeholder");
         let m = e.to_string();
         assert!(m.contains("input 'x'") && m.contains("elements"), "{m}");
-        let out = std::env::temp_dir().join(format!("picograd-huge-{}", std::process::id()));
+        let out = picograd_runtime::private_fs::private_temp_dir("picograd-huge-")
+            .unwrap()
+            .keep();
         let e = compile(&model, &CompileOptions::new("host", out.clone())).expect_err("refused");
         assert!(e.to_string().contains("input 'x'"), "{e}");
         let _ = std::fs::remove_dir_all(out);

@@ -24,10 +24,9 @@ fn picograd(args: &[&str]) -> Output {
 }
 
 fn scratch() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("picograd-cli-quant-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    picograd_runtime::private_fs::private_temp_dir("picograd-cli-quant-")
+        .unwrap()
+        .keep()
 }
 
 /// `n` inputs of 16 pixels in [-1, 1], a fixed stream.

@@ -45,9 +45,12 @@ fn external_data_model_matches_onnxruntime() {
 
 /// A fresh folder holding `w.bin` (64 bytes: 16 f32 values 0..16).
 fn folder(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("picograd-ext-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    // A fresh folder under a random name: nothing another user could plant.
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("picograd-ext-{tag}-"))
+        .tempdir()
+        .unwrap()
+        .keep();
     let bytes: Vec<u8> = (0..16).flat_map(|i| (i as f32).to_le_bytes()).collect();
     std::fs::write(dir.join("w.bin"), bytes).unwrap();
     dir

@@ -367,3 +367,88 @@ fn a_user_function_that_reads_its_input_is_rerun() {
     let s = cache.stats();
     assert_eq!((s.captures, s.replays, s.reruns), (0, 0, 4));
 }
+
+/// An int64 initializer.
+fn int_weight(name: &str, dims: &[i64], vals: &[i64]) -> TensorProto {
+    TensorProto {
+        name: name.into(),
+        dims: dims.to_vec(),
+        data_type: 7,
+        int64_data: vals.to_vec(),
+        ..Default::default()
+    }
+}
+
+/// `y = x[:, 2, :]` (a Constant node's index) and `z = Gather(x, axis 2, [[-1, 0], [1, 3]])` (an
+/// initializer's): views of `x`, so no reduction runs, the capture replays, and the values are
+/// the naive gather's.
+fn constant_gather(idx: &[i64]) -> Model {
+    let c = AttributeProto {
+        name: "value_int".into(),
+        r#type: attr_type::INT,
+        i: 2,
+        ..Default::default()
+    };
+    let axis = |a| AttributeProto {
+        name: "axis".into(),
+        r#type: attr_type::INT,
+        i: a,
+        ..Default::default()
+    };
+    model(GraphProto {
+        name: "constant gather".into(),
+        node: vec![
+            node("Constant", &[], &["two"], vec![c]),
+            node("Gather", &["x", "two"], &["y"], vec![axis(1)]),
+            node("Gather", &["x", "idx"], &["z"], vec![axis(2)]),
+        ],
+        initializer: vec![int_weight("idx", &[2, 2], idx)],
+        input: vec![value_of("x", 1, &[Some(2), Some(3), Some(4)])],
+        output: vec![
+            value_of("y", 1, &[Some(2), Some(4)]),
+            value_of("z", 1, &[Some(2), Some(3), Some(2), Some(2)]),
+        ],
+        ..Default::default()
+    })
+}
+
+#[test]
+fn gathers_at_constant_indices_are_views() {
+    let _g = serial();
+    let idx = [-1i64, 0, 1, 3];
+    let m = constant_gather(&idx);
+    for shift in [0.0f32, 100.0] {
+        let xs = ramp(24, 1.0, shift);
+        let before = counters();
+        let out = m.run(&[Tensor::from_slice(&xs, &[2, 3, 4])]).unwrap();
+        assert_eq!(
+            counters().reduce_ops,
+            before.reduce_ops,
+            "a gather at constant indices reduced"
+        );
+        let y: Vec<f32> = (0..2)
+            .flat_map(|b| (0..4).map(move |k| b * 12 + 8 + k))
+            .map(|i| xs[i])
+            .collect();
+        let z: Vec<f32> = (0..6)
+            .flat_map(|bc| idx.iter().map(move |&i| bc * 4 + i.rem_euclid(4) as usize))
+            .map(|i| xs[i])
+            .collect();
+        assert_eq!(out[0].shape(), vec![2, 4]);
+        assert_eq!(out[0].to_vec::<f32>().unwrap(), y);
+        assert_eq!(out[1].shape(), vec![2, 3, 2, 2]);
+        assert_eq!(out[1].to_vec::<f32>().unwrap(), z);
+    }
+    let s = m.cache_stats();
+    assert_eq!((s.captures, s.replays, s.reruns), (1, 1, 0));
+    // A constant index out of range is refused, naming it, its axis and the node.
+    let bad = constant_gather(&[0, 1, 4, 2]);
+    let e = bad
+        .run(&[Tensor::from_slice(&ramp(24, 1.0, 0.0), &[2, 3, 4])])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("index 4") && e.contains("axis 2 of size 4") && e.contains("node 'z'"),
+        "{e}"
+    );
+}

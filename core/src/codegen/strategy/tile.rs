@@ -59,6 +59,11 @@ pub(super) fn choose(k: &mut Kernel, cfg: &OptConfig, applied: &mut Vec<Opt>) ->
         // elementwise ops (the exps) as vectors.
         return super::vectorize::choose(k, cfg, applied);
     };
+    if let Some(&other) = axes.get(1) {
+        if v > 1 && two_axis_tile(k, (other, wide), cfg, applied) {
+            return true;
+        }
+    }
     let mut wide = wide;
     if let Some(&other) = axes.get(1) {
         let (rank, n) = (k.rank(), applied.len());
@@ -142,6 +147,66 @@ pub(super) fn choose(k: &mut Kernel, cfg: &OptConfig, applied: &mut Vec<Opt>) ->
         }
     }
     true
+}
+
+/// Two broadcast axes on a vector target (a matmul's rows and columns): each reduce step loads
+/// one value per tile row (broadcast to a vector) and one vector per column group, and does
+/// `rows * groups` vector multiply-adds, so among the tiles within `max_accs` the one with the
+/// fewest loads per multiply-add is taken (4 rows × 2 vectors: 6 loads per 8 products, where
+/// 8 rows × 1 vector needs 9), then the larger, then the taller. The rows are upcast first, so
+/// neighbouring accumulators are neighbouring outputs. `false` (nothing applied) when no such
+/// tile applies; the caller's one-axis fallback then runs.
+fn two_axis_tile(
+    k: &mut Kernel,
+    (other, wide): (usize, usize),
+    cfg: &OptConfig,
+    applied: &mut Vec<Opt>,
+) -> bool {
+    let v = cfg.vec_width;
+    let room = cfg.max_accs / v.max(1);
+    let mut tiles: Vec<(usize, usize)> = [8usize, 4, 2]
+        .iter()
+        .flat_map(|&r| [1usize, 2, 4].map(|c| (r, c)))
+        .filter(|&(r, c)| r * c <= room)
+        .collect();
+    // Fewest loads per product first: (r + c) / (r c) ascending, compared without division.
+    tiles.sort_by(|&(r1, c1), &(r2, c2)| {
+        ((r1 + c1) * r2 * c2)
+            .cmp(&((r2 + c2) * r1 * c1))
+            .then((r2 * c2).cmp(&(r1 * c1)))
+            .then(r2.cmp(&r1))
+    });
+    for (rows, groups) in tiles {
+        let (mut next, mut opts) = (k.clone(), Vec::new());
+        let rank = next.rank();
+        let up = Opt::Upcast {
+            axis: other,
+            amount: rows,
+        };
+        if !try_opt(&mut next, up, &mut opts) {
+            continue;
+        }
+        // An upcast that consumed its whole axis removed it: later axes moved down by one.
+        let wide = if next.rank() < rank && other < wide {
+            wide - 1
+        } else {
+            wide
+        };
+        if groups * v > size(&next, wide) as usize {
+            continue;
+        }
+        let before = opts.len();
+        if try_vector_upcast(&mut next, (wide, groups * v), cfg, &mut opts)
+            && opts[before..]
+                .iter()
+                .any(|o| matches!(o, Opt::Vectorize { .. }))
+        {
+            *k = next;
+            applied.extend(opts);
+            return true;
+        }
+    }
+    false
 }
 
 /// Every tile of none, one or two output axes within `cfg.max_accs` accumulators, each with

@@ -1,12 +1,16 @@
 //! Indexing ops, all lazy: GatherElements and ScatterElements (and the old Scatter) are the
-//! shared `gather`/`scatter`/`scatter_reduce` after wrapping negative indices; Gather compares
-//! the indices with an `arange` and selects-and-sums along the indexed axis. Also Einsum, as one
-//! broadcast product summed over the contracted letters.
+//! shared `gather`/`scatter`/`scatter_reduce` after wrapping negative indices; Gather with
+//! indices known at import (an initializer or a Constant node: buffers marked constant) is a view
+//! of each run of consecutive indices, concatenated — no kernel computes `x[:, 0]` or a packed
+//! projection's `q, k, v = qkv[0], qkv[1], qkv[2]`; other Gathers compare the indices with an
+//! `arange` and select-and-sum along the indexed axis. Also Einsum, as one broadcast product
+//! summed over the contracted letters.
 
 use picograd_core::tensor::ScatterReduce;
 use picograd_core::{DType, Result, Tensor};
 
 use super::super::node::{bad, Node};
+use super::super::values::to_i64s;
 use super::shape::isz;
 use super::{dim_axis, one, Handler};
 
@@ -45,11 +49,20 @@ fn summable(t: &Tensor) -> Tensor {
     }
 }
 
+/// Most runs of consecutive indices a constant Gather concatenates as views; beyond that the
+/// graph would grow with the index list, and the select-and-sum is one kernel whatever its length.
+const MAX_GATHER_RUNS: usize = 16;
+
 fn gather(n: &Node) -> Result<Vec<Tensor>> {
     let data = n.input(0)?;
     let ds = data.shape();
     let a = dim_axis("Gather", n.int("axis", 0), ds.len())?;
     let is = n.input(1)?.shape();
+    if let Some(ix) = constant_indices(n.input(1)?)? {
+        if let Some(t) = gather_views(data, a, &is, &ix)? {
+            return one(t);
+        }
+    }
     let idx = wrap_indices(n.input(1)?, ds[a])?;
     let hot = idx
         .try_unsqueeze(-1)?
@@ -67,6 +80,65 @@ fn gather(n: &Node) -> Result<Vec<Tensor>> {
     one(picked
         .try_sum(&[(a + is.len()) as isize], false)?
         .cast(data.dtype()))
+}
+
+/// The values of `idx` when they are known at import: a buffer marked constant (an initializer
+/// or a Constant node's value), read without taint — never an input-derived tensor, whose values
+/// a capture must not bake in.
+fn constant_indices(idx: &Tensor) -> Result<Option<Vec<i64>>> {
+    let known = idx.lazy().realized().is_some_and(|b| b.is_constant());
+    if !known || idx.numel() > MAX_GATHER_RUNS {
+        return Ok(None);
+    }
+    to_i64s(idx).map(Some)
+}
+
+/// `data` gathered along `a` at the constant indices `ix` (of shape `is`) as views: each run of
+/// consecutive indices one shrink, the runs concatenated. `None` when there are no indices or
+/// too many runs, or when `data` has a symbolic size (the select-and-sum path then takes it).
+fn gather_views(data: &Tensor, a: usize, is: &[usize], ix: &[i64]) -> Result<Option<Tensor>> {
+    if data.is_symbolic() {
+        return Ok(None);
+    }
+    let ds = data.shape();
+    let d = ds[a] as i64;
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    for (k, &i) in ix.iter().enumerate() {
+        let w = if i < 0 { i + d } else { i };
+        if !(0..d).contains(&w) {
+            return Err(bad(
+                "Gather",
+                format!(
+                    "index {i} (position {k}) is out of range for axis {a} of length {d} \
+                     (data shape {ds:?})"
+                ),
+            ));
+        }
+        let w = w as usize;
+        match runs.last_mut() {
+            Some((_, end)) if *end == w => *end += 1,
+            _ => runs.push((w, w + 1)),
+        }
+    }
+    if runs.is_empty() || runs.len() > MAX_GATHER_RUNS {
+        return Ok(None);
+    }
+    let parts = runs
+        .iter()
+        .map(|&(s, e)| {
+            let mut arg: Vec<(usize, usize)> = ds.iter().map(|&n| (0, n)).collect();
+            arg[a] = (s, e);
+            data.try_shrink(&arg)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let joined = match parts.as_slice() {
+        [one] => one.clone(),
+        _ => Tensor::try_cat(&parts.iter().collect::<Vec<_>>(), a as isize)?,
+    };
+    let mut shape = ds[..a].to_vec();
+    shape.extend(is);
+    shape.extend(&ds[a + 1..]);
+    joined.try_reshape(&isz(&shape)).map(Some)
 }
 
 fn gather_elements(n: &Node) -> Result<Vec<Tensor>> {

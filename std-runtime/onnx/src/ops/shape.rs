@@ -484,6 +484,18 @@ fn range(n: &Node) -> Result<Vec<Tensor>> {
 }
 
 fn constant(n: &Node) -> Result<Vec<Tensor>> {
+    let out = constant_value(n)?;
+    // A Constant node's value never changes, as an initializer's does not: the layout pass may
+    // copy it once per capture, and Gather reads its indices at import.
+    for t in &out {
+        if let Some(b) = t.lazy().realized() {
+            b.mark_constant();
+        }
+    }
+    Ok(out)
+}
+
+fn constant_value(n: &Node) -> Result<Vec<Tensor>> {
     if let Some(t) = n.tensor("value") {
         return one(tensor_from_proto(t, "Constant value")?);
     }

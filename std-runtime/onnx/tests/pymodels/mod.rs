@@ -51,12 +51,12 @@ pub fn make(case: &str) -> Option<PathBuf> {
             return missing("skl2onnx or scikit-learn is not installed in .venv");
         }
     }
-    let dir = std::env::temp_dir().join(format!(
-        "picograd-pymodel-{case}-{}-{:?}",
-        std::process::id(),
-        std::thread::current().id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
+    // A fresh folder under a random name: nothing another user could plant.
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("picograd-pymodel-{case}-"))
+        .tempdir()
+        .expect("a temporary folder")
+        .keep();
     let out = Command::new(&py)
         .arg(repo().join("scripts/onnx-test-models.py"))
         .arg(case)
