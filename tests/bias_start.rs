@@ -12,9 +12,7 @@ use std::sync::Arc;
 use picograd::codegen::lower::{buf_params, lower_ast};
 use picograd::codegen::uops::UOpKind;
 use picograd::device::Device;
-use picograd::export::{export, ExportNames};
 use picograd::interp::Interp;
-use picograd::jit::Capture;
 use picograd::runtime::target::{Target, Values};
 use picograd::schedule::schedule;
 use picograd::{ConvOpts, DType, Tensor};
@@ -113,22 +111,10 @@ fn integer_bias_starts_the_accumulators_and_agrees_with_a_wrapping_reference() {
         .unwrap();
     assert_eq!(bias_starts(&yf), 0, "a float sum started at its bias");
 
-    let (cap, _) = Capture::record(&[&x], &[&y]).unwrap();
-    assert_eq!(y.to_vec::<i32>().unwrap(), want, "interpreter");
-    let target = Target::by_name("cortex-m4").unwrap();
-    let bundle = export(
-        &cap,
-        &ExportNames::new(&["x"], &["y"]),
-        &target.export_options(),
-    )
-    .unwrap();
-    // A private folder under a random name: nothing another user could plant.
-    let tmp = picograd::runtime::private_fs::private_temp_dir("picograd-bias-start-").unwrap();
-    let dir = tmp.path().join("bundle");
-    picograd::runtime::export::write_bundle(&bundle, &dir).unwrap();
+    let bundle = int_bundle::export_for_cortex_m4(&x, &y, &want);
     let xs = Values {
         dtype: DType::I8,
         bits: input().iter().map(|&v| u64::from(v as u8)).collect(),
     };
-    int_bundle::check_host_and_cortex_m4(&dir, &[("x", xs)], &want);
+    int_bundle::check_bundle(&bundle, &[("x", xs)], &want);
 }

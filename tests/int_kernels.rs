@@ -17,6 +17,9 @@ use picograd::tensor::quantized::{requant_params, Ties};
 use picograd::tensor::PoolOpts;
 use picograd::{ConvOpts, DType, Padding, Tensor};
 
+#[path = "common/live_uops.rs"]
+mod live_uops;
+
 /// A deterministic pseudo-random stream (xorshift), so the test needs no RNG crate.
 struct Rng(u64);
 impl Rng {
@@ -549,13 +552,7 @@ fn requantize_clamp_is_a_min_and_agrees_with_a_naive_clamp() {
                 let lk = lower_ast(&item.ast, buf_params(item), None, false).unwrap();
                 // What the stores read (the C prints only these; a replaced value stays in
                 // the list unread).
-                let mut live = vec![false; lk.uops.len()];
-                for (i, u) in lk.uops.iter().enumerate().rev() {
-                    if u.kind == UOpKind::Store || live[i] {
-                        live[i] = true;
-                        u.src.iter().for_each(|&s| live[s as usize] = true);
-                    }
-                }
+                let live = live_uops::live_uops(&lk.uops);
                 let has = |k: UOpKind| (0..live.len()).any(|i| live[i] && lk.uops[i].kind == k);
                 assert!(!has(UOpKind::Alu(AluOp::Neg)), "a Neg read in {}", lk.name);
                 assert!(has(UOpKind::Alu(AluOp::Clamp)), "no clamp in {}", lk.name);

@@ -12,17 +12,17 @@ use std::sync::Arc;
 use picograd::codegen::lower::{buf_params, lower_ast};
 use picograd::codegen::uops::UOpKind;
 use picograd::device::Device;
-use picograd::export::{export, ExportNames};
 use picograd::interp::Interp;
-use picograd::jit::Capture;
 use picograd::ops::{requant, AluOp};
-use picograd::runtime::target::{Target, Values};
+use picograd::runtime::target::Values;
 use picograd::schedule::schedule;
 use picograd::tensor::quantized::Ties;
 use picograd::{DType, Tensor};
 
 #[path = "common/int_bundle.rs"]
 mod int_bundle;
+#[path = "common/live_uops.rs"]
+mod live_uops;
 
 /// Multiplier and shift of the requantize: scale 3/4.
 const M: i32 = 3 << 29;
@@ -80,13 +80,7 @@ fn requantize_clamp_is_one_saturate_and_agrees_with_a_naive_clamp() {
     let mut clamps = 0;
     for item in items.iter().filter(|i| !i.is_copy) {
         let lk = lower_ast(&item.ast, buf_params(item), None, false).unwrap();
-        let mut live = vec![false; lk.uops.len()];
-        for (i, u) in lk.uops.iter().enumerate().rev() {
-            if u.kind == UOpKind::Store || live[i] {
-                live[i] = true;
-                u.src.iter().for_each(|&s| live[s as usize] = true);
-            }
-        }
+        let live = live_uops::live_uops(&lk.uops);
         let count = |k: UOpKind| {
             (0..live.len())
                 .filter(|&i| live[i] && lk.uops[i].kind == k)
@@ -102,15 +96,7 @@ fn requantize_clamp_is_one_saturate_and_agrees_with_a_naive_clamp() {
     }
     assert_eq!(clamps, 3, "one Clamp per requantize");
 
-    let (cap, _) = Capture::record(&[&x], &[&y]).unwrap();
-    assert_eq!(y.to_vec::<i32>().unwrap(), want, "interpreter");
-    let target = Target::by_name("cortex-m4").unwrap();
-    let bundle = export(
-        &cap,
-        &ExportNames::new(&["x"], &["y"]),
-        &target.export_options(),
-    )
-    .unwrap();
+    let bundle = int_bundle::export_for_cortex_m4(&x, &y, &want);
     let c = String::from_utf8(bundle.file("model.c").unwrap().to_vec()).unwrap();
     assert_eq!(
         c.matches("pg_clamp(").count(),
@@ -118,13 +104,9 @@ fn requantize_clamp_is_one_saturate_and_agrees_with_a_naive_clamp() {
         "pg_clamp defined once, called thrice"
     );
     assert!(c.contains("__ssat(x, 8)") && c.contains("__usat(x, 8)"));
-    // A private folder under a random name: nothing another user could plant.
-    let tmp = picograd::runtime::private_fs::private_temp_dir("picograd-saturate-").unwrap();
-    let dir = tmp.path().join("bundle");
-    picograd::runtime::export::write_bundle(&bundle, &dir).unwrap();
     let xs = Values {
         dtype: DType::I32,
         bits: acc.iter().map(|&v| u64::from(v as u32)).collect(),
     };
-    int_bundle::check_host_and_cortex_m4(&dir, &[("x", xs)], &want);
+    int_bundle::check_bundle(&bundle, &[("x", xs)], &want);
 }

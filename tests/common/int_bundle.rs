@@ -7,7 +7,12 @@
 
 use std::path::Path;
 
+use picograd::export::{export, Bundle, ExportNames};
+use picograd::jit::Capture;
+use picograd::runtime::export::write_bundle;
+use picograd::runtime::private_fs::private_temp_dir;
 use picograd::runtime::target::{build_and_run, BuildOptions, Target, Values};
+use picograd::Tensor;
 
 /// Builds and runs the bundle in `dir` on the host and on Cortex-M4 with the inputs `feed`; its
 /// output `y` must equal `want` on both.
@@ -22,4 +27,27 @@ pub fn check_host_and_cortex_m4(dir: &Path, feed: &[(&str, Values)], want: &[i32
             .collect();
         assert_eq!(got, want, "exported C on {name}");
     }
+}
+
+/// Records `y`, computed from the input `x` (it must already hold `want`: the interpreter's
+/// result), and exports it with Cortex-M4's own export options.
+pub fn export_for_cortex_m4(x: &Tensor, y: &Tensor, want: &[i32]) -> Bundle {
+    let (cap, _) = Capture::record(&[x], &[y]).unwrap();
+    assert_eq!(y.to_vec::<i32>().unwrap(), want, "interpreter");
+    let target = Target::by_name("cortex-m4").unwrap();
+    export(
+        &cap,
+        &ExportNames::new(&["x"], &["y"]),
+        &target.export_options(),
+    )
+    .unwrap()
+}
+
+/// Writes `bundle` into a private folder under a random name (nothing another user could
+/// plant; removed afterwards) and checks it with [`check_host_and_cortex_m4`].
+pub fn check_bundle(bundle: &Bundle, feed: &[(&str, Values)], want: &[i32]) {
+    let tmp = private_temp_dir("picograd-int-bundle-").unwrap();
+    let dir = tmp.path().join("bundle");
+    write_bundle(bundle, &dir).unwrap();
+    check_host_and_cortex_m4(&dir, feed, want);
 }
