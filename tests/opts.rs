@@ -296,12 +296,18 @@ fn heuristic_tiles_matmuls_and_vectorizes_elementwise() {
     let b = Tensor::from_slice(&data(32 * 48), &[32, 48]);
     let mut k = Kernel::new(&single_item(&a.matmul(&b)).ast).unwrap();
     let opts = hand_coded(&mut k, &OptConfig::for_vec_width(8));
+    // A 2-D register tile of 4 rows × 2 vectors of 8 columns (fewest loads per multiply-add
+    // within 8 vector accumulators): upcast axes rows, lanes and vector groups.
     assert_eq!(
         k.rank() - k.first_upcast,
-        2,
+        3,
         "a 2-D register tile: {}",
         k.describe()
     );
+    let tile: i64 = (k.first_upcast..k.rank())
+        .map(|a| k.full_shape[a].as_const().unwrap_or(0))
+        .product();
+    assert_eq!(tile, 4 * 16, "a 4 × 16 tile: {}", k.describe());
     assert!(opts.len() >= 2, "{opts:?}");
     let x = Tensor::from_slice(&data(4096), &[4096]);
     let mut k = Kernel::new(&single_item(&x.relu()).ast).unwrap();
