@@ -14,11 +14,10 @@ use picograd::codegen::lower::{buf_params, lower_ast};
 use picograd::codegen::opt::OptConfig;
 use picograd::codegen::uops::{LinearKernel, UOpKind};
 use picograd::device::{Allocator, Device, Program};
-use picograd::export::{export, ExportNames, ExportOptions};
 use picograd::interp::Interp;
 use picograd::jit::Capture;
 use picograd::ops::requant;
-use picograd::runtime::target::{Target, Values};
+use picograd::runtime::target::Values;
 use picograd::schedule::schedule;
 use picograd::tensor::quantized::{requant_params, Ties};
 use picograd::{ConvOpts, DType, Padding, Result, Tensor};
@@ -130,15 +129,6 @@ fn model(x: &Tensor, dev: &Arc<dyn Device>) -> Tensor {
     ya.try_mul(1000i64).unwrap().try_add(&yb).unwrap()
 }
 
-/// Cortex-M4's kernel configuration with the dual MAC on (`opt.dual_mac = 1`; the shipped
-/// description leaves it off, see its comment).
-fn m4() -> OptConfig {
-    OptConfig {
-        dual_mac: true,
-        ..Target::by_name("cortex-m4").unwrap().opt
-    }
-}
-
 /// A device that lowers its kernels for `cfg` and runs them on `inner`.
 struct Shaped {
     inner: Arc<dyn Device>,
@@ -191,7 +181,7 @@ fn dual_macs(cfg: &OptConfig) -> usize {
 
 #[test]
 fn dsp_kernels_hold_the_dual_mac() {
-    let cfg = m4();
+    let cfg = int_bundle::m4_dual_mac();
     assert!(dual_macs(&cfg) > 0, "no DualMac in the Cortex-M4 kernels");
     let plain = OptConfig {
         dual_mac: false,
@@ -208,7 +198,7 @@ fn dsp_kernels_hold_the_dual_mac() {
 fn dual_mac_conv_agrees_on_every_device() {
     picograd::init();
     let want = reference();
-    let cfg = m4();
+    let cfg = int_bundle::m4_dual_mac();
     let interp = Arc::new(Shaped {
         inner: Arc::new(Interp::new()),
         cfg,
@@ -224,13 +214,7 @@ fn dual_mac_conv_agrees_on_every_device() {
     x.realize().unwrap();
     let y = model(&x, &clang);
     let (cap, _) = Capture::record(&[&x], &[&y]).unwrap();
-    let target = Target::by_name("cortex-m4").unwrap();
-    let opts = ExportOptions {
-        opt: Some(cfg),
-        ..target.export_options()
-    };
-    let bundle = export(&cap, &ExportNames::new(&["x"], &["y"]), &opts).unwrap();
-    let c = String::from_utf8(bundle.file("model.c").unwrap().to_vec()).unwrap();
+    let (bundle, c) = int_bundle::export_for_cortex_m4_with(&cap, cfg);
     for call in ["pg_smlad_h(", "pg_smlad_b(", "__smlad(", "pg_pack16("] {
         assert!(c.contains(call), "the exported C has no {call}");
     }

@@ -10,22 +10,8 @@
 //! `[12, 15]` stored `[15, 12]`; a third, with 6 input channels (not a whole number of words),
 //! keeps its NCHW input and pairs its products from single loads (the remainder path).
 
-use std::sync::Arc;
-
 use picograd::codegen::opt::OptConfig;
 use picograd::codegen::uops::UOpKind;
-use picograd::device::Device;
-use picograd::export::{export, ExportNames, ExportOptions};
-use picograd::interp::Interp;
-use picograd::jit::Capture;
-use picograd::runtime::target::{Target, Values};
-use picograd::{DType, Tensor};
-
-const H: usize = 3;
-const W: usize = 5;
-/// Channels of the input, the interleaved intermediate, the odd intermediate and the output.
-const C: [usize; 4] = [12, 12, 6, 4];
-const ZP: i64 = -3;
 
 #[path = "common/int_bundle.rs"]
 mod int_bundle;
@@ -37,32 +23,20 @@ use pointwise_chain::Chain;
 
 /// The chain of 1×1 convs the test compiles.
 const CHAIN: Chain = Chain {
-    h: H,
-    w: W,
-    c: &C,
-    zp: ZP,
+    h: 3,
+    w: 5,
+    // Channels of the input, the interleaved intermediate, the odd intermediate and the output.
+    c: &[12, 12, 6, 4],
+    zp: -3,
     weight_seed: 17,
     input_seed: 5,
 };
 
-/// Cortex-M4's kernel configuration with the dual MAC on.
-fn m4() -> OptConfig {
-    OptConfig {
-        dual_mac: true,
-        ..Target::by_name("cortex-m4").unwrap().opt
-    }
-}
-
 #[test]
 fn packed_dual_mac_on_interleaved_activations_matches_the_reference() {
-    picograd::init();
     let want = CHAIN.reference();
-    let dev: Arc<dyn Device> = Arc::new(Interp::new());
-    let x = Tensor::try_from_slice_on(&CHAIN.input(), &[1, C[0], H, W], &dev).unwrap();
-    x.realize().unwrap();
-    let y = CHAIN.model(&x, &dev);
-    let (cap, _) = Capture::record(&[&x], &[&y]).unwrap();
-    let cfg = m4();
+    let (dev, x, cap) = CHAIN.captured();
+    let cfg = int_bundle::m4_dual_mac();
 
     // The target's kernels: packed sums in the convs over 12 channels (the input is a model
     // input and keeps its layout, but the weights and the interleaved intermediate are
@@ -112,31 +86,13 @@ fn packed_dual_mac_on_interleaved_activations_matches_the_reference() {
     assert!(!any_dual, "a DualMac without the target's say-so");
 
     // The relowered kernels (interleaved layout, packed sums) on the interpreter.
-    let got = rel
-        .recompiled(&dev)
-        .unwrap()
-        .replay(&[&x])
-        .unwrap()
-        .remove(0)
-        .to_vec::<i32>()
-        .unwrap();
+    let got = pointwise_chain::replayed(&rel, &dev, &x);
     assert_eq!(got, want, "interpreter running the Cortex-M4 kernels");
 
     // The exported C: the portable branch on the host, the intrinsics under QEMU.
-    let target = Target::by_name("cortex-m4").unwrap();
-    let opts = ExportOptions {
-        opt: Some(cfg),
-        ..target.export_options()
-    };
-    let bundle = export(&cap, &ExportNames::new(&["x"], &["y"]), &opts).unwrap();
-    let c = String::from_utf8(bundle.file("model.c").unwrap().to_vec()).unwrap();
+    let (bundle, c) = int_bundle::export_for_cortex_m4_with(&cap, cfg);
     for call in ["pg_smlad4_b(", "pg_ld_i8x4(", "pg_smlad_b("] {
         assert!(c.contains(call), "the exported C has no {call}");
     }
-    let xs = Values {
-        dtype: DType::I8,
-        bits: CHAIN.input().iter().map(|&v| u64::from(v as u8)).collect(),
-    };
-    let feed = [("x", xs)];
-    int_bundle::check_bundle(&bundle, &feed, &want);
+    int_bundle::check_bundle(&bundle, &CHAIN.feed(), &want);
 }

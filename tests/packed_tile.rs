@@ -10,22 +10,7 @@
 //! naive i64 reference: the capture relowered for Cortex-M4 on the interpreter, and the
 //! exported C on the host (portable branch) and under QEMU on Cortex-M4 (one QEMU run).
 
-use std::sync::Arc;
-
-use picograd::codegen::opt::OptConfig;
 use picograd::codegen::uops::UOpKind;
-use picograd::device::Device;
-use picograd::export::{export, ExportNames, ExportOptions};
-use picograd::interp::Interp;
-use picograd::jit::Capture;
-use picograd::runtime::target::{Target, Values};
-use picograd::{DType, Tensor};
-
-const H: usize = 1;
-const W: usize = 23;
-/// Channels of the input, the interleaved intermediate and the output.
-const C: [usize; 3] = [8, 8, 6];
-const ZP: i64 = -3;
 
 #[path = "common/int_bundle.rs"]
 mod int_bundle;
@@ -37,32 +22,20 @@ use pointwise_chain::Chain;
 
 /// The chain of 1×1 convs the test compiles.
 const CHAIN: Chain = Chain {
-    h: H,
-    w: W,
-    c: &C,
-    zp: ZP,
+    h: 1,
+    w: 23,
+    // Channels of the input, the interleaved intermediate and the output.
+    c: &[8, 8, 6],
+    zp: -3,
     weight_seed: 29,
     input_seed: 11,
 };
 
-/// Cortex-M4's kernel configuration with the dual MAC on.
-fn m4() -> OptConfig {
-    OptConfig {
-        dual_mac: true,
-        ..Target::by_name("cortex-m4").unwrap().opt
-    }
-}
-
 #[test]
 fn packed_pointwise_tile_with_a_looped_remainder_matches_the_reference() {
-    picograd::init();
     let want = CHAIN.reference();
-    let dev: Arc<dyn Device> = Arc::new(Interp::new());
-    let x = Tensor::try_from_slice_on(&CHAIN.input(), &[1, C[0], H, W], &dev).unwrap();
-    x.realize().unwrap();
-    let y = CHAIN.model(&x, &dev);
-    let (cap, _) = Capture::record(&[&x], &[&y]).unwrap();
-    let cfg = m4();
+    let (dev, x, cap) = CHAIN.captured();
+    let cfg = int_bundle::m4_dual_mac();
     assert_eq!(
         cfg.int_registers, 14,
         "the tile below is sized for 14 registers"
@@ -106,31 +79,13 @@ fn packed_pointwise_tile_with_a_looped_remainder_matches_the_reference() {
         );
     }
 
-    let got = rel
-        .recompiled(&dev)
-        .unwrap()
-        .replay(&[&x])
-        .unwrap()
-        .remove(0)
-        .to_vec::<i32>()
-        .unwrap();
+    let got = pointwise_chain::replayed(&rel, &dev, &x);
     assert_eq!(got, want, "interpreter running the Cortex-M4 kernels");
 
-    let target = Target::by_name("cortex-m4").unwrap();
-    let opts = ExportOptions {
-        opt: Some(cfg),
-        ..target.export_options()
-    };
-    let bundle = export(&cap, &ExportNames::new(&["x"], &["y"]), &opts).unwrap();
-    let c = String::from_utf8(bundle.file("model.c").unwrap().to_vec()).unwrap();
+    let (bundle, c) = int_bundle::export_for_cortex_m4_with(&cap, cfg);
     assert!(
         c.contains("pg_smlad4_b("),
         "the exported C has no packed sum"
     );
-    let xs = Values {
-        dtype: DType::I8,
-        bits: CHAIN.input().iter().map(|&v| u64::from(v as u8)).collect(),
-    };
-    let feed = [("x", xs)];
-    int_bundle::check_bundle(&bundle, &feed, &want);
+    int_bundle::check_bundle(&bundle, &CHAIN.feed(), &want);
 }

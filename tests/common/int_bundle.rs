@@ -7,7 +7,8 @@
 
 use std::path::Path;
 
-use picograd::export::{export, Bundle, ExportNames};
+use picograd::codegen::opt::OptConfig;
+use picograd::export::{export, Bundle, ExportNames, ExportOptions};
 use picograd::jit::Capture;
 use picograd::runtime::export::write_bundle;
 use picograd::runtime::private_fs::private_temp_dir;
@@ -50,4 +51,24 @@ pub fn check_bundle(bundle: &Bundle, feed: &[(&str, Values)], want: &[i32]) {
     let dir = tmp.path().join("bundle");
     write_bundle(bundle, &dir).unwrap();
     check_host_and_cortex_m4(&dir, feed, want);
+}
+
+/// Cortex-M4's kernel configuration with the dual multiply-accumulate on.
+pub fn m4_dual_mac() -> OptConfig {
+    OptConfig {
+        dual_mac: true,
+        ..Target::by_name("cortex-m4").unwrap().opt
+    }
+}
+
+/// `cap` (input `x`, output `y`) exported with Cortex-M4's export options, its kernels
+/// optimized for `cfg`: the bundle and its `model.c`.
+pub fn export_for_cortex_m4_with(cap: &Capture, cfg: OptConfig) -> (Bundle, String) {
+    let opts = ExportOptions {
+        opt: Some(cfg),
+        ..Target::by_name("cortex-m4").unwrap().export_options()
+    };
+    let bundle = export(cap, &ExportNames::new(&["x"], &["y"]), &opts).unwrap();
+    let c = String::from_utf8(bundle.file("model.c").unwrap().to_vec()).unwrap();
+    (bundle, c)
 }

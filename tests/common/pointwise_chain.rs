@@ -6,7 +6,10 @@
 use std::sync::Arc;
 
 use picograd::device::Device;
+use picograd::interp::Interp;
+use picograd::jit::Capture;
 use picograd::ops::requant;
+use picograd::runtime::target::Values;
 use picograd::tensor::quantized::{requant_params, Ties};
 use picograd::{ConvOpts, DType, Tensor};
 
@@ -93,6 +96,31 @@ impl Chain {
             .unwrap()
     }
 
+    /// The chain on the interpreter, captured from its input: the device, the input and the
+    /// capture.
+    pub fn captured(&self) -> (Arc<dyn Device>, Tensor, Capture) {
+        picograd::init();
+        let dev: Arc<dyn Device> = Arc::new(Interp::new());
+        let shape = [1, self.c[0], self.h, self.w];
+        let x = Tensor::try_from_slice_on(&self.input(), &shape, &dev).unwrap();
+        x.realize().unwrap();
+        let y = self.model(&x, &dev);
+        let (cap, _) = Capture::record(&[&x], &[&y]).unwrap();
+        (dev, x, cap)
+    }
+
+    /// The input as an exported bundle's feed for `x`.
+    pub fn feed(&self) -> [(&'static str, Values); 1] {
+        let bits = self.input().iter().map(|&v| u64::from(v as u8)).collect();
+        [(
+            "x",
+            Values {
+                dtype: DType::I8,
+                bits,
+            },
+        )]
+    }
+
     /// The chain as tensor ops on `x` (`[1, c[0], h, w]`, i8), cast to i32.
     pub fn model(&self, x: &Tensor, dev: &Arc<dyn Device>) -> Tensor {
         let mut y = x.clone();
@@ -101,4 +129,16 @@ impl Chain {
         }
         y.cast(DType::I32)
     }
+}
+
+/// The output of `rel` (a capture of the chain, relowered for a target) recompiled for `dev`
+/// and replayed on `x`.
+pub fn replayed(rel: &Capture, dev: &Arc<dyn Device>, x: &Tensor) -> Vec<i32> {
+    rel.recompiled(dev)
+        .unwrap()
+        .replay(&[x])
+        .unwrap()
+        .remove(0)
+        .to_vec::<i32>()
+        .unwrap()
 }
