@@ -2,7 +2,9 @@
 //! feeds several accumulators (a matmul's broadcast operands).
 //!
 //! - Heuristic: the global axis the output is contiguous on and some input broadcasts
-//!   (stride 0) is upcast by about a vector or more, a second broadcast axis by up to 8. Alone
+//!   (stride 0) is upcast by about a vector or more, a second broadcast axis by up to 8; on a
+//!   vector target the two-axis tile is the one with the fewest loads per multiply-add within
+//!   `max_accs` (4 rows × 2 vectors rather than 8 × 1; `two_axis_tile`). Alone
 //!   (a matrix-vector product), it takes several vectors whose count divides it (5 vectors of
 //!   8 of 1000 outputs), so more than one accumulator hides the multiply-add latency. With
 //!   no broadcast axis (row sums), the output-contiguous axis takes vector lanes as an
