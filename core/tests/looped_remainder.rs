@@ -98,7 +98,7 @@ fn the_conv_tile_loops_a_row_its_pixels_do_not_divide() {
 fn a_window_keeps_its_exact_pixel_count() {
     // A 3 × 3 conv (one channel vector, its taps unrolled) over a 28-wide row: 1 × 8 with a
     // tail of 4 loads as much per multiply-add as 1 × 7, so the exact 7 stays.
-    let (cin, cout) = (4, 16);
+    let (cin, cout) = (4, 8);
     let x = Tensor::from_slice(&data(2 * cin * 3 * 30, 5), &[2, cin, 3, 30]);
     let w = Tensor::from_slice(&data(cin * 9 * cout, 6), &[cin, 3, 3, cout]).permute(&[3, 0, 1, 2]);
     let it = item(&x.conv2d(&w, None, &ConvOpts::default()));
@@ -110,6 +110,64 @@ fn a_window_keeps_its_exact_pixel_count() {
         "{opts:?} -> {}",
         k.describe()
     );
+}
+
+/// A 3 × 3 conv `x [1, cin, 3, w + 2]` → `cout` channels, weights contiguous along the output
+/// channels (as the scheduler blocks them), as one schedule item.
+fn window_conv(cin: usize, cout: usize, w: usize) -> ScheduleItem {
+    let x = Tensor::from_slice(&data(cin * 3 * (w + 2), 7), &[1, cin, 3, w + 2]);
+    let wt = Tensor::from_slice(&data(cin * 9 * cout, 8), &[cin, 3, 3, cout]);
+    item(&x.conv2d(&wt.permute(&[3, 0, 1, 2]), None, &ConvOpts::default()))
+}
+
+#[test]
+fn a_window_tiles_channel_vectors_and_streams_big_weight_blocks_over_more_pixels() {
+    // Two channel vectors over a 28-wide row: 2 × 4 (8 accumulators, 6 loads per 8
+    // multiply-adds) rather than one vector × 7, and bit-identical to the unoptimized kernel.
+    let it = window_conv(4, 16, 28);
+    let cfg = OptConfig::for_vec_width(8);
+    let mut k = Kernel::new(&it.ast).unwrap();
+    let opts = hand_coded(&mut k, &cfg);
+    assert_eq!(k.describe(), "[7 | 12 | 4,8,2,3]", "{opts:?}");
+    let vector = lower_ast(&it.ast, buf_params(&it), Some(&cfg), false).unwrap();
+    let unopt = lower_ast(&it.ast, buf_params(&it), None, false).unwrap();
+    assert_eq!(
+        run(&vector, &it),
+        run(&unopt, &it),
+        "tiled and unoptimized differ"
+    );
+    // 256 input channels, 32 output channels, a 14-wide row: four vectors × 2 pixels read
+    // 32 × 256 × 9 floats (288 KiB) per pixel step, over half of a 512 KiB L2, so each weight
+    // vector counts as its 8 values and 2 vectors × 4 pixels (a tail of 2) wins; with a 1 MiB
+    // L2 the block stays and the exact 4 × 2 loads fewer per multiply-add.
+    let big = window_conv(256, 32, 14);
+    for (l2, looped) in [(512 * 1024, true), (1024 * 1024, false)] {
+        let mut k = Kernel::new(&big.ast).unwrap();
+        let opts = hand_coded(&mut k, &cfg.with_caches(32 * 1024, l2));
+        let step = if looped {
+            Opt::LoopedUpcast {
+                axis: 1,
+                amount: 4,
+                lanes: 0,
+            }
+        } else {
+            Opt::Upcast { axis: 1, amount: 2 }
+        };
+        assert!(
+            opts.contains(&step),
+            "L2 {l2}: {opts:?} -> {}",
+            k.describe()
+        );
+        let channels = if looped { 2 } else { 4 };
+        assert!(
+            opts.contains(&Opt::Upcast {
+                axis: 0,
+                amount: channels
+            }),
+            "L2 {l2}: {opts:?} -> {}",
+            k.describe()
+        );
+    }
 }
 
 #[test]

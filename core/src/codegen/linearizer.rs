@@ -1,8 +1,8 @@
 //! The Linearizer: lowers an arranged [`Kernel`] to a flat list of UOps.
 //!
 //! Layout of the output: buffer and variable definitions; one loop per global axis; one
-//! accumulator per unrolled output position; the reduce loops, inside which each unrolled
-//! position's value is folded into its accumulator (a `MULACC` when a sum reduces a product, or
+//! accumulator per unrolled output position; the reduce loops, inside which, for each unrolled
+//! reduce step in turn, every output position's value is folded into its accumulator (a `MULACC` when a sum reduces a product, or
 //! an `FMA` — one rounding — when the device has hardware fused multiply-add);
 //! then the post-reduce ops and the stores, once per unrolled output position.
 //!
@@ -788,8 +788,11 @@ fn emit(l: &mut Lin, k: &Kernel, outer: usize) -> Result<()> {
                 rloops.push(l.open_loop(name, &k.full_shape[i]));
             }
             let src = &red.src()[0];
-            for (gi, g) in groups.iter().enumerate() {
-                for r in &red_combos {
+            // Unrolled reduce steps outermost, as in the scalar path below: one step's loads
+            // feed every accumulator and are then dead (a 3×3 window's nine weight vectors are
+            // not all live at once). Each accumulator's terms keep their order.
+            for r in &red_combos {
+                for (gi, g) in groups.iter().enumerate() {
                     match (&g[..], &accs[gi]) {
                         ([c], LaneVal::Uni(acc)) => {
                             let p = positions(&out_combos[*c], r, true);

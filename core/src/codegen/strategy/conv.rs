@@ -28,7 +28,11 @@
 //! ([`Opt::LoopedUpcast`]: a loop of steps of that many pixels, then the pixels left over):
 //! the heuristic's channel-lane tile takes one when it holds more accumulators, or as many with
 //! fewer loads per multiply-add over the row (a 7-wide row: 2 channel vectors × 4 pixels, tail
-//! 3, instead of 8 × 1).
+//! 3, instead of 8 × 1). A weight vector counts as its lanes' values, not one load, when the
+//! weights a pixel step reads over the whole reduce outgrow half the target's L2 (`OptConfig`'s
+//! `l2_bytes`): they stream from further out, so more pixels per weight vector pay. A 3×3
+//! window's taps are unrolled step by step (the linearizer feeds every accumulator from one
+//! tap's loads before the next), so several channel vectors fit beside the accumulators.
 //!
 //! Search space: both orientations for every channel count up to [`MAX_CHANNELS`] dividing the
 //! channel axis, times every pixel count dividing the output-contiguous axis,
@@ -128,20 +132,12 @@ fn channel_lane_tile(
     // `m` weight vectors and broadcasts `pixels` inputs for `m · pixels` multiply-adds, so 2 × 4
     // beats 1 × 8 (pointwise convs).
     let vectors = (cfg.max_accs / c).max(1);
-    // A small window (the innermost reduce axis, 2 to 8 taps) is unrolled later, each tap
-    // loading its own `m` weight vectors, which then crowd the accumulators out of the
-    // registers (a 3×3 conv at 2 × 4 ran slower than at 1 × 8): one vector of channels there.
-    let window = k
-        .first_upcast
-        .checked_sub(1)
-        .is_some_and(|a| a >= k.first_reduce && (2..=8).contains(&size(k, a)));
-    let most = if window { 1 } else { vectors };
     // Pixel counts that do not divide the row run as a looped remainder (a loop of `pixels`
     // per step, then the pixels left over: `Opt::LoopedUpcast`), so a 7-wide row may take
     // 2 × 4 (one step of 4 pixels, a tail of 3) where its divisors allow only 8 × 1 or 1 × 7.
     let n = size(k, wide);
     let ms = || {
-        (1..=most)
+        (1..=vectors)
             .rev()
             .filter(|&m| size(k, channel) % (m * c) as i64 == 0)
     };
@@ -152,10 +148,24 @@ fn channel_lane_tile(
             .map(move |p| (m, p))
     });
     // Loads per row (each step loads `m` weight vectors and broadcasts `p` pixels; a tail of
-    // `t` pixels loads the `m` vectors for fewer) and multiply-adds per row.
+    // `t` pixels loads the `m` vectors for fewer) and multiply-adds per row. A weight vector
+    // counts as its `c` values when the weights one step reads over the whole reduce outgrow
+    // half the L2 cache (which the input and output rows share): each pixel step then streams
+    // them from further out, and reusing them over more pixels is what pays (a 3×3 conv over
+    // 256 channels on a 14-wide row: 2 vectors × 4 pixels, 147 KiB of weights, not 4 × 2,
+    // 295 KiB, which took about 20% more time in a profile of resnet18).
+    let weight_cost = |m: usize| {
+        let block = (m * c) as u64 * reduce_len(k) * k.ast.dtype().itemsize() as u64;
+        if cfg.l2_bytes > 0 && 2 * block > cfg.l2_bytes as u64 {
+            m * c
+        } else {
+            m
+        }
+    };
     let loads = |(m, p): (usize, usize)| {
         let (q, t) = (n as usize / p, n as usize % p);
-        (q * (m + p) + if t > 0 { m + t } else { 0 }, m * n as usize)
+        let w = weight_cost(m);
+        (q * (w + p) + if t > 0 { w + t } else { 0 }, m * n as usize)
     };
     // Loads per multiply-add, compared without division.
     let fewer = |a: (usize, usize), b: (usize, usize)| {
@@ -176,6 +186,15 @@ fn channel_lane_tile(
         _ => exact,
     };
     Some((((wide, pixels), (channel, c * m)), c))
+}
+
+/// Reduce positions per output: the product of the reduce axes, looped or upcast (0 when one
+/// is symbolic).
+fn reduce_len(k: &Kernel) -> u64 {
+    (k.first_reduce..k.rank())
+        .filter(|&a| a < k.first_upcast || k.upcast_is_reduce[a - k.first_upcast])
+        .map(|a| size(k, a).max(0) as u64)
+        .product()
 }
 
 /// The channel-lane tile the heuristic takes, if any. Vectors of channels narrower than the
