@@ -2,7 +2,8 @@
 //! divide it runs a loop of upcast steps and then the positions left over, both inside the
 //! loops of the axes before it. Checked on the interpreter against the unoptimized kernel (bit
 //! for bit) and a naive reference, for the heuristic's pick on a pointwise conv over a 7-wide
-//! row (channel vectors × pixels with a tail) and on a batch-1 pointwise conv whose blocked
+//! row (channel vectors × pixels with a tail), on a 3×3 conv whose channels no tile divides
+//! (channels looped, with a tail), and on a batch-1 pointwise conv whose blocked
 //! weights still let its pixels merge into one row, and for explicit looped opts — with and without
 //! vector lanes, every amount up to the row — on rows of 7, 14 and 49. A golden
 //! `PICOGRAD_DEBUG=3` listing (`tests/data/looped_remainder_conv.txt`; regenerate with
@@ -16,6 +17,8 @@ use picograd_core::codegen::kernel::{Kernel, Opt};
 use picograd_core::codegen::lower::{buf_params, lower_ast, lower_ast_with};
 use picograd_core::codegen::opt::OptConfig;
 use picograd_core::codegen::strategy::hand_coded;
+use picograd_core::codegen::uops::UOpKind;
+use picograd_core::ops::AluOp;
 use picograd_core::realize::run_schedule;
 use picograd_core::schedule::{schedule, schedule_for, ScheduleItem};
 use picograd_core::tensor::ConvOpts;
@@ -136,6 +139,31 @@ fn a_window_tiles_channel_vectors_and_streams_big_weight_blocks_over_more_pixels
         run(&unopt, &it),
         "tiled and unoptimized differ"
     );
+    // Two weight vectors per tap: the unrolled taps run outermost, so one tap feeds all 8
+    // accumulators before the next tap (accumulators outermost would give one accumulator
+    // its 3 taps first and keep 6 weight vectors live).
+    let targets: Vec<u32> = vector
+        .uops
+        .iter()
+        .filter(|u| {
+            matches!(
+                u.kind,
+                UOpKind::VecAlu {
+                    op: AluOp::MulAcc,
+                    ..
+                }
+            )
+        })
+        .map(|u| u.src[2])
+        .collect();
+    let mut first: Vec<u32> = targets[..8].to_vec();
+    first.sort_unstable();
+    first.dedup();
+    assert_eq!(
+        first.len(),
+        8,
+        "the first tap feeds every accumulator: {targets:?}"
+    );
     // 256 input channels, 32 output channels, a 14-wide row: four vectors × 2 pixels read
     // 32 × 256 × 9 floats (288 KiB) per pixel step, over half of a 512 KiB L2, so each weight
     // vector counts as its 8 values and 2 vectors × 4 pixels (a tail of 2) wins; with a 1 MiB
@@ -168,6 +196,53 @@ fn a_window_tiles_channel_vectors_and_streams_big_weight_blocks_over_more_pixels
             k.describe()
         );
     }
+}
+
+#[test]
+fn channels_no_tile_divides_loop_with_a_tail() {
+    // 12 output channels, weights strided along them (torch's layout: no channel lanes), two
+    // 8-wide rows on 8 lanes: room for 8 channels of broadcast weights, of which only 6
+    // divide 12 — so 8 channels per loop step and a tail of 4 (the row's vector consumed its
+    // axis, so the channel axis is found where it was). Bit-identical to the unoptimized
+    // kernel, which matches a naive conv.
+    let (cin, cout, h, w) = (3, 12, 2, 8);
+    let (xs, ws) = (data(cin * (h + 2) * (w + 2), 9), data(cout * cin * 9, 10));
+    let x = Tensor::from_slice(&xs, &[1, cin, h + 2, w + 2]);
+    let wt = Tensor::from_slice(&ws, &[cout, cin, 3, 3]);
+    let it = item(&x.conv2d(&wt, None, &ConvOpts::default()));
+    let cfg = OptConfig::for_vec_width(8);
+    let mut k = Kernel::new(&it.ast).unwrap();
+    let opts = hand_coded(&mut k, &cfg);
+    assert!(
+        opts.contains(&Opt::LoopedUpcast {
+            axis: 0,
+            amount: 8,
+            lanes: 0
+        }),
+        "{opts:?} -> {}",
+        k.describe()
+    );
+    assert_eq!(k.describe(), "[2 | 3,3 | 8,8,3] + [2 | 3,3 | 8,4,3]");
+    let want: Vec<f32> = (0..cout * h * w)
+        .map(|o| {
+            let (co, oy, ox) = (o / (h * w), o / w % h, o % w);
+            let mut acc = 0.0f32;
+            for ci in 0..cin {
+                for ky in 0..3 {
+                    for kx in 0..3 {
+                        let xi = (ci * (h + 2) + oy + ky) * (w + 2) + ox + kx;
+                        acc += xs[xi] * ws[((co * cin + ci) * 3 + ky) * 3 + kx];
+                    }
+                }
+            }
+            acc
+        })
+        .collect();
+    let looped = lower_ast(&it.ast, buf_params(&it), Some(&cfg), false).unwrap();
+    let unopt = lower_ast(&it.ast, buf_params(&it), None, false).unwrap();
+    let (got, scalar) = (run(&looped, &it), run(&unopt, &it));
+    assert_eq!(got, scalar, "looped and unoptimized kernels differ");
+    close("conv", &got, &want);
 }
 
 #[test]
