@@ -6,8 +6,10 @@
 //! constants, ALU ops, casts, bitcasts and loads — never accumulators, assignments, stores or
 //! anything reading an accumulator. A load leaves a loop only when the loop stores nothing into
 //! the buffer it reads (so it cannot see a different value: a kernel's buffers are distinct, the
-//! `restrict` of the calling convention; an in-place update is chosen later by checks on these
-//! final UOps) and the loop surely runs at least once (so the load would have run anyway; a
+//! `restrict` of the calling convention; export chooses its in-place updates later, by checks on
+//! these final UOps; an `Assign`'s kernel reads its target only at the position it writes, which
+//! varies with every loop that stores, so such a load never leaves a storing loop either) and
+//! the loop surely runs at least once (so the load would have run anyway; a
 //! hoisted load never reads memory the original program would not have read). ALU ops may run
 //! speculatively: in both the C and the interpreter they have no side effects and cannot trap.
 
