@@ -4,9 +4,13 @@
 //!
 //! Invariants kept: sources still come before their users and loops still nest. Moved are only
 //! constants, ALU ops, casts, bitcasts and loads — never accumulators, assignments, stores or
-//! anything reading an accumulator. A load leaves a loop only when the loop stores nothing (so it
-//! cannot see a different value) and surely runs at least once (so the load would have run anyway;
-//! a hoisted load never reads memory the original program would not have read). ALU ops may run
+//! anything reading an accumulator. A load leaves a loop only when the loop stores nothing into
+//! the buffer it reads (so it cannot see a different value: a kernel's buffers are distinct, the
+//! `restrict` of the calling convention; export chooses its in-place updates later, by checks on
+//! these final UOps; an `Assign`'s kernel reads its target only at the position it writes, which
+//! varies with every loop that stores, so such a load never leaves a storing loop either) and
+//! the loop surely runs at least once (so the load would have run anyway; a
+//! hoisted load never reads memory the original program would not have read). ALU ops may run
 //! speculatively: in both the C and the interpreter they have no side effects and cannot trap.
 
 use alloc::vec;
@@ -18,11 +22,20 @@ use super::uops::{UOp, UOpKind};
 
 /// What one open loop allows.
 #[derive(Clone, Copy)]
-struct OpenLoop {
+struct OpenLoop<'a> {
     /// The `Loop` UOp.
     at: usize,
-    /// May a load move out of it?
-    loads_may_leave: bool,
+    /// Does it surely run at least once?
+    runs: bool,
+    /// The buffers (their `DefineGlobal` UOps) it stores into.
+    stored: &'a [u32],
+}
+
+impl OpenLoop<'_> {
+    /// May a load of `buf` move out of it?
+    fn load_may_leave(&self, buf: u32) -> bool {
+        self.runs && !self.stored.contains(&buf)
+    }
 }
 
 /// Moves loop-invariant UOps out of loops (see the module doc).
@@ -60,7 +73,7 @@ fn anchors(uops: &[UOp]) -> Vec<Option<usize>> {
             _ if pure(u) && !reads_acc => {
                 let need = u.src.iter().map(|&s| level[s as usize]).max().unwrap_or(0);
                 if matches!(u.kind, UOpKind::Load | UOpKind::VecLoad { .. }) {
-                    need.max(innermost_blocking(&open))
+                    need.max(innermost_blocking(&open, u.src[0]))
                 } else {
                     need
                 }
@@ -74,7 +87,8 @@ fn anchors(uops: &[UOp]) -> Vec<Option<usize>> {
         match u.kind {
             UOpKind::Loop => open.push(OpenLoop {
                 at: i,
-                loads_may_leave: !stores[i] && runs_at_least_once(uops, u),
+                runs: runs_at_least_once(uops, u),
+                stored: &stores[i],
             }),
             UOpKind::EndLoop => {
                 open.pop();
@@ -85,10 +99,11 @@ fn anchors(uops: &[UOp]) -> Vec<Option<usize>> {
     anchor
 }
 
-/// The number of outer loops a load may not leave: one past the innermost loop that blocks it.
-fn innermost_blocking(open: &[OpenLoop]) -> usize {
+/// The number of outer loops a load of `buf` may not leave: one past the innermost loop that
+/// blocks it.
+fn innermost_blocking(open: &[OpenLoop], buf: u32) -> usize {
     open.iter()
-        .rposition(|l| !l.loads_may_leave)
+        .rposition(|l| !l.load_may_leave(buf))
         .map_or(0, |p| p + 1)
 }
 
@@ -104,9 +119,9 @@ fn runs_at_least_once(uops: &[UOp], lp: &UOp) -> bool {
         }
 }
 
-/// For each `Loop` UOp: does a store happen anywhere inside it?
-fn loops_with_stores(uops: &[UOp]) -> Vec<bool> {
-    let mut has = vec![false; uops.len()];
+/// For each `Loop` UOp: the buffers stored into anywhere inside it (empty for other UOps).
+fn loops_with_stores(uops: &[UOp]) -> Vec<Vec<u32>> {
+    let mut has = vec![Vec::new(); uops.len()];
     let mut open = Vec::new();
     for (i, u) in uops.iter().enumerate() {
         match u.kind {
@@ -114,7 +129,14 @@ fn loops_with_stores(uops: &[UOp]) -> Vec<bool> {
             UOpKind::EndLoop => {
                 open.pop();
             }
-            UOpKind::Store | UOpKind::VecStore { .. } => open.iter().for_each(|&l| has[l] = true),
+            UOpKind::Store | UOpKind::VecStore { .. } => {
+                for &l in &open {
+                    let stored: &mut Vec<u32> = &mut has[l];
+                    if !stored.contains(&u.src[0]) {
+                        stored.push(u.src[0]);
+                    }
+                }
+            }
             _ => {}
         }
     }
