@@ -5,7 +5,8 @@
 //! conv's row is one gated strided load (a gate per lane), which the padding-bounds pass turns
 //! into a plain strided load in the interior. Checked bit for bit against the unoptimized kernel
 //! on the interpreter and on the Clang device, and against a naive reference; the C compiles
-//! under `-Wall -Wextra -Werror`.
+//! under `-Wall -Wextra -Werror`. A row the vector lanes do not divide ends in narrower vectors
+//! (8, 4, 2, then one scalar), checked the same way.
 
 use std::sync::Arc;
 
@@ -31,14 +32,14 @@ fn data(n: usize, seed: usize) -> Vec<f32> {
         .collect()
 }
 
-/// A 3 × 3 depthwise conv, stride 2, padding `pad` on every side, over `[1, c, h, h]`.
-fn depthwise(dev: &Arc<dyn Device>, c: usize, h: usize, pad: usize) -> Tensor {
+/// A 3 × 3 depthwise conv, stride `stride`, padding `pad` on every side, over `[1, c, h, h]`.
+fn depthwise(dev: &Arc<dyn Device>, (c, h, pad, stride): Shape) -> Tensor {
     let on = |shape: &[usize], seed| {
         let n = shape.iter().product();
         Tensor::try_from_slice_on(&data(n, seed), shape, dev).unwrap()
     };
     let opts = ConvOpts {
-        stride: vec![2],
+        stride: vec![stride],
         padding: Padding::All(pad),
         groups: c,
         ..ConvOpts::default()
@@ -46,17 +47,21 @@ fn depthwise(dev: &Arc<dyn Device>, c: usize, h: usize, pad: usize) -> Tensor {
     on(&[1, c, h, h], 1).conv2d(&on(&[c, 1, 3, 3], 2), None, &opts)
 }
 
+/// `(channels, rows = columns, padding, stride)`.
+type Shape = (usize, usize, usize, usize);
+
 /// The conv summed in the same (ky, kx) order, padding taps skipped.
-fn naive(c: usize, h: usize, pad: usize) -> Vec<f32> {
+fn naive((c, h, pad, stride): Shape) -> Vec<f32> {
     let (x, w) = (data(c * h * h, 1), data(c * 9, 2));
-    let o = (h + 2 * pad - 3) / 2 + 1;
+    let o = (h + 2 * pad - 3) / stride + 1;
     (0..c * o * o)
         .map(|i| {
             let (ch, y, xo) = (i / (o * o), i / o % o, i % o);
             let mut s = 0.0f32;
             for ky in 0..3 {
                 for kx in 0..3 {
-                    let (iy, ix) = ((2 * y + ky) as isize - pad as isize, (2 * xo + kx) as isize - pad as isize);
+                    let at = |o: usize, k: usize| (stride * o + k) as isize - pad as isize;
+                    let (iy, ix) = (at(y, ky), at(xo, kx));
                     if iy < 0 || ix < 0 || iy >= h as isize || ix >= h as isize {
                         continue;
                     }
@@ -71,10 +76,10 @@ fn naive(c: usize, h: usize, pad: usize) -> Vec<f32> {
 /// Lowers the conv tiled for 8-lane vectors and unoptimized, checks both on the interpreter
 /// (bit for bit) and against the naive sum, the same on the Clang device, and that the tiled C
 /// compiles warning-free; returns the tiled listing and its C.
-fn check(c: usize, h: usize, pad: usize) -> (String, String) {
+fn check(shape: Shape) -> (String, String) {
     picograd::init();
     let interp = picograd::context::interp();
-    let t = depthwise(&interp, c, h, pad);
+    let t = depthwise(&interp, shape);
     let item = schedule(&[t.lazy().contiguous()]).unwrap().pop().unwrap();
     let cfg = OptConfig::for_vec_width(8);
     let tiled = lower_ast(&item.ast, buf_params(&item), Some(&cfg), true).unwrap();
@@ -82,7 +87,7 @@ fn check(c: usize, h: usize, pad: usize) -> (String, String) {
     let plain = lower_ast(&item.ast, buf_params(&item), None, true).unwrap();
     let got = interp_run::run(&tiled, &item);
     assert_eq!(got, interp_run::run(&plain, &item), "interpreter");
-    let want = naive(c, h, pad);
+    let want = naive(shape);
     assert_eq!(got.len(), want.len());
     for (i, (g, w)) in got.iter().zip(&want).enumerate() {
         let g = f32::from_bits(*g);
@@ -93,8 +98,8 @@ fn check(c: usize, h: usize, pad: usize) -> (String, String) {
         let c = Clang::new().expect("no C compiler: the strided-load tests cannot run");
         Arc::new(c.with_render_opts(host_render_opts()).with_opt_config(opt))
     };
-    let a = depthwise(&clang(Some(cfg)), c, h, pad).to_vec::<f32>().unwrap();
-    let b = depthwise(&clang(None), c, h, pad).to_vec::<f32>().unwrap();
+    let a = depthwise(&clang(Some(cfg)), shape).to_vec::<f32>().unwrap();
+    let b = depthwise(&clang(None), shape).to_vec::<f32>().unwrap();
     assert!(
         a.len() == b.len() && a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits()),
         "Clang: strided vector loads differ from unoptimized C"
@@ -107,7 +112,7 @@ fn check(c: usize, h: usize, pad: usize) -> (String, String) {
 #[test]
 fn stride_two_loads_equal_the_unoptimized_kernel() {
     // Unpadded, [1, 4, 34, 34]: output rows of 16.
-    let (listing, c) = check(4, 34, 0);
+    let (listing, c) = check((4, 34, 0, 2));
     assert!(listing.contains("f32x8 LOAD stride 2"), "{listing}");
     assert!(c.contains("_hi = *(const pg_f32x8u *)"), "{c}");
 }
@@ -117,7 +122,7 @@ fn padded_stride_two_loads_are_gated_lanes_then_plain_in_the_interior() {
     // Padded by 1, [1, 3, 31, 31] (odd channels and rows): output rows of 16, two vectors of 8;
     // the first column's left tap and the last column's right tap (input column 31) are
     // padding, so both border vectors keep a gated lane.
-    let (listing, c) = check(3, 31, 1);
+    let (listing, c) = check((3, 31, 1, 2));
     // The interior's loads lost their gates: plain two-load strided reads in the C.
     assert!(c.contains("_hi = *(const pg_f32x8u *)"), "{c}");
     // The borders are vectors too, their padding lanes zeros (the gates decided by the split
@@ -125,4 +130,15 @@ fn padded_stride_two_loads_are_gated_lanes_then_plain_in_the_interior() {
     assert!(listing.contains("LOAD stride 2"), "{listing}");
     assert!(c.contains("= {0.0f, data1["), "{c}");
     assert!(c.contains("], 0.0f};"), "{c}");
+}
+
+#[test]
+fn a_row_the_lanes_do_not_divide_ends_in_narrower_vectors() {
+    // Stride 1, padded by 1, [1, 3, 15, 15]: output rows of 15 on 8 lanes are vectors of 8, 4
+    // and 2 and one scalar (was 8 and seven scalars), the padded borders gated lane by lane.
+    let (_, c) = check((3, 15, 1, 1));
+    assert!(c.contains("pg_f32x8 acc"), "{c}");
+    assert!(c.contains("pg_f32x4 acc"), "{c}");
+    assert!(c.contains("pg_f32x2 acc"), "{c}");
+    assert!(c.contains("float acc"), "{c}");
 }

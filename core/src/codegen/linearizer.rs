@@ -523,15 +523,23 @@ fn lane_groups(combos: &[Vec<i64>], lane_axis: usize) -> Vec<Vec<usize>> {
     groups.into_iter().map(|(_, g)| g).collect()
 }
 
-/// Each lane group cut into vectors of `lanes` positions, the positions left over (an axis the
-/// lanes do not divide) as one-position groups: the scalar tail.
+/// Each lane group cut into vectors of `lanes` positions; the positions left over (an axis the
+/// lanes do not divide) into narrower power-of-two vectors, widest first (a row of 14 on 8
+/// lanes: 8, 4 and 2), the last odd position as a one-position group (a scalar). Each lane
+/// computes what its scalar would, so the cut changes no result.
 fn vector_chunks(groups: Vec<Vec<usize>>, lanes: usize) -> Vec<Vec<usize>> {
     let lanes = lanes.max(2);
     let mut out = Vec::new();
     for g in groups {
         let body = g.len() - g.len() % lanes;
         out.extend(g[..body].chunks(lanes).map(<[usize]>::to_vec));
-        out.extend(g[body..].iter().map(|&c| alloc::vec![c]));
+        let mut rest = &g[body..];
+        while !rest.is_empty() {
+            // The widest power of two that fits what is left (1: a scalar).
+            let w = 1usize << rest.len().ilog2();
+            out.push(rest[..w].to_vec());
+            rest = &rest[w..];
+        }
     }
     out
 }
