@@ -77,11 +77,15 @@ fn naive((c, h, pad, stride): Shape) -> Vec<f32> {
 /// (bit for bit) and against the naive sum, the same on the Clang device, and that the tiled C
 /// compiles warning-free; returns the tiled listing and its C.
 fn check(shape: Shape) -> (String, String) {
+    check_with(shape, OptConfig::for_vec_width(8))
+}
+
+/// [`check`] under the configuration `cfg`.
+fn check_with(shape: Shape, cfg: OptConfig) -> (String, String) {
     picograd::init();
     let interp = picograd::context::interp();
     let t = depthwise(&interp, shape);
     let item = schedule(&[t.lazy().contiguous()]).unwrap().pop().unwrap();
-    let cfg = OptConfig::for_vec_width(8);
     let tiled = lower_ast(&item.ast, buf_params(&item), Some(&cfg), true).unwrap();
     let listing = format!("{tiled}");
     let plain = lower_ast(&item.ast, buf_params(&item), None, true).unwrap();
@@ -142,4 +146,16 @@ fn a_row_the_lanes_do_not_divide_ends_in_a_narrower_vector() {
     assert!(c.contains("pg_f32x4 acc"), "{c}");
     assert!(!c.contains("pg_f32x2 acc"), "{c}");
     assert!(c.contains("float acc"), "{c}");
+}
+
+#[test]
+fn gates_a_small_code_budget_keeps_are_loaded_lane_by_lane() {
+    // A code budget of 2 copies per loop (size mode's) keeps the gates of a row padded on both
+    // sides: the gated vector load stays, and C loads each lane under its own gate.
+    let mut cfg = OptConfig::for_vec_width(8);
+    cfg.max_unrolled = 2;
+    let (listing, c) = check_with((3, 31, 1, 2), cfg);
+    assert!(listing.contains("LOAD stride 2"), "{listing}");
+    let gated = |l: &&str| l.contains("const pg_f32x8 val") && l.contains(" ? data1[");
+    assert!(c.lines().any(|l| gated(&l)), "{c}");
 }
