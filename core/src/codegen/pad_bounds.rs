@@ -3,8 +3,10 @@
 //! or false, so the interior runs without gates and the borders are peeled (a one-iteration part
 //! becomes straight-line code with the loop variable a constant). In each part, gates decided by
 //! the part's bounds become constants and fold away: a load whose gate always holds is a plain
-//! load, one whose gate never holds is the padding value 0, and a multiply-accumulate of a
-//! constant zero (`fma(0, w, acc)`) is the accumulator itself: padding taps are never multiplied
+//! load, one whose gate never holds is the padding value 0 (a gated vector load: all its lanes'
+//! gates holding is a plain vector load, none holding a vector of zeros), and a
+//! multiply-accumulate of a constant zero (`fma(0, w, acc)`, in every lane for a vector) is the
+//! accumulator itself: padding taps are never multiplied
 //! (a dual multiply-accumulate keeps only its products without a zero factor).
 //! An index `x % c` or `x / c` whose operand the part's bounds keep in `[k·c, (k+1)·c)` is
 //! `x - k·c` or `k`.
@@ -413,6 +415,35 @@ impl Emitter<'_> {
                 Some(false) => Some(self.konst(Scalar::zero(u.dtype))),
                 None => None,
             },
+            // A gated vector load: every gate holding is a plain vector load (a padded row's
+            // interior); none holding is a vector of zeros.
+            UOpKind::VecLoad { lanes, .. } if src.len() == 2 + usize::from(*lanes) => {
+                let gates: Vec<Option<bool>> =
+                    src[2..].iter().map(|&g| self.const_bool(g)).collect();
+                if gates.iter().all(|&g| g == Some(true)) {
+                    Some(self.push(UOp {
+                        kind: u.kind.clone(),
+                        dtype: u.dtype,
+                        src: vec![src[0], src[1]],
+                    }))
+                } else if gates.iter().all(|&g| g == Some(false)) {
+                    let z = self.konst(Scalar::zero(u.dtype));
+                    Some(self.push(UOp {
+                        kind: UOpKind::Vectorize,
+                        dtype: u.dtype,
+                        src: vec![z; usize::from(*lanes)],
+                    }))
+                } else {
+                    None
+                }
+            }
+            // A vector padding tap: `fma(0, w, acc)` in every lane is `acc` (as in scalar code).
+            UOpKind::VecAlu {
+                op: AluOp::Fma | AluOp::MulAcc,
+                ..
+            } if u.dtype.is_float() && (self.zero_vec(src[0]) || self.zero_vec(src[1])) => {
+                Some(src[2])
+            }
             // An accumulator given its own value: a padding tap folded away.
             UOpKind::Assign if src[0] == src[1] => Some(src[0]),
             UOpKind::DualMac if src.len() == 5 => self.fold_dual_mac(&src),
@@ -433,6 +464,12 @@ impl Emitter<'_> {
             }),
         };
         self.map[i] = Some(n);
+    }
+
+    /// Is new UOp `n` a vector of constant zeros (a `Vectorize` of them)?
+    fn zero_vec(&self, n: u32) -> bool {
+        let u = &self.out[n as usize];
+        u.kind == UOpKind::Vectorize && u.src.iter().all(|&s| self.is_zero(s))
     }
 
     /// The value an ALU op folds to, if the bounds or constants decide it.

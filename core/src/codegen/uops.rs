@@ -73,9 +73,12 @@ pub enum UOpKind {
         /// Its lane count (≥ 2).
         lanes: u8,
     },
-    /// `lanes` elements `stride` apart, lane `k` being `src0[src1 + k·stride]`, as one vector
-    /// (ungated): consecutive elements at stride 1, every other one at stride 2 (a stride-2
-    /// conv's input row).
+    /// `lanes` elements `stride` apart, lane `k` being `src0[src1 + k·stride]`, as one vector:
+    /// consecutive elements at stride 1, every other one at stride 2 (a stride-2 conv's input
+    /// row). Gated form: `lanes` more bool sources, one gate per lane; lane `k` loads only where
+    /// `src(2 + k)` holds and is 0 elsewhere (padding; its element need not be in bounds), as a
+    /// gated `Load` does. The padding-bounds pass drops the gates where all hold (a plain
+    /// vector load in a padded conv's interior).
     VecLoad {
         /// How many elements.
         lanes: u8,

@@ -271,7 +271,24 @@ fn kind_problem(lk: &LinearKernel, u: &UOp) -> Option<String> {
         UOpKind::Loop => arity(2).or_else(|| ints(&[dt(0), dt(1)], "loop bounds")),
         UOpKind::EndLoop => arity(1),
         UOpKind::Load => memory_problem(lk, u, false),
-        UOpKind::VecLoad { .. } => arity(2).or_else(|| memory_problem(lk, u, false)),
+        // Ungated, or one bool gate per lane after the buffer and index.
+        UOpKind::VecLoad { lanes, .. } => {
+            let gated = u.src.len() == 2 + usize::from(*lanes);
+            (if gated { None } else { arity(2) })
+                .or_else(|| {
+                    let base = UOp {
+                        kind: u.kind.clone(),
+                        dtype: u.dtype,
+                        src: u.src[..2].to_vec(),
+                    };
+                    memory_problem(lk, &base, false)
+                })
+                .or_else(|| {
+                    (2..u.src.len())
+                        .find(|&s| dt(s) != DType::Bool)
+                        .map(|s| format!("gate {} is {}, not bool", s - 2, dt(s).name()))
+                })
+        }
         UOpKind::VecStore { .. } => arity(3).or_else(|| memory_problem(lk, u, true)),
         UOpKind::VecAlu { op, .. } => {
             arity(op.arity()).or_else(|| alu_problem(*op, u.dtype, &dts(lk, u)))

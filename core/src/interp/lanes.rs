@@ -4,7 +4,8 @@
 //! scalar UOps only.
 //!
 //! Invariant: lane `k` of a vector UOp becomes exactly the scalar UOp the C renderer's vector
-//! statement computes in lane `k` — a load or store at `index + k`, the same ALU op on the
+//! statement computes in lane `k` — a load (gated by the lane's gate, if any) or store at
+//! `index + k`, the same ALU op on the
 //! operands' lane `k` — so the interpreter stays the C backend's oracle for vector kernels.
 //! `Vectorize` and `Gep` only rename values and emit nothing. Interpreter errors of an expanded
 //! kernel name UOp positions of the expanded list.
@@ -43,7 +44,10 @@ pub(super) fn scalarize(k: &LinearKernel) -> Option<LinearKernel> {
                 (0..w)
                     .map(|n| {
                         let idx = offset(&mut out, base, n * usize::from(*stride));
-                        push(&mut out, UOpKind::Load, alloc::vec![buf, idx])
+                        // The gated form: lane `n` is a `Load` gated by source `2 + n`.
+                        let mut src = alloc::vec![buf, idx];
+                        src.extend(u.src.get(2 + n).map(|&g| lane(g, 0)));
+                        push(&mut out, UOpKind::Load, src)
                     })
                     .collect()
             }

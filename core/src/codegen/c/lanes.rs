@@ -1,7 +1,8 @@
 //! Printing the vector UOps ([`UOpKind::VecAcc`](crate::codegen::uops::UOpKind::VecAcc),
 //! `VecLoad`, `VecStore`, `VecAlu`, `Vectorize`) as statements on the GCC/clang vector types
 //! `pg_f32xN` the prelude defines: loads and stores through the unaligned `pg_f32xNu` (a
-//! stride-2 load as two such loads and their even lanes, by subscripts), the
+//! stride-2 load as two such loads and their even lanes, by subscripts; a gated load lane by
+//! lane, each lane's gate choosing its element or 0), the
 //! fused multiply-add through `pg_fma_f32xN`, the maximum through `pg_max_f32xN` (the scalar
 //! `a < b ? b : a` as a lane mask, so NaNs and signed zeros come out as in scalar code). The lanes were chosen by the optimizer (an
 //! `Opt::Vectorize`) and made by the linearizer; this file only prints them.
@@ -16,6 +17,7 @@ use alloc::vec::Vec;
 
 use super::helpers::Helper;
 use super::{arith_sym, literal, Writer};
+use crate::codegen::uops::UOpKind;
 use crate::dtype::DType;
 use crate::ops::{AluOp, Scalar};
 use crate::Error;
@@ -64,6 +66,23 @@ impl Writer<'_> {
         }
         let Some(t) = self.vec_type(i, w) else { return };
         let (b, x) = (String::from(self.src(i, 0)), String::from(self.src(i, 1)));
+        if self.k.uops[i].src.len() > 2 {
+            // Gated lanes (a padded row's border): each lane loads only where its gate holds,
+            // as a gated scalar load does (the element need not be in bounds elsewhere).
+            let lanes: Vec<String> = (0..w)
+                .map(|k| {
+                    let e = format!("{b}[{x} + {}]", k * stride);
+                    let gate = &self.k.uops[self.k.uops[i].src[2 + k] as usize];
+                    match gate.kind {
+                        UOpKind::Const(c) if c.as_i64() != 0 => e,
+                        UOpKind::Const(_) => String::from("0.0f"),
+                        _ => format!("{} ? {e} : 0.0f", self.src(i, 2 + k)),
+                    }
+                })
+                .collect();
+            self.vec_value(i, &t, &format!("{{{}}}", lanes.join(", ")));
+            return;
+        }
         if stride == 2 {
             // Every other element: two vector loads, the second starting one element early so
             // it ends on the last lane's element (nothing past it is read), then the even

@@ -1,9 +1,10 @@
 //! Vector lowering: the linearizer's path for a kernel with a vector axis
 //! ([`Opt::Vectorize`](crate::codegen::kernel::Opt::Vectorize)). The `W` positions of that axis
 //! are computed together: each AST node becomes one [`LaneVal`] — a scalar shared by every lane
-//! (a broadcast operand), one vector UOp (`VecLoad` of consecutive or every-other elements, a lane-wise
-//! `VecAlu`, a `VecAcc`), or `W` scalar UOps where the lanes cannot share one vector (a gather,
-//! a gated load, an op with no lane-wise vector form, a dtype other than f32). Stores of
+//! (a broadcast operand), one vector UOp (`VecLoad` of consecutive or every-other elements,
+//! gated lane by lane when padded, a lane-wise `VecAlu`, a `VecAcc`), or `W` scalar UOps where
+//! the lanes cannot share one vector (a gather, an op with no lane-wise vector form, a dtype
+//! other than f32). Stores of
 //! consecutive elements are one `VecStore`.
 //!
 //! Invariant: lane `k` computes exactly the UOps the scalar linearizer makes for position `k`
@@ -152,16 +153,29 @@ impl Lin {
                 let (idxs, valid): (Vec<Node>, Vec<Node>) =
                     lanes.iter().map(|p| st.expr_idxs(p)).unzip();
                 let ungated = valid.iter().all(|v| v.as_const().is_some_and(|c| c != 0));
+                let never = valid.iter().all(|v| v.as_const() == Some(0));
                 // Consecutive elements, or every other one (a stride-2 conv's input row: the C
                 // renderer reads it as two vector loads and keeps the even lanes).
                 let stride = [1u8, 2].into_iter().find(|&s| strided(&idxs, i64::from(s)));
-                if let Some(stride) = stride.filter(|_| ungated && dtype == DType::F32 && w > 1) {
+                if let Some(stride) = stride.filter(|_| !never && dtype == DType::F32 && w > 1) {
                     let (b, i) = (self.buf_uop(*buf), self.node(&idxs[0]));
                     let kind = UOpKind::VecLoad {
                         lanes: Self::width(lanes),
                         stride,
                     };
-                    return Ok(LaneVal::Vec(self.push(kind, dtype, alloc::vec![b, i])));
+                    let mut src = alloc::vec![b, i];
+                    // A padded row: one gate per lane, which the padding-bounds pass drops in
+                    // the interior (where they all hold), leaving a plain vector load.
+                    if !ungated {
+                        for v in &valid {
+                            let g = match v.as_const() {
+                                Some(c) => self.konst(Scalar::from_bool(c != 0)),
+                                None => self.node(v),
+                            };
+                            src.push(g);
+                        }
+                    }
+                    return Ok(LaneVal::Vec(self.push(kind, dtype, src)));
                 }
                 self.per_lane(ast, lanes)
             }
