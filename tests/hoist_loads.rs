@@ -17,11 +17,15 @@ use picograd::interp::Interp;
 use picograd::ops::fixed_point;
 use picograd::runtime::target::{Target, Values};
 use picograd::schedule::schedule;
+
+use loop_depths::depths;
 use picograd::tensor::quantized::Ties;
 use picograd::{ConvOpts, DType, Tensor};
 
 #[path = "common/int_bundle.rs"]
 mod int_bundle;
+#[path = "common/loop_depths.rs"]
+mod loop_depths;
 #[path = "common/rng.rs"]
 mod rng;
 
@@ -60,25 +64,6 @@ fn reference() -> Vec<i32> {
         }
     }
     out
-}
-
-/// The loop nesting depth at each UOp (a `Loop` at its outer depth, an `EndLoop` too).
-fn depths(lk: &LinearKernel) -> Vec<usize> {
-    let mut d = 0;
-    lk.uops
-        .iter()
-        .map(|u| match u.kind {
-            UOpKind::Loop => {
-                d += 1;
-                d - 1
-            }
-            UOpKind::EndLoop => {
-                d -= 1;
-                d + 1
-            }
-            _ => d,
-        })
-        .collect()
 }
 
 /// How many loads of `lk` read a buffer the kernel never stores into from inside a loop their

@@ -4,6 +4,9 @@
 
 use std::sync::Arc;
 
+#[path = "common/loop_depths.rs"]
+mod loop_depths;
+
 use picograd::codegen::kernel::{Kernel, Opt};
 use picograd::codegen::linearizer::linearize;
 use picograd::codegen::lower::{buf_params, lower_ast, lower_ast_with};
@@ -11,6 +14,8 @@ use picograd::device::{Buffer, Device};
 use picograd::ops::{AluOp, ReduceOp};
 use picograd::schedule::{schedule, ScheduleItem};
 use picograd::Tensor;
+
+use loop_depths::depths;
 
 /// Runs `item` lowered with `opts` on `dev`, returning the output bytes.
 fn run(item: &ScheduleItem, opts: &[Opt], dev: &Arc<dyn Device>) -> Vec<u8> {
@@ -177,7 +182,7 @@ fn bad_opts_are_errors() {
 
 use picograd::codegen::opt::OptConfig;
 use picograd::codegen::strategy::hand_coded;
-use picograd::codegen::uops::{LinearKernel, UOpKind};
+use picograd::codegen::uops::UOpKind;
 use picograd::{ConvOpts, Padding};
 
 /// Kernels of awkward sizes: primes, 1, and sizes that are not multiples of a vector width.
@@ -390,25 +395,6 @@ fn heuristic_opts_keep_results_of_split_reductions() {
         optimized,
         "the heuristic optimized none of the split kernels"
     );
-}
-
-/// The loop nesting depth at each UOp, and for each UOp the depth where its value is defined.
-fn depths(lk: &LinearKernel) -> Vec<usize> {
-    let mut d = 0;
-    lk.uops
-        .iter()
-        .map(|u| match u.kind {
-            UOpKind::Loop => {
-                d += 1;
-                d - 1
-            }
-            UOpKind::EndLoop => {
-                d -= 1;
-                d + 1
-            }
-            _ => d,
-        })
-        .collect()
 }
 
 #[test]

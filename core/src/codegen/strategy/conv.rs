@@ -80,21 +80,10 @@ pub(super) fn choose(k: &mut Kernel, cfg: &OptConfig, applied: &mut Vec<Opt>) ->
     // Pixels the row does not divide: the channel vectors first, then the pixels as a looped
     // remainder (which must be the last global opt).
     if size(k, first.0) % first.1 as i64 != 0 {
-        let ((wide, pixels), (channel, cs)) = (first, second);
-        let (mut next, mut opts) = (k.clone(), Vec::new());
-        if !try_vector_upcast(&mut next, (channel, cs), cfg, &mut opts) {
+        let (pixels, channels) = (first, second);
+        let Some((next, opts)) = vectors_then_looped(k, cfg, channels, pixels) else {
             return false;
-        }
-        // An upcast that consumed the whole channel axis removed it: later axes moved down.
-        let moved = next.first_reduce < k.first_reduce && channel < wide;
-        let looped = Opt::LoopedUpcast {
-            axis: wide - usize::from(moved),
-            amount: pixels,
-            lanes: 0,
         };
-        if !try_opt(&mut next, looped, &mut opts) {
-            return false;
-        }
         *k = next;
         applied.extend(opts);
         return true;
@@ -145,23 +134,35 @@ fn looped_channels(
     {
         return false;
     }
-    let (mut next, mut opts) = (k.clone(), Vec::new());
-    if !try_vector_upcast(&mut next, (wide, lanes), cfg, &mut opts) {
+    let Some((next, opts)) = vectors_then_looped(k, cfg, (wide, lanes), (channel, room)) else {
         return false;
-    }
-    // An upcast that consumed the whole row removed its axis: later axes moved down.
-    let moved = next.first_reduce < k.first_reduce && wide < channel;
-    let looped = Opt::LoopedUpcast {
-        axis: channel - usize::from(moved),
-        amount: room,
-        lanes: 0,
     };
-    if !try_opt(&mut next, looped, &mut opts) {
-        return false;
-    }
     *k = next;
     applied.extend(opts);
     true
+}
+
+/// `first` upcast (as vector lanes where they fit), then `looped` as a looped remainder
+/// ([`Opt::LoopedUpcast`], the last global opt), its axis found where it is after the first
+/// upcast (one that consumed its whole axis removed it, and later axes moved down). The kernel
+/// and the opts, or `None` when either does not fit.
+fn vectors_then_looped(
+    k: &Kernel,
+    cfg: &OptConfig,
+    first: (usize, usize),
+    looped: (usize, usize),
+) -> Option<(Kernel, Vec<Opt>)> {
+    let (mut next, mut opts) = (k.clone(), Vec::new());
+    if !try_vector_upcast(&mut next, first, cfg, &mut opts) {
+        return None;
+    }
+    let moved = next.first_reduce < k.first_reduce && first.0 < looped.0;
+    let opt = Opt::LoopedUpcast {
+        axis: looped.0 - usize::from(moved),
+        amount: looped.1,
+        lanes: 0,
+    };
+    try_opt(&mut next, opt, &mut opts).then_some((next, opts))
 }
 
 /// The channel-lane tile `((wide, pixels), (channel, m · lanes))` and its lane count — upcast
@@ -330,15 +331,7 @@ pub(super) fn space(k: &Kernel, cfg: &OptConfig) -> Vec<Choice> {
     if cfg.vector_lanes && lanes >= 2 {
         let cs = (2..=MAX_CHANNELS).filter(|&c| (c as i64) < nc && nc % c as i64 != 0);
         for c in cs.filter(|&c| c * lanes <= cfg.max_accs) {
-            let mut next = k.clone();
-            let mut opts = Vec::new();
-            if try_vector_upcast(&mut next, (wide, lanes), cfg, &mut opts) {
-                let moved = next.first_reduce < k.first_reduce && wide < channel;
-                opts.push(Opt::LoopedUpcast {
-                    axis: channel - usize::from(moved),
-                    amount: c,
-                    lanes: 0,
-                });
+            if let Some((_, opts)) = vectors_then_looped(k, cfg, (wide, lanes), (channel, c)) {
                 out.push(Choice::new(opts, Some(channel)));
             }
         }
