@@ -31,8 +31,9 @@
 //! 3, instead of 8 × 1). A weight vector counts as its lanes' values, not one load, when the
 //! weights a pixel step reads over the whole reduce outgrow half the target's L2 (`OptConfig`'s
 //! `l2_bytes`): they stream from further out, so more pixels per weight vector pay. A 3×3
-//! window's taps are unrolled step by step (the linearizer feeds every accumulator from one
-//! tap's loads before the next), so several channel vectors fit beside the accumulators.
+//! window's taps with several channel vectors are unrolled step by step (the linearizer feeds
+//! every accumulator from one tap's loads before the next, `steps_outermost` there), so those
+//! vectors fit beside the accumulators.
 //!
 //! Search space: both orientations for every channel count up to [`MAX_CHANNELS`] dividing the
 //! channel axis, times every pixel count dividing the output-contiguous axis,
