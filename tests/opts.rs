@@ -10,6 +10,7 @@ mod loop_depths;
 use picograd::codegen::kernel::{Kernel, Opt};
 use picograd::codegen::linearizer::linearize;
 use picograd::codegen::lower::{buf_params, lower_ast, lower_ast_with};
+use picograd::codegen::uops::LinearKernel;
 use picograd::device::{Buffer, Device};
 use picograd::ops::{AluOp, ReduceOp};
 use picograd::schedule::{schedule, ScheduleItem};
@@ -51,7 +52,12 @@ fn run_lowered(item: &ScheduleItem, opts: &[Opt], dev: &Arc<dyn Device>, fused: 
         "unrolled axes must not loop: {}",
         k.describe()
     );
-    let prog = dev.compile(&lk).unwrap();
+    run_linear(item, &lk, dev)
+}
+
+/// Runs the lowered kernel `lk` of `item` on `dev`, returning the output bytes.
+fn run_linear(item: &ScheduleItem, lk: &LinearKernel, dev: &Arc<dyn Device>) -> Vec<u8> {
+    let prog = dev.compile(lk).unwrap();
     let out = Buffer::new(dev.clone(), item.out.dtype(), lk.bufs[0].size).unwrap();
     let ins: Vec<Arc<Buffer>> = item
         .inputs
@@ -460,7 +466,7 @@ fn threaded_kernels_equal_single_threaded_ones() {
 /// cores the outer one; both compute what one core does.
 #[test]
 fn threads_split_the_loop_that_divides_evenly() {
-    use picograd::codegen::split::split_loop;
+    use picograd::codegen::split::split_loops;
     use picograd::codegen::uops::UOpKind;
     picograd::init();
     let x = Tensor::from_slice(&data(42), &[14, 3]).permute(&[1, 0]);
@@ -477,8 +483,8 @@ fn threads_split_the_loop_that_divides_evenly() {
         UOpKind::Const(v) => v.as_i64(),
         ref other => panic!("loop {i} ends at {other:?}"),
     };
-    assert_eq!(trips(split_loop(&lk, 2).unwrap()), 14, "{lk}");
-    assert_eq!(trips(split_loop(&lk, 3).unwrap()), 3, "{lk}");
+    assert_eq!(trips(split_loops(&lk, 2).unwrap()[0]), 14, "{lk}");
+    assert_eq!(trips(split_loops(&lk, 3).unwrap()[0]), 3, "{lk}");
     realize_inputs(std::slice::from_ref(&item));
     let clang = |threads| -> Arc<dyn Device> {
         let dev =
@@ -492,6 +498,34 @@ fn threads_split_the_loop_that_divides_evenly() {
             base,
             "split over {threads}"
         );
+    }
+}
+
+/// A batch-1 conv to 12 channels whose tile loops 8 channels per step with a tail of 4: the
+/// loop and the tail are sibling loops, and threads split each (`split_loops` finds two
+/// regions); 2 and 3 cores compute what one does, bit for bit.
+#[test]
+fn threads_split_a_loop_and_its_tail() {
+    use picograd::codegen::split::split_loops;
+    picograd::init();
+    let x = Tensor::from_slice(&data(3 * 10 * 10), &[1, 3, 10, 10]);
+    let w = Tensor::from_slice(&data(12 * 3 * 9), &[12, 3, 3, 3]);
+    let item = single_item(&x.conv2d(&w, None, &ConvOpts::default()));
+    let cfg = OptConfig::for_vec_width(8);
+    let lk = lower_ast(&item.ast, buf_params(&item), Some(&cfg), false).unwrap();
+    let regions = split_loops(&lk, 2).map(|s| s.len());
+    assert_eq!(regions, Some(2), "a loop and its tail: {lk}");
+    realize_inputs(std::slice::from_ref(&item));
+    let clang = |threads| -> Arc<dyn Device> {
+        let dev =
+            picograd::runtime::Clang::new().expect("no C compiler: threaded tests cannot run");
+        Arc::new(dev.with_threads(threads, 0))
+    };
+    let unopt = lower_ast(&item.ast, buf_params(&item), None, false).unwrap();
+    let base = run_linear(&item, &unopt, &clang(1));
+    for threads in [1, 2, 3] {
+        let got = run_linear(&item, &lk, &clang(threads));
+        assert_eq!(got, base, "split over {threads}");
     }
 }
 

@@ -201,11 +201,11 @@ fn a_window_tiles_channel_vectors_and_streams_big_weight_blocks_over_more_pixels
 #[test]
 fn channels_no_tile_divides_loop_with_a_tail() {
     // 12 output channels, weights strided along them (torch's layout: no channel lanes), two
-    // 8-wide rows on 8 lanes, batch 2: room for 8 channels of broadcast weights, of which only
-    // 6 divide 12 — so 8 channels per loop step and a tail of 4, both inside the batch loop
-    // (which threads split; the row's vector consumed its axis, so the channel axis is found
-    // where it was). Bit-identical to the unoptimized kernel, which matches a naive conv. At
-    // batch 1 no loop would hold both parts, so the exact tile stays.
+    // 8-wide rows on 8 lanes: room for 8 channels of broadcast weights, of which only 6 divide
+    // 12 — so 8 channels per loop step and a tail of 4 (the row's vector consumed its axis, so
+    // the channel axis is found where it was). At batch 2 both parts sit inside the batch loop;
+    // at batch 1 they are sibling loops, which `split_loops` divides one after the other.
+    // Bit-identical to the unoptimized kernel, which matches a naive conv.
     let (cin, cout, h, w) = (3, 12, 2, 8);
     let conv = |batch: usize| {
         let (xs, ws) = (
@@ -217,44 +217,53 @@ fn channels_no_tile_divides_loop_with_a_tail() {
         (item(&x.conv2d(&wt, None, &ConvOpts::default())), xs, ws)
     };
     let cfg = OptConfig::for_vec_width(8);
-    let (single, _, _) = conv(1);
-    let mut k = Kernel::new(&single.ast).unwrap();
-    let opts = hand_coded(&mut k, &cfg);
-    assert!(k.remainder.is_none(), "{opts:?} -> {}", k.describe());
-    let batch = 2;
-    let (it, xs, ws) = conv(batch);
-    let mut k = Kernel::new(&it.ast).unwrap();
-    let opts = hand_coded(&mut k, &cfg);
-    assert!(
-        opts.contains(&Opt::LoopedUpcast {
-            axis: 1,
-            amount: 8,
-            lanes: 0
-        }),
-        "{opts:?} -> {}",
-        k.describe()
-    );
-    assert_eq!(k.describe(), "[2,2 | 3,3 | 8,8,3] + [2,2 | 3,3 | 8,4,3]");
-    let want: Vec<f32> = (0..batch * cout * h * w)
-        .map(|o| {
-            let (b, co, oy, ox) = (o / (cout * h * w), o / (h * w) % cout, o / w % h, o % w);
-            let mut acc = 0.0f32;
-            for ci in 0..cin {
-                for ky in 0..3 {
-                    for kx in 0..3 {
-                        let xi = ((b * cin + ci) * (h + 2) + oy + ky) * (w + 2) + ox + kx;
-                        acc += xs[xi] * ws[((co * cin + ci) * 3 + ky) * 3 + kx];
+    for (batch, axis, shape, regions) in [
+        (1, 0, "[2 | 3,3 | 8,8,3] + [2 | 3,3 | 8,4,3]", 2),
+        (2, 1, "[2,2 | 3,3 | 8,8,3] + [2,2 | 3,3 | 8,4,3]", 1),
+    ] {
+        let (it, xs, ws) = conv(batch);
+        let mut k = Kernel::new(&it.ast).unwrap();
+        let opts = hand_coded(&mut k, &cfg);
+        assert!(
+            opts.contains(&Opt::LoopedUpcast {
+                axis,
+                amount: 8,
+                lanes: 0
+            }),
+            "batch {batch}: {opts:?} -> {}",
+            k.describe()
+        );
+        assert_eq!(k.describe(), shape, "batch {batch}");
+        let want: Vec<f32> = (0..batch * cout * h * w)
+            .map(|o| {
+                let (b, co, oy, ox) = (o / (cout * h * w), o / (h * w) % cout, o / w % h, o % w);
+                let mut acc = 0.0f32;
+                for ci in 0..cin {
+                    for ky in 0..3 {
+                        for kx in 0..3 {
+                            let xi = ((b * cin + ci) * (h + 2) + oy + ky) * (w + 2) + ox + kx;
+                            acc += xs[xi] * ws[((co * cin + ci) * 3 + ky) * 3 + kx];
+                        }
                     }
                 }
-            }
-            acc
-        })
-        .collect();
-    let looped = lower_ast(&it.ast, buf_params(&it), Some(&cfg), false).unwrap();
-    let unopt = lower_ast(&it.ast, buf_params(&it), None, false).unwrap();
-    let (got, scalar) = (run(&looped, &it), run(&unopt, &it));
-    assert_eq!(got, scalar, "looped and unoptimized kernels differ");
-    close("conv", &got, &want);
+                acc
+            })
+            .collect();
+        let looped = lower_ast(&it.ast, buf_params(&it), Some(&cfg), false).unwrap();
+        let split = picograd_core::codegen::split::split_loops(&looped, 2);
+        assert_eq!(
+            split.map(|s| s.len()),
+            Some(regions),
+            "batch {batch}: {looped}"
+        );
+        let unopt = lower_ast(&it.ast, buf_params(&it), None, false).unwrap();
+        let (got, scalar) = (run(&looped, &it), run(&unopt, &it));
+        assert_eq!(
+            got, scalar,
+            "batch {batch}: looped and unoptimized kernels differ"
+        );
+        close("conv", &got, &want);
+    }
 }
 
 #[test]

@@ -24,7 +24,7 @@ use picograd_core::codegen::c::{
 };
 use picograd_core::codegen::kernel::Opt;
 use picograd_core::codegen::opt::OptConfig;
-use picograd_core::codegen::split::split_loop;
+use picograd_core::codegen::split::split_loops;
 use picograd_core::codegen::uops::{BufParam, LinearKernel, UOpKind};
 use picograd_core::device::{Allocator, BufId, Device, Program};
 use picograd_core::{Error, Result};
@@ -350,7 +350,7 @@ impl Clang {
     /// How many cores `k` runs on: split kernels need a splittable loop and enough work.
     fn cores_for(&self, k: &LinearKernel) -> usize {
         let work = k.cost.flops.saturating_add(k.cost.bytes / 4);
-        let splittable = split_loop(k, self.threads).is_some();
+        let splittable = split_loops(k, self.threads).is_some();
         if self.threads > 1 && splittable && work >= self.min_split_work {
             self.threads
         } else {

@@ -106,7 +106,7 @@ pub fn render_kernel(k: &LinearKernel, opts: &CRenderOpts) -> Result<String> {
 }
 
 /// One C99 translation unit holding one kernel whose iterations are divided among `cores`
-/// cores on the loop [`split::split_loop`](super::split::split_loop) chooses: the function takes
+/// cores on the loops [`split::split_loops`](super::split::split_loops) chooses: the function takes
 /// `int32_t core_id, int32_t core_count` last, and the entry wrapper reads them after the
 /// variables. A kernel with no splittable loop, or `cores` 1, renders as [`render_kernel`] does.
 pub fn render_kernel_split(k: &LinearKernel, cores: usize, opts: &CRenderOpts) -> Result<String> {
@@ -138,8 +138,9 @@ pub fn render_program_split(
 ) -> Result<String> {
     render_unit(kernels, opts, |w, k, cores| {
         w.split = (cores > 1)
-            .then(|| super::split::split_loop(k, cores))
-            .flatten();
+            .then(|| super::split::split_loops(k, cores))
+            .flatten()
+            .unwrap_or_default();
     })
 }
 
@@ -199,8 +200,9 @@ struct Writer<'a> {
     accs: usize,
     /// Render buffer parameters `restrict`.
     restrict: bool,
-    /// The loop divided among cores (see `render_kernel_split`).
-    split: Option<usize>,
+    /// The loops divided among cores, one per region (see `render_kernel_split`); empty: the
+    /// kernel is not split.
+    split: Vec<usize>,
     /// Loops (by UOp index) to leave to the SLP vectorizer (see `CRenderOpts::slp_upcasts`).
     slp: Vec<bool>,
     /// Rendering the body of such a loop.
@@ -224,7 +226,7 @@ impl<'a> Writer<'a> {
             loops: 0,
             accs: 0,
             restrict: true,
-            split: None,
+            split: Vec::new(),
             slp: if opts.slp_upcasts {
                 straight_line_multi_store_loops(&k.uops)
             } else {
@@ -283,7 +285,7 @@ impl<'a> Writer<'a> {
             })
             .collect();
         ps.extend(self.k.vars.iter().map(|(n, _, _)| format!("int32_t {n}")));
-        if self.split.is_some() {
+        if !self.split.is_empty() {
             ps.push(String::from("int32_t core_id, int32_t core_count"));
         }
         if ps.is_empty() {
@@ -326,7 +328,7 @@ impl<'a> Writer<'a> {
                 format!("({c}{} *)bufs[{i}]", b.dtype.c_storage())
             })
             .collect();
-        let nvars = self.k.vars.len() + if self.split.is_some() { 2 } else { 0 };
+        let nvars = self.k.vars.len() + if self.split.is_empty() { 0 } else { 2 };
         args.extend((0..nvars).map(|i| format!("vars[{i}]")));
         let name = &self.k.name;
         self.out.push_str(&format!(
@@ -450,7 +452,7 @@ impl<'a> Writer<'a> {
         self.loops += 1;
         let t = self.k.uops[i].dtype.c_compute();
         let (mut s, mut e) = (self.src(i, 0).to_string(), self.src(i, 1).to_string());
-        if self.split == Some(i) {
+        if self.split.contains(&i) {
             // This core's share of [0, e): [e*id/count, e*(id+1)/count), in 64-bit.
             let part = |id: &str| format!("({t})(((int64_t){e} * ({id})) / core_count)");
             let (lo, hi) = (part("core_id"), part("core_id + 1"));

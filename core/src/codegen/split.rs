@@ -1,6 +1,6 @@
-//! Thread splitting: which loop of a lowered kernel is divided among cores.
+//! Thread splitting: which loops of a lowered kernel are divided among cores.
 //!
-//! A kernel is split on one global loop: each core runs the iterations
+//! A kernel is split on one global loop per region: each core runs the iterations
 //! `[end * core_id / core_count, end * (core_id + 1) / core_count)` of it, and every loop around
 //! it whole. The C calling convention then ends in `int32_t core_id, int32_t core_count`
 //! (DESIGN.md, "Kernel calling convention").
@@ -11,41 +11,107 @@
 //! every block's rows. Every core then runs the loops around the split one, which hold only
 //! index arithmetic.
 //!
-//! Invariant: a loop is splittable only when every side effect of the kernel (stores,
+//! A region is an outermost loop holding side effects. Most kernels have one; a looped upcast
+//! with a remainder (`Opt::LoopedUpcast` on an outermost axis: 96 channels 8 per step, then the
+//! 4 left) has two sibling loops, and each core takes its share of both, one after the other.
+//!
+//! Invariant: a loop is splittable only when every side effect of its region (stores,
 //! accumulator definitions and updates) happens inside it, so its iterations are independent
 //! (each writes its own outputs, the same for every iteration of the loops around it) and
-//! core 0 of 1 computes exactly the unsplit kernel.
+//! core 0 of 1 computes exactly the unsplit kernel. Several regions split only when no region
+//! reads a buffer the kernel writes: a core may run its part of the second region before
+//! another core has finished its part of the first.
 
-use super::uops::{LinearKernel, UOpKind};
+use super::uops::{LinearKernel, UOp, UOpKind};
+use alloc::vec::Vec;
+use core::ops::Range;
 
 /// A loop whose share per core is at least this fraction of the even share is split even when a
 /// loop inside it would divide more evenly (the outer the split, the larger each core's
 /// contiguous part).
 const EVEN_ENOUGH: f64 = 0.9;
 
-/// The index of the `Loop` UOp to divide among `cores` cores, if the kernel has one: of the
-/// loops from 0 that hold every side effect (nested one in the other), the outermost whose
-/// iterations divide evenly enough ([`EVEN_ENOUGH`]), else the most even (the outer on a tie).
-/// A loop of symbolic length counts as even.
-pub fn split_loop(k: &LinearKernel, cores: usize) -> Option<usize> {
-    let effect = |u: &super::uops::UOp| {
-        matches!(
-            u.kind,
-            UOpKind::Store
-                | UOpKind::VecStore { .. }
-                | UOpKind::DefineAcc(_)
-                | UOpKind::VecAcc { .. }
-                | UOpKind::Assign
-        )
-    };
-    let first = k.uops.iter().position(effect)?;
-    let last = k.uops.iter().rposition(effect)?;
+/// The `Loop` UOps to divide among `cores` cores, one per region (see the module doc), in
+/// order, if every region has one: of the loops from the region's start that hold every side
+/// effect of the region (nested one in the other), the outermost whose iterations divide evenly
+/// enough ([`EVEN_ENOUGH`]), else the most even (the outer on a tie). A loop of symbolic length
+/// counts as even.
+pub fn split_loops(k: &LinearKernel, cores: usize) -> Option<Vec<usize>> {
+    let regions = regions(k)?;
+    if regions.len() > 1 && reads_own_output(k) {
+        return None;
+    }
+    regions.into_iter().map(|r| split_in(k, r, cores)).collect()
+}
+
+/// Does the kernel store or update state here?
+fn is_effect(u: &UOp) -> bool {
+    matches!(
+        u.kind,
+        UOpKind::Store
+            | UOpKind::VecStore { .. }
+            | UOpKind::DefineAcc(_)
+            | UOpKind::VecAcc { .. }
+            | UOpKind::Assign
+    )
+}
+
+/// The UOp ranges of the outermost loops holding side effects, `None` when a side effect lies
+/// outside every loop (nothing to divide).
+fn regions(k: &LinearKernel) -> Option<Vec<Range<usize>>> {
+    let (mut regions, mut depth, mut open) = (Vec::new(), 0usize, 0usize);
+    let mut effects = false;
+    for (i, u) in k.uops.iter().enumerate() {
+        match u.kind {
+            UOpKind::Loop => {
+                if depth == 0 {
+                    (open, effects) = (i, false);
+                }
+                depth += 1;
+            }
+            UOpKind::EndLoop => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 && effects {
+                    regions.push(open..i + 1);
+                }
+            }
+            _ if is_effect(u) => {
+                if depth == 0 {
+                    return None;
+                }
+                effects = true;
+            }
+            _ => {}
+        }
+    }
+    (!regions.is_empty()).then_some(regions)
+}
+
+/// Does any load read a buffer the kernel writes (the output, or an input aliasing it)?
+fn reads_own_output(k: &LinearKernel) -> bool {
+    let written: Vec<u32> = k
+        .uops
+        .iter()
+        .filter(|u| matches!(u.kind, UOpKind::Store | UOpKind::VecStore { .. }))
+        .filter_map(|u| u.src.first().copied())
+        .collect();
+    k.uops.iter().any(|u| {
+        matches!(u.kind, UOpKind::Load | UOpKind::VecLoad { .. })
+            && u.src.first().is_some_and(|b| written.contains(b))
+    })
+}
+
+/// The loop to split in `region` (its first UOp is its outermost loop).
+fn split_in(k: &LinearKernel, region: Range<usize>, cores: usize) -> Option<usize> {
+    let body = &k.uops[region.clone()];
+    let first = region.start + body.iter().position(is_effect)?;
+    let last = region.start + body.iter().rposition(is_effect)?;
     let mut best: Option<(usize, f64)> = None;
-    for (i, u) in k.uops.iter().enumerate().take(first) {
-        if u.kind != UOpKind::Loop || !starts_at_zero(k, i) {
+    for i in region.start..first {
+        if k.uops[i].kind != UOpKind::Loop || !starts_at_zero(k, i) {
             continue;
         }
-        let end = k.uops[i..]
+        let end = k.uops[i..region.end]
             .iter()
             .position(|e| e.kind == UOpKind::EndLoop && e.src.first() == Some(&(i as u32)))
             .map(|p| p + i)?;

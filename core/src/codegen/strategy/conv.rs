@@ -108,9 +108,9 @@ pub(super) fn choose(k: &mut Kernel, cfg: &OptConfig, applied: &mut Vec<Opt>) ->
 /// `room` channels per step, then the channels left over as a tail (`Opt::LoopedUpcast`), so
 /// the body holds the accumulators that hide the multiply-add latency (oddnet's 3×3 conv to
 /// 100 channels, llvm-mca on AVX2: 5 accumulators 1.24 multiply-adds per cycle; body 1.76,
-/// tail 0.99). Only on vector targets (small cores keep their own tiles) and inside an outer
-/// loop (a batch), which threads can split. Applies nothing and returns false
-/// when it does not fit.
+/// tail 0.99). Only on vector targets (small cores keep their own tiles). With the channel
+/// axis outermost (batch 1) the loop and its tail are sibling loops, which threads split one
+/// after the other (`split.rs`). Applies nothing and returns false when it does not fit.
 fn looped_channels(
     k: &mut Kernel,
     cfg: &OptConfig,
@@ -121,12 +121,7 @@ fn looped_channels(
 ) -> bool {
     let n = size(k, channel);
     let more = divisor.unwrap_or(1) < room;
-    // The loop and its tail run one after the other inside the axes before the channel axis;
-    // with none of those, no loop holds both and threads cannot split the kernel (oddnet at
-    // batch 1 on 2 threads: 0.75 → 0.98 ms), so an outermost channel axis keeps the exact tile.
-    let outer = (0..channel).any(|a| size(k, a) > 1);
-    if !outer
-        || !cfg.vector_lanes
+    if !cfg.vector_lanes
         || lanes < 2
         || room < 2
         || !more
