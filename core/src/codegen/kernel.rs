@@ -103,6 +103,27 @@ pub struct Kernel {
 }
 
 impl Kernel {
+    /// The constant stride of every leaf on each axis: `(strides of the store, strides of each
+    /// distinct load, in pre-order)`; `None` where a stride is not a constant (masked,
+    /// multi-view or symbolic).
+    pub fn leaf_strides(&self) -> (Vec<Option<i64>>, Vec<Vec<Option<i64>>>) {
+        let consts = |st: &ShapeTracker| {
+            st.real_strides()
+                .iter()
+                .map(|s| s.as_ref().and_then(|n| n.as_const()))
+                .collect::<Vec<_>>()
+        };
+        let (mut store, mut loads) = (Vec::new(), Vec::new());
+        for n in self.ast.nodes() {
+            match n.op() {
+                AstOp::Store { st, .. } => store = consts(st),
+                AstOp::Load { st, .. } => loads.push(consts(st)),
+                _ => {}
+            }
+        }
+        (store, loads)
+    }
+
     /// Arranges a scheduled AST: reduce axes last, size-1 axes dropped, mergeable neighbours
     /// merged.
     pub fn new(ast: &Ast) -> Result<Kernel> {

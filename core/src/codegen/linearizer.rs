@@ -942,16 +942,8 @@ fn steps_outermost(k: &Kernel, global_up: &[usize], lane_up: usize) -> bool {
         .filter(|&&u| u != lane_up && k.full_shape[k.first_upcast + u].as_const() != Some(1))
         .map(|&u| k.first_upcast + u)
         .collect();
-    k.ast.nodes().iter().any(|n| {
-        let AstOp::Load { st, .. } = n.op() else {
-            return false;
-        };
-        let strides = st.real_strides();
-        let stride = |a: usize| {
-            strides
-                .get(a)
-                .and_then(|s| s.as_ref().and_then(Node::as_const))
-        };
+    k.leaf_strides().1.iter().any(|strides| {
+        let stride = |a: usize| strides.get(a).copied().flatten();
         stride(lane_axis) == Some(1) && others.iter().any(|&a| stride(a) != Some(0))
     })
 }

@@ -47,7 +47,7 @@
 
 use alloc::vec::Vec;
 
-use super::facts::{size, strides, try_opt, try_vector_upcast, vector_upcasts};
+use super::facts::{size, try_opt, try_vector_upcast, vector_upcasts};
 use super::Choice;
 use crate::codegen::kernel::{Kernel, Opt};
 use crate::codegen::opt::OptConfig;
@@ -373,7 +373,7 @@ fn weights_in_lanes(k: &Kernel, (channel, amount): (usize, usize)) -> bool {
     let in_reduce = |l: &[Option<i64>]| {
         (probe.first_reduce..probe.first_upcast).any(|a| l.get(a) != Some(&Some(0)))
     };
-    let (_, loads) = strides(&probe);
+    let (_, loads) = probe.leaf_strides();
     loads
         .iter()
         .any(|l| l.get(last) == Some(&Some(1)) && rest_is_plain(l) && in_reduce(l))
@@ -399,7 +399,7 @@ fn pointwise_axes(k: &Kernel, cfg: &OptConfig) -> Option<(usize, usize)> {
 
 /// [`conv_axes`]; with `other` false, the weight need not broadcast a second output axis.
 fn weight_input_axes(k: &Kernel, other: bool) -> Option<(usize, usize)> {
-    let (store, loads) = strides(k);
+    let (store, loads) = k.leaf_strides();
     let big = |a: usize| size(k, a) > 1;
     let wide = (0..k.first_reduce)
         .rev()

@@ -17,7 +17,7 @@
 
 use alloc::vec::Vec;
 
-use super::facts::{size, strides, try_opt};
+use super::facts::{size, try_opt};
 use super::Choice;
 use crate::codegen::kernel::{Kernel, Opt};
 use crate::codegen::opt::OptConfig;
@@ -75,7 +75,7 @@ fn row_axis(k: &Kernel) -> Option<usize> {
     if k.first_reduce == k.first_upcast {
         return None;
     }
-    let (store, loads) = strides(k);
+    let (store, loads) = k.leaf_strides();
     let big = |a: usize| size(k, a) > 1;
     let zero = |l: &[Option<i64>], a: usize| l.get(a) == Some(&Some(0));
     let wide = (0..k.first_reduce)

@@ -7,7 +7,6 @@
 
 use alloc::vec::Vec;
 
-use crate::ast::{Ast, AstOp};
 use crate::codegen::kernel::{Kernel, Opt};
 use crate::codegen::opt::OptConfig;
 use crate::dtype::DType;
@@ -39,7 +38,7 @@ fn vector_lanes(k: &Kernel, axis: usize, amount: usize, cfg: &OptConfig) -> Opti
     let contiguous = |w: usize| {
         let mut split = k.clone();
         split.apply_opt(Opt::Vectorize { axis, amount: w }).is_ok() && {
-            let (store, loads) = strides(&split);
+            let (store, loads) = split.leaf_strides();
             let lane = split.rank() - 1;
             let unit = |s: &Vec<Option<i64>>| s.get(lane) == Some(&Some(1));
             unit(&store) || loads.iter().any(unit)
@@ -95,32 +94,6 @@ pub(super) fn try_vector_upcast(
     }
     let (axis, amount) = pick;
     try_opt(k, Opt::Upcast { axis, amount }, applied)
-}
-
-/// The constant stride of every leaf on each axis: `(strides of the store, strides of each
-/// load)`; `None` where a stride is not a constant (masked, multi-view or symbolic).
-pub(super) fn strides(k: &Kernel) -> (Vec<Option<i64>>, Vec<Vec<Option<i64>>>) {
-    let mut store = Vec::new();
-    let mut loads = Vec::new();
-    collect_strides(&k.ast, &mut store, &mut loads);
-    (store, loads)
-}
-
-fn collect_strides(ast: &Ast, store: &mut Vec<Option<i64>>, loads: &mut Vec<Vec<Option<i64>>>) {
-    let consts = |st: &crate::shape::ShapeTracker| {
-        st.real_strides()
-            .iter()
-            .map(|s| s.as_ref().and_then(|n| n.as_const()))
-            .collect::<Vec<_>>()
-    };
-    // Each distinct leaf once, in pre-order.
-    for n in ast.nodes() {
-        match n.op() {
-            AstOp::Store { st, .. } => *store = consts(st),
-            AstOp::Load { st, .. } => loads.push(consts(st)),
-            _ => {}
-        }
-    }
 }
 
 /// The register file a register tile of `k` fills: the general-purpose registers when its

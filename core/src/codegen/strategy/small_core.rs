@@ -35,7 +35,7 @@
 
 use alloc::vec::Vec;
 
-use super::facts::{size, strides, try_opt, upcasts};
+use super::facts::{size, try_opt, upcasts};
 use super::Choice;
 use crate::ast::AstOp;
 use crate::codegen::kernel::{Kernel, Opt};
@@ -237,7 +237,7 @@ fn packed_unroll(axis: usize) -> Opt {
 /// load (the input) that broadcasts the channel axis, which another load (the weight) reads
 /// along while broadcasting the pixel axis.
 fn tile_axes(k: &Kernel) -> Option<(usize, usize)> {
-    let (store, loads) = strides(k);
+    let (store, loads) = k.leaf_strides();
     let big = |a: usize| size(k, a) > 1;
     let zero = |l: &[Option<i64>], a: usize| l.get(a) == Some(&Some(0));
     let wide = (0..k.first_reduce)

@@ -19,9 +19,7 @@
 
 use alloc::vec::Vec;
 
-use super::facts::{
-    amounts, size, strides, try_opt, try_vector_upcast, upcast_product, vector_upcasts,
-};
+use super::facts::{amounts, size, try_opt, try_vector_upcast, upcast_product, vector_upcasts};
 use super::Choice;
 use crate::codegen::kernel::{Kernel, Opt};
 use crate::codegen::opt::OptConfig;
@@ -39,7 +37,7 @@ const SMALL_CORE_OPERANDS: usize = 4;
 /// Global axes some load broadcasts (stride 0): upcasting them lets one loaded value feed
 /// several accumulators. The output-contiguous one first.
 fn broadcast_axes(k: &Kernel) -> Vec<usize> {
-    let (store, loads) = strides(k);
+    let (store, loads) = k.leaf_strides();
     let mut axes: Vec<usize> = (0..k.first_reduce)
         .filter(|&a| size(k, a) > 1)
         .filter(|&a| loads.iter().any(|l| l.get(a) == Some(&Some(0))))
@@ -119,7 +117,7 @@ pub(super) fn choose(k: &mut Kernel, cfg: &OptConfig, applied: &mut Vec<Opt>) ->
     // loses; beyond that the usual `max_accs` tile is taken.
     let registers = super::facts::tile_registers(k, cfg);
     let float = k.ast.find_reduce().is_none_or(|r| r.dtype() == DType::F32);
-    let (_, loads) = strides(k);
+    let (_, loads) = k.leaf_strides();
     let step = loads
         .iter()
         .map(|l| l.get(wide).copied().flatten().map_or(i64::MAX, i64::abs))

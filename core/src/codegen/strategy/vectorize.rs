@@ -10,14 +10,14 @@
 
 use alloc::vec::Vec;
 
-use super::facts::{size, strides, try_vector_upcast, vector_upcasts};
+use super::facts::{size, try_vector_upcast, vector_upcasts};
 use super::Choice;
 use crate::codegen::kernel::{Kernel, Opt};
 use crate::codegen::opt::OptConfig;
 
 /// The last global axis the output is stored contiguously along (stride 1).
 fn contiguous_axis(k: &Kernel) -> Option<usize> {
-    let (store, _) = strides(k);
+    let (store, _) = k.leaf_strides();
     (0..k.first_reduce)
         .rev()
         .find(|&a| store.get(a) == Some(&Some(1)))
