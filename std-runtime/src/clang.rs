@@ -12,7 +12,7 @@
 //! is mapped memory whose every page faults on first touch, which made a 64 MB elementwise
 //! output ~5× slower to write than reused memory.
 
-use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::alloc::Layout;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -35,9 +35,30 @@ use crate::search::Search;
 
 const ALIGN: usize = 64;
 
+/// `layout.size()` bytes at `ptr` (aligned to [`ALIGN`]), inside the allocation `raw` that
+/// `calloc` returned (`free` takes it back).
 struct Block {
     ptr: *mut u8,
+    raw: *mut u8,
     layout: Layout,
+}
+
+impl Block {
+    /// Fresh zeroed memory for `layout`, or `None` when out of memory. From `calloc`, over-sized
+    /// by the alignment: large blocks then come as the kernel's fresh zero pages, not zeroed
+    /// again (an aligned `alloc_zeroed` clears every byte itself: a model's weights were
+    /// written twice on upload, 2026-11-28).
+    fn zeroed(layout: Layout) -> Option<Block> {
+        let bytes = layout.size().checked_add(layout.align())?;
+        // SAFETY: calloc with a non-zero size; the result is checked for null.
+        let raw = unsafe { libc::calloc(1, bytes) }.cast::<u8>();
+        if raw.is_null() {
+            return None;
+        }
+        // SAFETY: the offset is below `align`, within the `size + align` bytes allocated.
+        let ptr = unsafe { raw.add(raw.align_offset(layout.align())) };
+        Some(Block { ptr, raw, layout })
+    }
 }
 
 // SAFETY: a block is plain heap memory owned by the allocator's map; access is serialized by
@@ -164,16 +185,8 @@ impl HostAllocator {
             .map_err(|e| Error::Device(format!("alloc {bytes} bytes: {e}")))?;
         let blk = match self.reuse(layout, overwrite) {
             Some(blk) => blk,
-            None => {
-                // SAFETY: the layout has non-zero size.
-                let ptr = unsafe { alloc_zeroed(layout) };
-                if ptr.is_null() {
-                    return Err(Error::Device(format!(
-                        "out of memory allocating {bytes} bytes"
-                    )));
-                }
-                Block { ptr, layout }
-            }
+            None => Block::zeroed(layout)
+                .ok_or_else(|| Error::Device(format!("out of memory allocating {bytes} bytes")))?,
         };
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         self.blocks
@@ -239,8 +252,8 @@ impl Allocator for HostAllocator {
     fn free(&self, b: BufId) {
         if let Ok(mut blocks) = self.blocks.lock() {
             if let Some(blk) = blocks.remove(&b.0).and_then(|blk| self.keep(blk)) {
-                // SAFETY: allocated with this layout in `alloc`.
-                unsafe { dealloc(blk.ptr, blk.layout) };
+                // SAFETY: `raw` came from calloc in `Block::zeroed` and is freed once.
+                unsafe { libc::free(blk.raw.cast()) };
             }
         }
     }
@@ -890,6 +903,30 @@ mod tests {
     fn vector_accumulators_compile_light() {
         assert_eq!(effort_for(&fake(10, true)), Effort::Light);
         assert_eq!(effort_for(&fake(10, false)), Effort::Full);
+    }
+
+    /// Fresh blocks of every size class (small heap chunks, and large ones the C library maps)
+    /// start at an [`ALIGN`]-aligned address and read as zeros, also after small blocks that
+    /// held other bytes were freed (the C library hands their memory out again).
+    #[test]
+    fn fresh_blocks_are_aligned_and_zeroed() {
+        let a = HostAllocator::default();
+        for round in 0..2 {
+            let mut held = Vec::new();
+            for n in [1, 3, 64, 1000, 4097, SPARE_MIN - 1, 3 << 20] {
+                let b = a.alloc(n).unwrap();
+                let p = a.ptrs(&[b]).unwrap()[0] as usize;
+                assert_eq!(p % ALIGN, 0, "round {round}: {n} bytes at {p:#x}");
+                let mut out = vec![1u8; n];
+                a.copy_out(b, &mut out).unwrap();
+                assert!(out.iter().all(|&x| x == 0), "round {round}: {n} bytes");
+                a.copy_in(b, &vec![0xefu8; n]).unwrap();
+                held.push(b);
+            }
+            for b in held {
+                a.free(b);
+            }
+        }
     }
 
     /// A reused large block is handed out zeroed, like a fresh one, and is really reused; for a

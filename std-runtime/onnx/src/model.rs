@@ -178,8 +178,9 @@ impl Model {
                 detail: format!("{len} bytes is larger than the 2 GiB protobuf limit"),
             });
         }
-        let bytes = std::fs::read(path).map_err(io)?;
-        Model::from_proto_with(decode(&bytes, &what)?, &what, source)
+        // Decoded from a shared buffer, raw tensor data stays in place (slices of the file).
+        let bytes = prost::bytes::Bytes::from(std::fs::read(path).map_err(io)?);
+        Model::from_proto_with(decode(bytes, &what)?, &what, source)
     }
 
     /// Decodes and validates a model from its bytes; `what` names the source in errors.
@@ -731,7 +732,7 @@ fn topo_order(
     Ok(order)
 }
 
-fn decode(bytes: &[u8], what: &str) -> Result<ModelProto> {
+fn decode(bytes: impl prost::bytes::Buf, what: &str) -> Result<ModelProto> {
     ModelProto::decode(bytes).map_err(|e| Error::Format {
         file: what.to_string(),
         offset: 0,
@@ -811,5 +812,5 @@ pub fn read_proto(path: &Path) -> Result<ModelProto> {
         path: what.clone(),
         detail: e.to_string(),
     })?;
-    decode(&bytes, &what)
+    decode(prost::bytes::Bytes::from(bytes), &what)
 }

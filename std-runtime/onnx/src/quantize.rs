@@ -557,7 +557,7 @@ fn tensor(name: &str, dims: &[i64], data_type: i32, raw: Vec<u8>) -> TensorProto
         name: name.into(),
         dims: dims.to_vec(),
         data_type,
-        raw_data: raw,
+        raw_data: raw.into(),
         ..TensorProto::default()
     }
 }

@@ -7,6 +7,8 @@
 //! [`LowBit`] storage types: a tensor of one is decoded on load into its carrier dtype (f32,
 //! i8 or u8), holding exactly the values the codes stand for.
 
+use std::borrow::Cow;
+
 use picograd_core::lowbit::{unpack, LowBit};
 use picograd_core::{DType, Error, Result, Tensor};
 
@@ -129,18 +131,18 @@ pub fn tensor_from_proto(t: &TensorProto, what: &str) -> Result<Tensor> {
     let shape: Vec<usize> = t.dims.iter().map(|&d| d as usize).collect();
     if let Some(kind) = lowbit_of(t.data_type) {
         // Packed codes travel in raw_data, or one byte per int32_data entry.
-        let bytes: Vec<u8> = if t.raw_data.is_empty() {
+        let bytes: Cow<[u8]> = if t.raw_data.is_empty() {
             t.int32_data.iter().map(|&v| v as u8).collect()
         } else {
-            t.raw_data.clone()
+            Cow::Borrowed(&t.raw_data)
         };
         return lowbit_tensor(&bytes, &shape, n, kind, what);
     }
     let dtype = element_dtype(t, what)?;
-    let bytes = if t.raw_data.is_empty() && n > 0 {
-        typed_bytes(t, dtype, n, what)?
+    let bytes: Cow<[u8]> = if t.raw_data.is_empty() && n > 0 {
+        Cow::Owned(typed_bytes(t, dtype, n, what)?)
     } else {
-        t.raw_data.clone()
+        Cow::Borrowed(&t.raw_data)
     };
     if bytes.len() != n * dtype.itemsize() {
         return Err(Error::Format {

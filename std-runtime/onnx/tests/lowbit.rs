@@ -92,7 +92,7 @@ fn packed_int4_and_float8_initializers_decode() {
         name: "w4".into(),
         dims: vec![3],
         data_type: INT4,
-        raw_data: vec![0xE1, 0x03],
+        raw_data: vec![0xE1, 0x03].into(),
         ..Default::default()
     };
     // float8 e4m3fn codes in int32_data: 0x38 = 1.0, 0x7E = 448, 0xD0 = -8, 0x7F = NaN.
@@ -120,7 +120,7 @@ fn packed_int4_and_float8_initializers_decode() {
     assert!(b[3].is_nan());
     // One byte short of three nibbles: an error naming the initializer.
     let short = TensorProto {
-        raw_data: vec![0xE1],
+        raw_data: vec![0xE1].into(),
         ..w4
     };
     let proto = ModelProto {
@@ -207,7 +207,7 @@ fn quantize_and_dequantize_reach_int4_and_float8() {
         name: "z".into(),
         dims: vec![3],
         data_type: INT4,
-        raw_data: vec![0x11, 0x01],
+        raw_data: vec![0x11, 0x01].into(),
         ..Default::default()
     };
     // Blocked: scales [3, 2] over x [3, 4] with block_size 2 along axis 1, into int8.
