@@ -422,9 +422,18 @@ fn a_short_reduce_takes_pixel_lanes_and_a_vector_tail() {
     let vector = lower_ast(&it.ast, buf_params(&it), Some(&cfg), false).unwrap();
     // Vector stores of 8 pixels in the body, of 4 in the tail, and one scalar store per
     // channel for the tail's last pixel: no store per lane of a channel vector.
-    let stores = |want: &dyn Fn(&UOpKind) -> bool| vector.uops.iter().filter(|u| want(&u.kind)).count();
-    assert_eq!(stores(&|k| matches!(k, UOpKind::VecStore { lanes: 8 })), 8, "{vector}");
-    assert_eq!(stores(&|k| matches!(k, UOpKind::VecStore { lanes: 4 })), 8, "{vector}");
+    let stores =
+        |want: &dyn Fn(&UOpKind) -> bool| vector.uops.iter().filter(|u| want(&u.kind)).count();
+    assert_eq!(
+        stores(&|k| matches!(k, UOpKind::VecStore { lanes: 8 })),
+        8,
+        "{vector}"
+    );
+    assert_eq!(
+        stores(&|k| matches!(k, UOpKind::VecStore { lanes: 4 })),
+        8,
+        "{vector}"
+    );
     assert_eq!(stores(&|k| matches!(k, UOpKind::Store)), 8, "{vector}");
     let unopt = lower_ast(&it.ast, buf_params(&it), None, false).unwrap();
     let (got, scalar) = (run(&vector, &it), run(&unopt, &it));

@@ -23,9 +23,11 @@
 //!   stream it twice as often (1×1 convs to 384 and 576 channels over 14² pixels: 13% slower
 //!   with pixel lanes before this term).
 //!
-//! Over mobilenet_v2's pointwise shapes (reduce 16–960, 7²–112² pixels, measured as above) it
-//! picks pixel lanes exactly where they were faster: reduces of 16–32 over 28²–112² pixels
-//! (19–41%), and into 24 output channels, where the channel tile holds one vector (15–29%).
+//! Over mobilenet_v2's pointwise shapes (reduce 16–960, 7²–112² pixels) it picks pixel lanes
+//! for reduces of 16–32 over 28²–112² pixels (each kernel 22–34% faster alone) and into 24
+//! output channels, where the channel tile holds one vector (19–23%), and keeps channel lanes
+//! for the rest, where they were as fast or faster (`BENCH.md`, after the seventh
+//! measurement).
 
 //! Invariant: only upcasts are applied, so the kernel stays bit-identical to the untiled one.
 
@@ -105,8 +107,7 @@ pub(super) fn pixel_lanes(
     (channel, wide): (usize, usize),
 ) -> Option<(Kernel, Vec<Opt>)> {
     let v = cfg.vec_width;
-    if !cfg.vector_lanes || v < 2 || k.ast.dtype() != DType::F32 || !pixels_unit_stride(k, wide)
-    {
+    if !cfg.vector_lanes || v < 2 || k.ast.dtype() != DType::F32 || !pixels_unit_stride(k, wide) {
         return None;
     }
     let (((_, pixels), (_, channels)), lanes) = channel_lane_tile(k, cfg, (channel, wide))?;
@@ -137,17 +138,29 @@ pub(super) fn pixel_lanes(
         reads,
         channels: c as u64,
     };
-    if cost(&by_pixels, reduce, itemsize, input_bytes, l1) >= cost(&by_channels, reduce, itemsize, input_bytes, l1) {
+    if cost(&by_pixels, reduce, itemsize, input_bytes, l1)
+        >= cost(&by_channels, reduce, itemsize, input_bytes, l1)
+    {
         return None;
     }
     let (mut next, mut opts) = (k.clone(), Vec::new());
-    if !try_opt(&mut next, Opt::Upcast { axis: channel, amount: c }, &mut opts) {
+    if !try_opt(
+        &mut next,
+        Opt::Upcast {
+            axis: channel,
+            amount: c,
+        },
+        &mut opts,
+    ) {
         return None;
     }
     // An upcast by the whole channel axis removed it: later axes moved down by one.
     let wide = wide - usize::from(next.first_reduce < k.first_reduce && channel < wide);
     let last = if n % v as i64 == 0 {
-        Opt::Vectorize { axis: wide, amount: v }
+        Opt::Vectorize {
+            axis: wide,
+            amount: v,
+        }
     } else {
         Opt::LoopedUpcast {
             axis: wide,
