@@ -28,7 +28,7 @@
 //! output channels, where the channel tile holds one vector (19–23%), and keeps channel lanes
 //! for the rest, where they were as fast or faster (`BENCH.md`, after the seventh
 //! measurement).
-
+//!
 //! Invariant: only upcasts are applied, so the kernel stays bit-identical to the untiled one.
 
 use alloc::vec::Vec;
