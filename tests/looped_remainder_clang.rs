@@ -2,7 +2,7 @@
 //! conv tile's pixels do not divide (7, 14, 196, 49) get a looped remainder from the heuristic
 //! at 8 lanes, and on the Clang device optimized for 8 lanes give bit for bit what the
 //! unoptimized Clang kernels give; explicit looped opts with
-//! vector lanes along the row (a pixel-lane tile with a scalar tail) run on Clang bit-identical
+//! vector lanes along the row (a pixel-lane tile with a looped tail) run on Clang bit-identical
 //! to the unoptimized kernel, and their C compiles under `-Wall -Wextra -Werror`.
 
 use std::sync::Arc;
@@ -55,13 +55,16 @@ fn pointwise(dev: &Arc<dyn Device>, x: [usize; 4], cout: usize) -> Tensor {
     on(&x, 1).conv2d(&w, Some(&b), &ConvOpts::default()).relu()
 }
 
-/// Rows of 7, 14 (merged with a second row), 196 (14 × 14) and 49 (7 × 7), batch 2: the conv
-/// tile's pixel counts leave a remainder on each.
-const SHAPES: [([usize; 4], usize); 4] = [
+/// Rows of 7, 14 (merged with a second row), 196 (14 × 14) and 49 (7 × 7), batch 2, and 45
+/// (5 × 9) at batch 1: the conv tile's pixel counts leave a remainder on each. The reduces are
+/// short (5–32 channels), so all but the 7-wide row take pixel lanes
+/// (`strategy/orientation.rs`), whose tails of 4 or more pixels are 4-lane vectors.
+const SHAPES: [([usize; 4], usize); 5] = [
     ([2, 24, 1, 7], 32),
     ([2, 16, 2, 7], 48),
     ([2, 24, 14, 14], 40),
     ([2, 32, 7, 7], 64),
+    ([1, 5, 5, 9], 24),
 ];
 
 #[test]
@@ -103,7 +106,7 @@ fn pixel_lanes_with_a_looped_tail_equal_unoptimized_c() {
     let dev = clang(None);
     let interp = picograd::context::interp();
     // A 7 × 7 image (one axis of 49 pixels) and a 14 × 14 one (196): 8-lane vectors of pixels,
-    // 4 output channels per step, a scalar tail of 1 and 4 pixels.
+    // 4 output channels per step, a tail of 1 pixel (a scalar) and of 4 (one 4-lane vector).
     for (hw, amount) in [(7, 8), (7, 16), (14, 8)] {
         let t = pointwise(&interp, [1, 12, hw, hw], 8);
         let item = schedule(&[t.lazy().contiguous()]).unwrap().pop().unwrap();

@@ -349,8 +349,9 @@ fn a_batch_one_pointwise_conv_with_blocked_weights_tiles_its_merged_pixels() {
     // torch's weight layout `[cout, cin, 1, 1]`, which the scheduler copies into blocks of 8
     // channels (a leaf of two views): the kernel still merges the 5 × 7 pixels into one row of
     // 35 (the blocked weight broadcasts both), and at batch 1 — no second output axis — the
-    // conv tile takes it: two channel vectors × 4 pixels, looped (35 = 8 · 4 + 3).
-    let (cin, cout, (h, w)) = (10, 16, (5, 7));
+    // conv tile takes it: two channel vectors × 4 pixels, looped (35 = 8 · 4 + 3). The reduce
+    // is long enough (120) for channel lanes; a short one takes pixel lanes (the test below).
+    let (cin, cout, (h, w)) = (120, 16, (5, 7));
     let (xv, wv) = (data(cin * h * w, 7), data(cout * cin, 8));
     let x = Tensor::from_slice(&xv, &[1, cin, h, w]);
     let wt = Tensor::from_slice(&wv, &[cout, cin, 1, 1]);
@@ -386,4 +387,72 @@ fn a_batch_one_pointwise_conv_with_blocked_weights_tiles_its_merged_pixels() {
         })
         .collect();
     close("pointwise", &got, &want);
+}
+
+#[test]
+fn a_short_reduce_takes_pixel_lanes_and_a_vector_tail() {
+    // A batch-1 pointwise conv over 5 channels into 24, with a bias and a residual added after
+    // the reduce, on 5 × 9 pixels (one row of 45): with so short a reduce the channel-lane
+    // tile's epilogue (a scalar store and a scalar residual load per lane) outweighs it, so the
+    // tile runs 8 channels × a vector of 8 pixels, looped (45 = 5 · 8 + 5), the tail of 5 one
+    // 4-lane vector and a scalar (`strategy/orientation.rs`).
+    let (cin, cout, (h, w)) = (5, 24, (5, 9));
+    let hw = h * w;
+    let (xv, wv) = (data(cin * hw, 11), data(cout * cin, 12));
+    let (bv, rv) = (data(cout, 13), data(cout * hw, 14));
+    let x = Tensor::from_slice(&xv, &[1, cin, h, w]);
+    let wt = Tensor::from_slice(&wv, &[cout, cin, 1, 1]);
+    let b = Tensor::from_slice(&bv, &[cout]);
+    let r = Tensor::from_slice(&rv, &[1, cout, h, w]);
+    let t = x.conv2d(&wt, Some(&b), &ConvOpts::default()).add(&r);
+    let cfg = OptConfig::for_vec_width(8);
+    let mut items = schedule_for(&[t.lazy().contiguous()], Some(&cfg)).unwrap();
+    let it = items.pop().unwrap();
+    run_schedule(&items).unwrap();
+    let mut k = Kernel::new(&it.ast).unwrap();
+    assert_eq!(k.describe(), format!("[{cout},{hw} | {cin} | ]"));
+    let opts = hand_coded(&mut k, &cfg);
+    // The tile (the short reduce is then unrolled whole).
+    assert_eq!(
+        opts[..2],
+        [
+            Opt::Upcast { axis: 0, amount: 8 },
+            Opt::LoopedUpcast {
+                axis: 1,
+                amount: 8,
+                lanes: 8
+            }
+        ],
+        "{}",
+        k.describe()
+    );
+    let rem = k.remainder.as_ref().expect("a remainder kernel");
+    assert_eq!(rem.kernel.vector_lanes, 4, "{}", rem.kernel.describe());
+    let vector = lower_ast(&it.ast, buf_params(&it), Some(&cfg), false).unwrap();
+    // Vector stores of 8 pixels in the body, of 4 in the tail, and one scalar store per
+    // channel for the tail's last pixel: no store per lane of a channel vector.
+    let stores =
+        |want: &dyn Fn(&UOpKind) -> bool| vector.uops.iter().filter(|u| want(&u.kind)).count();
+    assert_eq!(
+        stores(&|k| matches!(k, UOpKind::VecStore { lanes: 8 })),
+        8,
+        "{vector}"
+    );
+    assert_eq!(
+        stores(&|k| matches!(k, UOpKind::VecStore { lanes: 4 })),
+        8,
+        "{vector}"
+    );
+    assert_eq!(stores(&|k| matches!(k, UOpKind::Store)), 8, "{vector}");
+    let unopt = lower_ast(&it.ast, buf_params(&it), None, false).unwrap();
+    let (got, scalar) = (run(&vector, &it), run(&unopt, &it));
+    assert_eq!(got, scalar, "pixel-lane and unoptimized kernels differ");
+    let want: Vec<f32> = (0..cout * hw)
+        .map(|o| {
+            let (co, p) = (o / hw, o % hw);
+            let sum: f32 = (0..cin).map(|ci| xv[ci * hw + p] * wv[co * cin + ci]).sum();
+            sum + bv[co] + rv[o]
+        })
+        .collect();
+    close("pixel lanes", &got, &want);
 }

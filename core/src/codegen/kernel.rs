@@ -55,8 +55,9 @@ pub enum Opt {
     /// Split global axis `axis` (size `n`) by an `amount` that does not divide it, as a loop of
     /// `n / amount` steps of `amount` unrolled positions (their innermost `lanes` positions
     /// vector lanes when `lanes >= 2`), then the `n % amount` positions left over, unrolled
-    /// whole, as scalars: a looped remainder ([`Kernel::remainder`]). Both parts run inside
-    /// the loops of the axes before `axis`. It must be the kernel's last global opt (only
+    /// whole (as scalars, or with `lanes >= 2` as the widest vector of at least 4 lanes that
+    /// fits them and scalars after it): a looped remainder ([`Kernel::remainder`]). Both parts
+    /// run inside the loops of the axes before `axis`. It must be the kernel's last global opt (only
     /// [`Opt::Unroll`]s may follow; they apply to both parts).
     LoopedUpcast {
         /// Global axis index.
@@ -399,13 +400,25 @@ impl Kernel {
             ));
         }
         let mut tail = shrink(self, split, size)?;
-        if size - split >= 2 {
-            tail.apply_opt(Opt::Upcast {
-                axis,
-                amount: (size - split) as usize,
-            })?;
-        } else {
-            tail.drop_ones()?;
+        let left = (size - split) as usize;
+        // A vector body's tail takes the widest vector of at least 4 lanes that fits it (a
+        // 196-pixel row on 8 lanes: 24 steps, then one 4-lane vector, not 4 scalars); the
+        // positions past it stay scalars.
+        let tail_lanes = [16, 8, 4]
+            .into_iter()
+            .find(|&w| vector && w <= lanes && w <= left);
+        match tail_lanes {
+            Some(w) => {
+                tail.apply_opt(Opt::Vectorize { axis, amount: w })?;
+                if left % w == 0 && left > w {
+                    tail.apply_opt(Opt::Upcast {
+                        axis,
+                        amount: left / w,
+                    })?;
+                }
+            }
+            None if left >= 2 => tail.apply_opt(Opt::Upcast { axis, amount: left })?,
+            None => tail.drop_ones()?,
         }
         let mut body = shrink(self, 0, split)?;
         if vector {

@@ -20,6 +20,11 @@
 //! only in the channel-lane orientation, where its weight sits in channel blocks
 //! ([`pointwise_axes`]); a plain matmul keeps the generic register tile.
 //!
+//! Where the channel-lane tile would be taken but the reduce is short, its epilogue (a scalar
+//! store per lane: the output is contiguous along the pixels) outweighs it, and the tile runs
+//! the other way: channels × a vector of pixels ([`super::orientation`], a cost model per
+//! output value).
+//!
 //! The axis upcast last carries the vector lanes: its upcast is an `Opt::Vectorize` (plus an
 //! upcast by the rest) where the target has vector lanes, the output is f32 and a leaf is
 //! contiguous along it ([`super::facts::vector_upcast`]).
@@ -63,6 +68,14 @@ pub(super) fn choose(k: &mut Kernel, cfg: &OptConfig, applied: &mut Vec<Opt>) ->
         return false;
     };
     let channel_tile = taken_channel_tile(k, cfg, (channel, wide));
+    // A short reduce: pixel lanes, whose epilogue stores vectors (`orientation.rs`).
+    if channel_tile.is_some() {
+        if let Some((next, opts)) = super::orientation::pixel_lanes(k, cfg, (channel, wide)) {
+            *k = next;
+            applied.extend(opts);
+            return true;
+        }
+    }
     let (first, second) = match channel_tile {
         Some(tile) => tile,
         None => {
@@ -165,7 +178,7 @@ fn vectors_then_looped(
 /// in that order, so the channels become the vector lanes — when a vector width of channels divides the channel axis
 /// and the weights are contiguous within it with a plain stride across such groups (so the
 /// renderer sees one vector load per tap).
-fn channel_lane_tile(
+pub(super) fn channel_lane_tile(
     k: &Kernel,
     cfg: &OptConfig,
     (channel, wide): (usize, usize),
@@ -244,7 +257,7 @@ fn channel_lane_tile(
 
 /// Reduce positions per output: the product of the reduce axes, looped or upcast (0 when one
 /// is symbolic).
-fn reduce_len(k: &Kernel) -> u64 {
+pub(super) fn reduce_len(k: &Kernel) -> u64 {
     (k.first_reduce..k.rank())
         .filter(|&a| a < k.first_upcast || k.upcast_is_reduce[a - k.first_upcast])
         .map(|a| size(k, a).max(0) as u64)
@@ -266,7 +279,7 @@ fn taken_channel_tile(
 }
 
 /// Two upcasts `(axis, amount)`, applied in order (the second carries the vector lanes).
-type Tile = ((usize, usize), (usize, usize));
+pub(super) type Tile = ((usize, usize), (usize, usize));
 
 /// The conv tiles of the module doc, each with the (original) axis it upcasts last.
 pub(super) fn space(k: &Kernel, cfg: &OptConfig) -> Vec<Choice> {
@@ -436,6 +449,6 @@ fn wide_amount(n: i64, vec_width: usize) -> usize {
 }
 
 /// The largest `d` in `2..=max` dividing `n`.
-fn largest_divisor(n: i64, max: usize) -> Option<usize> {
+pub(super) fn largest_divisor(n: i64, max: usize) -> Option<usize> {
     (2..=max).rev().find(|&d| n % d as i64 == 0)
 }

@@ -17,6 +17,7 @@
 pub(crate) mod conv;
 mod depthwise;
 mod facts;
+mod orientation;
 mod small_core;
 mod tile;
 mod unroll;

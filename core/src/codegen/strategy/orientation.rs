@@ -1,0 +1,172 @@
+//! Which side of a conv tile carries the vector lanes when the reduce is short: the conv
+//! tile's channel-lane orientation ([`super::conv`]: one vector of output channels per weight
+//! load, the input pixels broadcast) against pixel lanes (one vector of output pixels per input
+//! load, the weights broadcast), compared by a cost per output value that counts the tile's
+//! epilogue as well as its reduce.
+//!
+//! The output of a conv is contiguous along its pixels, not its channels, so a channel-lane
+//! accumulator leaves the kernel as one scalar store per lane (and a residual added after the
+//! reduce, read along the pixels, as one scalar load per lane), where a pixel-lane accumulator
+//! is one vector store. Over a long reduce that epilogue is noise; over a short one it is most
+//! of the work: a 1×1 conv from 16 channels to 96 over 112² pixels took 878 µs with 2 channel
+//! vectors × 4 pixels and 516 µs with 8 channels × one vector of pixels (C copies of both
+//! tiles, AVX2, minimum of 200 calls pinned to one core, 2026-11-28). The model, in issue
+//! slots per output value, with multiply-adds and loads issuing at the same rate (two a cycle)
+//! and a store costing two (one store port against two load and two multiply-add ports, on the
+//! x86 and Arm cores these tiles target):
+//! - reduce: `K · max(multiply-adds, loads)` per tile (`K` the reduce length);
+//! - epilogue: a store per accumulator lane for channel lanes, per accumulator for pixel lanes;
+//!   half that per elementwise operand read along the pixels after the reduce;
+//! - input: when the input one block of output channels reads outgrows the L1
+//!   (`OptConfig::l1_bytes`), it streams from the L2 once per block, `K` values per output
+//!   over the block's channels — pixel lanes hold fewer channels (8 against 16), so they
+//!   stream it twice as often (1×1 convs to 384 and 576 channels over 14² pixels: 13% slower
+//!   with pixel lanes before this term).
+//!
+//! Over mobilenet_v2's pointwise shapes (reduce 16–960, 7²–112² pixels) it picks pixel lanes
+//! for reduces of 16–32 over 28²–112² pixels (each kernel 22–34% faster alone) and into 24
+//! output channels, where the channel tile holds one vector (19–23%), and keeps channel lanes
+//! for the rest, where they were as fast or faster (`BENCH.md`, after the seventh
+//! measurement).
+//!
+//! Invariant: only upcasts are applied, so the kernel stays bit-identical to the untiled one.
+
+use alloc::vec::Vec;
+
+use super::conv::{channel_lane_tile, largest_divisor, reduce_len};
+use super::facts::{size, try_opt};
+use crate::codegen::kernel::{Kernel, Opt};
+use crate::codegen::opt::OptConfig;
+use crate::dtype::DType;
+
+/// The bytes the L2 cache hands the L1 per cycle (a 64-byte line every two cycles on the x86
+/// and Arm cores vector tiles target), for the cost of streaming a tile's input from the L2.
+const L2_BYTES_PER_CYCLE: f64 = 32.0;
+
+/// One orientation of a tile, as the cost model sees it (module doc).
+struct Shape {
+    /// Multiply-adds per reduce step (the accumulators).
+    accs: u64,
+    /// Loads per reduce step.
+    loads: u64,
+    /// Output values per accumulator.
+    lanes: u64,
+    /// Stores per accumulator after the reduce.
+    stores: u64,
+    /// Epilogue loads per accumulator (elementwise operands read along the pixels).
+    reads: u64,
+    /// Output channels per tile: the input is streamed once per channel block.
+    channels: u64,
+}
+
+/// Issue slots per output value (a load or multiply-add 1, a store 2; module doc) over a
+/// reduce of `reduce` steps, plus the input streamed from the L2 once per channel block when
+/// one block's input (`input_bytes`) outgrows the L1 (`l1_bytes`, 0 when unknown).
+fn cost(t: &Shape, reduce: u64, itemsize: u64, input_bytes: u64, l1_bytes: u64) -> f64 {
+    let tile = reduce * t.accs.max(t.loads) + t.accs * (2 * t.stores + t.reads);
+    let compute = tile as f64 / (t.accs * t.lanes) as f64;
+    let streamed = l1_bytes > 0 && input_bytes > l1_bytes;
+    // Two slots per cycle: the L2 hands over `L2_BYTES_PER_CYCLE` per two slots.
+    let input = if streamed {
+        2.0 * (reduce * itemsize) as f64 / (t.channels as f64 * L2_BYTES_PER_CYCLE)
+    } else {
+        0.0
+    };
+    compute + input
+}
+
+/// Loads along `wide` after the reduce (a residual): zero stride on every reduce axis, unit
+/// stride on `wide`. Each costs a load per lane in the channel-lane epilogue.
+fn epilogue_reads(k: &Kernel, wide: usize) -> u64 {
+    let (_, loads) = k.leaf_strides();
+    let reduce = k.first_reduce..k.first_upcast;
+    loads
+        .iter()
+        .filter(|l| l.get(wide) == Some(&Some(1)))
+        .filter(|l| reduce.clone().all(|a| l.get(a) == Some(&Some(0))))
+        .count() as u64
+}
+
+/// Does every load that moves along `wide` move by one element (so a vector of pixels is one
+/// plain load)? A strided or windowed read along the pixels would be a gather.
+fn pixels_unit_stride(k: &Kernel, wide: usize) -> bool {
+    let (store, loads) = k.leaf_strides();
+    store.get(wide) == Some(&Some(1))
+        && loads
+            .iter()
+            .all(|l| matches!(l.get(wide), Some(Some(0)) | Some(Some(1))))
+}
+
+/// The pixel-lane tile — `c` output channels (the largest count up to the accumulator room
+/// that divides them) × one vector of pixels, a row the lanes do not divide looping with a
+/// tail — when the cost model (module doc) rates it below the conv tile's channel-lane tile;
+/// the kernel and opts to take, or `None` to keep the channel-lane tile.
+pub(super) fn pixel_lanes(
+    k: &Kernel,
+    cfg: &OptConfig,
+    (channel, wide): (usize, usize),
+) -> Option<(Kernel, Vec<Opt>)> {
+    let v = cfg.vec_width;
+    if !cfg.vector_lanes || v < 2 || k.ast.dtype() != DType::F32 || !pixels_unit_stride(k, wide) {
+        return None;
+    }
+    let (((_, pixels), (_, channels)), lanes) = channel_lane_tile(k, cfg, (channel, wide))?;
+    let n = size(k, wide);
+    let c = largest_divisor(size(k, channel), (cfg.max_accs / v).max(1))?;
+    if n < v as i64 {
+        return None;
+    }
+    let reduce = reduce_len(k);
+    let reads = epilogue_reads(k, wide);
+    let itemsize = k.ast.dtype().itemsize() as u64;
+    let input_bytes = reduce * n as u64 * itemsize;
+    let l1 = cfg.l1_bytes as u64;
+    let m = (channels / lanes) as u64;
+    let by_channels = Shape {
+        accs: m * pixels as u64,
+        loads: m + pixels as u64,
+        lanes: lanes as u64,
+        stores: lanes as u64,
+        reads: lanes as u64 * reads,
+        channels: channels as u64,
+    };
+    let by_pixels = Shape {
+        accs: c as u64,
+        loads: c as u64 + 1,
+        lanes: v as u64,
+        stores: 1,
+        reads,
+        channels: c as u64,
+    };
+    if cost(&by_pixels, reduce, itemsize, input_bytes, l1)
+        >= cost(&by_channels, reduce, itemsize, input_bytes, l1)
+    {
+        return None;
+    }
+    let (mut next, mut opts) = (k.clone(), Vec::new());
+    if !try_opt(
+        &mut next,
+        Opt::Upcast {
+            axis: channel,
+            amount: c,
+        },
+        &mut opts,
+    ) {
+        return None;
+    }
+    // An upcast by the whole channel axis removed it: later axes moved down by one.
+    let wide = wide - usize::from(next.first_reduce < k.first_reduce && channel < wide);
+    let last = if n % v as i64 == 0 {
+        Opt::Vectorize {
+            axis: wide,
+            amount: v,
+        }
+    } else {
+        Opt::LoopedUpcast {
+            axis: wide,
+            amount: v,
+            lanes: v,
+        }
+    };
+    try_opt(&mut next, last, &mut opts).then_some((next, opts))
+}
