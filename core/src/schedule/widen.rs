@@ -4,13 +4,20 @@
 //! copy of every padded activation beside the int8 one, twice its RAM. A chain of at most
 //! [`MAX_OPS`] integer casts that do not narrow, adds and subtracts is computed where it is
 //! read instead, from its leaves (realized buffers, constants, or the bases this module says
-//! to realize in its place).
+//! to realize in its place). So is an integer pad with a value — `where(pad(true), pad(x), v)`
+//! with a constant condition and a constant `v`, as [`crate::Tensor::try_pad_value`] builds it
+//! (a quantized conv whose input is padded with its zero point, so that it multiplies the
+//! stored 8-bit values as they are) — when the view reading the chain has no mask.
 //!
-//! Invariant: such a chain is zero-preserving — every leaf read through a mask is 0 outside it
-//! (a gated load, a gated constant), and an integer cast, add or subtract of zeros is 0 — so
-//! fusing it through padding computes what realizing it and padding with 0 would: padding taps
-//! read 0 after the zero point is subtracted, the exact padding value of a centered input.
-//! Recomputing it per read costs at most [`MAX_OPS`] integer ops.
+//! Invariant: fusing computes what realizing the chain would. A chain read through a mask must
+//! be zero-preserving — every leaf read through a mask is 0 outside it (a gated load, a gated
+//! constant), and an integer cast, add or subtract of zeros is 0 — so fusing it through
+//! padding computes what realizing it and padding with 0 would: padding taps read 0 after the
+//! zero point is subtracted, the exact padding value of a centered input. A select is not
+//! zero-preserving (outside its condition's mask it gives `v`), so it is fused only where the
+//! reading view masks nothing: there every position the chain is read at is one it computes,
+//! the select's own masks included. Recomputing it per read costs at most [`MAX_OPS`] integer
+//! ops.
 
 use alloc::vec;
 use alloc::vec::Vec;
@@ -22,8 +29,9 @@ use crate::ops::AluOp;
 const MAX_OPS: usize = 3;
 
 /// If `b` is a widening chain (see the module doc), the bases its kernel must read realized
-/// (its unrealized, non-constant leaves); `None` when it is not one.
-pub(super) fn widening_leaves(b: &LazyBuffer) -> Option<Vec<LazyBuffer>> {
+/// (its unrealized, non-constant leaves); `None` when it is not one. `masked`: the view that
+/// reads `b` has a mask (then a pad-with-value select is not fused).
+pub(super) fn widening_leaves(b: &LazyBuffer, masked: bool) -> Option<Vec<LazyBuffer>> {
     let mut leaves: Vec<LazyBuffer> = Vec::new();
     let mut ops = 0;
     let mut stack = vec![b.clone()];
@@ -33,7 +41,7 @@ pub(super) fn widening_leaves(b: &LazyBuffer) -> Option<Vec<LazyBuffer>> {
             continue;
         }
         let (op, srcs) = base.op()?;
-        if !chain_op(op, srcs, base) {
+        if !chain_op(op, srcs, base, masked) {
             if base.ptr_eq(b) {
                 return None;
             }
@@ -52,9 +60,13 @@ pub(super) fn widening_leaves(b: &LazyBuffer) -> Option<Vec<LazyBuffer>> {
 }
 
 /// Is `op` (computing `b` from `srcs`) one a widening chain may hold: an integer cast that
-/// does not narrow, or an integer add or subtract?
-fn chain_op(op: &LazyOp, srcs: &[LazyBuffer], b: &LazyBuffer) -> bool {
+/// does not narrow, an integer add or subtract, or (read through no mask: `masked` false) an
+/// integer select between constants' views and one source, a pad with a value?
+fn chain_op(op: &LazyOp, srcs: &[LazyBuffer], b: &LazyBuffer, masked: bool) -> bool {
     let int = |x: &LazyBuffer| x.dtype().is_int();
+    let constant = |x: Option<&LazyBuffer>| {
+        x.is_some_and(|x| matches!(x.base().op(), Some((LazyOp::Const(_), _))))
+    };
     match op {
         LazyOp::Cast => {
             srcs.first()
@@ -62,6 +74,9 @@ fn chain_op(op: &LazyOp, srcs: &[LazyBuffer], b: &LazyBuffer) -> bool {
                 && int(b)
         }
         LazyOp::Alu(AluOp::Add | AluOp::Sub) => int(b),
+        LazyOp::Alu(AluOp::Where) => {
+            !masked && int(b) && constant(srcs.first()) && constant(srcs.get(2))
+        }
         LazyOp::Alu(_)
         | LazyOp::Bitcast
         | LazyOp::Reduce(..)
