@@ -27,15 +27,16 @@ fn bytes(n: usize, seed: u32) -> Vec<i8> {
         .collect()
 }
 
-/// The int8 input as an unrealized intermediate (a sum of two buffers, wrapping), so the
-/// scheduler decides whether the padded value is fused or realized.
+/// The int8 input as an unrealized intermediate (a wrapping product of two buffers: not an op
+/// a widening chain holds, so the scheduler realizes it and decides whether the padded value
+/// above it is fused or realized).
 fn input() -> (Tensor, Vec<i8>) {
     let (a, b) = (bytes(CI * H * W, 1), bytes(CI * H * W, 2));
-    let sum: Vec<i8> = a.iter().zip(&b).map(|(x, y)| x.wrapping_add(*y)).collect();
+    let prod: Vec<i8> = a.iter().zip(&b).map(|(x, y)| x.wrapping_mul(*y)).collect();
     let t = Tensor::from_slice(&a, &[1, CI, H, W])
-        .try_add(&Tensor::from_slice(&b, &[1, CI, H, W]))
+        .try_mul(&Tensor::from_slice(&b, &[1, CI, H, W]))
         .unwrap();
-    (t, sum)
+    (t, prod)
 }
 
 /// Naive conv of `x` (`[CI, h, w]`) padded with `ZP` by `PAD` and then with 0 by `outer` on
@@ -95,7 +96,7 @@ fn conv(outer: usize) -> (Tensor, Vec<i32>) {
 #[test]
 fn pad_value_select_fuses_into_an_unpadded_conv() {
     let (y, want) = conv(0);
-    // The input's sum and the conv: no kernel for the padded copy.
+    // The input's product and the conv: no kernel for the padded copy.
     let items = schedule(&[y.lazy().contiguous()]).unwrap();
     assert_eq!(count_work(&items).unwrap().kernels, 2);
     assert_eq!(y.to_vec::<i32>().unwrap(), want);
@@ -105,7 +106,7 @@ fn pad_value_select_fuses_into_an_unpadded_conv() {
 fn pad_value_select_read_through_padding_is_realized() {
     let (y, want) = conv(1);
     // Read through the conv's own padding mask the select would give ZP, not 0, outside its
-    // input: it is realized (the sum, the padded copy, the conv).
+    // input: it is realized (the product, the padded copy, the conv).
     let items = schedule(&[y.lazy().contiguous()]).unwrap();
     assert_eq!(count_work(&items).unwrap().kernels, 3);
     assert_eq!(y.to_vec::<i32>().unwrap(), want);

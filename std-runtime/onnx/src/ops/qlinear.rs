@@ -4,7 +4,9 @@
 //! DequantizeLinear → op → QuantizeLinear groups to these same handlers.
 //!
 //! Invariant: no value is ever dequantized to float. 8-bit operands minus their zero points
-//! are i16, products widen to i32 (`MulWide`), sums accumulate in i32, and the result is
+//! are i16 (a conv's scalar input zero point is folded into its bias instead, its padding
+//! read as that zero point: `zero_point_in_bias`), products widen to i32 (`MulWide`), sums
+//! accumulate in i32, and the result is
 //! requantized with the fixed-point form of the f32 scale ratio computed as onnxruntime does
 //! (`x_scale * w_scale / y_scale` in f32), rounded as its `rint(float(acc) * scale)` rounds
 //! (`Requant`: the f32 product's rounding emulated in integers, then half to even), then the
