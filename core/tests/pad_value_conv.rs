@@ -34,7 +34,7 @@ fn input() -> (Tensor, Vec<i8>) {
     let (a, b) = (bytes(CI * H * W, 1), bytes(CI * H * W, 2));
     let prod: Vec<i8> = a.iter().zip(&b).map(|(x, y)| x.wrapping_mul(*y)).collect();
     let t = Tensor::from_slice(&a, &[1, CI, H, W])
-        .try_mul(&Tensor::from_slice(&b, &[1, CI, H, W]))
+        .try_mul(Tensor::from_slice(&b, &[1, CI, H, W]))
         .unwrap();
     (t, prod)
 }

@@ -247,16 +247,13 @@ impl<'a> Writer<'a> {
         } else {
             ""
         };
+        let (name, params) = (&self.k.name, self.params());
         let proto = if self.opts.static_kernels {
-            format!(
-                "__attribute__((noinline)) static void {}({});\n",
-                self.k.name,
-                self.params()
-            )
+            format!("__attribute__((noinline)) static void {name}({params});\n")
         } else {
             String::new()
         };
-        self.out = format!("{proto}{storage}void {}({}) {{\n", self.k.name, self.params());
+        self.out = format!("{proto}{storage}void {name}({params}) {{\n");
         self.void_unused_params();
         for i in 0..self.k.uops.len() {
             if self.live[i] {
