@@ -6,11 +6,14 @@
 //!
 //! A depthwise conv's reduce kernel `[channel, oy, ox | ky, kx]` has a weight that broadcasts
 //! the pixels and an input that no output axis shares, so the only reuse is along a row:
-//! neighbouring outputs read overlapping inputs. Upcasting the output-contiguous axis by `w`
-//! lets one row of `w + kx - 1` loaded inputs and `kx` weights feed `w·kx` multiply-adds (the
-//! linearizer loads each distinct input once). `w` is the largest divisor of the row (at most
-//! [`MAX_ROW`]) whose accumulators, inputs and weights, `w + (w + kx - 1) + kx`, fit the register
-//! file less [`RESERVED`], and at most the code budget (`max_unrolled`; size mode lowers it).
+//! neighbouring outputs read overlapping inputs. Upcasting the row axis by `w` — the
+//! output-contiguous axis, or, when the output is stored channel-interleaved (contiguous along
+//! its channels), the innermost output axis that is a row — lets one row of `w + kx - 1`
+//! loaded inputs and `kx` weights feed `w·kx` multiply-adds (the linearizer loads each
+//! distinct input once). `w` is the largest divisor of the row (at most [`MAX_ROW`]) whose
+//! accumulators, inputs and weights, `w + (w + kx - 1) + kx` (for an integer sum `w + 2 + kx`:
+//! each input feeds its accumulators as it is loaded, two in flight), fit the register file
+//! less [`RESERVED`], and at most the code budget (`max_unrolled`; size mode lowers it).
 //!
 //! Invariant: only an upcast of an output axis, so each accumulator keeps its summation order
 //! and a tiled kernel computes bit-identical results to the untiled one.
