@@ -1,8 +1,9 @@
 //! An int8 conv over an input padded with a non-zero value (a quantized conv's input padded
 //! with its zero point, so that it multiplies the stored 8-bit values as they are): the
 //! pad-with-value select fuses into the conv's reads (`schedule/widen.rs`) when the view reading
-//! it has no mask, and is realized when it has one (a select is not zero-preserving). Both give
-//! a naive loop's values; odd sizes throughout.
+//! it has no mask and its source is a reduce's output; it is realized (a padded copy) when its
+//! source is elementwise, and when the reading view has a mask (a select is not
+//! zero-preserving). All give a naive loop's values; odd sizes throughout.
 
 use picograd_core::realize::count_work;
 use picograd_core::schedule::schedule;
@@ -27,16 +28,31 @@ fn bytes(n: usize, seed: u32) -> Vec<i8> {
         .collect()
 }
 
-/// The int8 input as an unrealized intermediate (a wrapping product of two buffers: not an op
-/// a widening chain holds, so the scheduler realizes it and decides whether the padded value
-/// above it is fused or realized).
-fn input() -> (Tensor, Vec<i8>) {
+/// The int8 input as an unrealized intermediate computed by elementwise ops alone (a wrapping
+/// product of two buffers; not an op a widening chain holds).
+fn elementwise_input() -> (Tensor, Vec<i8>) {
     let (a, b) = (bytes(CI * H * W, 1), bytes(CI * H * W, 2));
     let prod: Vec<i8> = a.iter().zip(&b).map(|(x, y)| x.wrapping_mul(*y)).collect();
     let t = Tensor::from_slice(&a, &[1, CI, H, W])
         .try_mul(Tensor::from_slice(&b, &[1, CI, H, W]))
         .unwrap();
     (t, prod)
+}
+
+/// The int8 input as the output of a reduce (pairs summed, wrapped to int8), as a previous
+/// conv's requantized output is.
+fn reduced_input() -> (Tensor, Vec<i8>) {
+    let a = bytes(CI * H * W * 2, 4);
+    let sum: Vec<i8> = a
+        .chunks(2)
+        .map(|p| (i32::from(p[0]) + i32::from(p[1])) as i8)
+        .collect();
+    let t = Tensor::from_slice(&a, &[1, CI, H, W, 2])
+        .cast(DType::I32)
+        .try_sum(&[-1], false)
+        .unwrap()
+        .cast(DType::I8);
+    (t, sum)
 }
 
 /// Naive conv of `x` (`[CI, h, w]`) padded with `ZP` by `PAD` and then with 0 by `outer` on
@@ -75,8 +91,7 @@ fn naive(x: &[i8], w: &[i8], bias: &[i32], outer: usize) -> Vec<i32> {
     out
 }
 
-fn conv(outer: usize) -> (Tensor, Vec<i32>) {
-    let (x, xs) = input();
+fn conv((x, xs): (Tensor, Vec<i8>), outer: usize) -> (Tensor, Vec<i32>) {
     let w = bytes(CO * CI * K * K, 3);
     let bias: Vec<i32> = (0..CO as i32).map(|c| c * 1001 - 2000).collect();
     let padded = x
@@ -93,21 +108,33 @@ fn conv(outer: usize) -> (Tensor, Vec<i32>) {
     (y, naive(&xs, &w, &bias, outer))
 }
 
+fn kernels(y: &Tensor) -> u64 {
+    let items = schedule(&[y.lazy().contiguous()]).unwrap();
+    count_work(&items).unwrap().kernels
+}
+
 #[test]
 fn pad_value_select_fuses_into_an_unpadded_conv() {
-    let (y, want) = conv(0);
-    // The input's product and the conv: no kernel for the padded copy.
-    let items = schedule(&[y.lazy().contiguous()]).unwrap();
-    assert_eq!(count_work(&items).unwrap().kernels, 2);
+    let (y, want) = conv(reduced_input(), 0);
+    // The input's reduce and the conv: no kernel for the padded copy.
+    assert_eq!(kernels(&y), 2);
+    assert_eq!(y.to_vec::<i32>().unwrap(), want);
+}
+
+#[test]
+fn pad_value_select_of_an_elementwise_input_is_a_padded_copy() {
+    let (y, want) = conv(elementwise_input(), 0);
+    // The input (realized: the copy reads it through its padding), the padded copy the conv
+    // reads unmasked, the conv.
+    assert_eq!(kernels(&y), 3);
     assert_eq!(y.to_vec::<i32>().unwrap(), want);
 }
 
 #[test]
 fn pad_value_select_read_through_padding_is_realized() {
-    let (y, want) = conv(1);
+    let (y, want) = conv(reduced_input(), 1);
     // Read through the conv's own padding mask the select would give ZP, not 0, outside its
-    // input: it is realized (the product, the padded copy, the conv).
-    let items = schedule(&[y.lazy().contiguous()]).unwrap();
-    assert_eq!(count_work(&items).unwrap().kernels, 3);
+    // input: it is realized (the reduce, the padded copy, the conv).
+    assert_eq!(kernels(&y), 3);
     assert_eq!(y.to_vec::<i32>().unwrap(), want);
 }

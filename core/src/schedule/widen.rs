@@ -7,7 +7,13 @@
 //! to realize in its place). So is an integer pad with a value — `where(pad(true), pad(x), v)`
 //! with a constant condition and a constant `v`, as [`crate::Tensor::try_pad_value`] builds it
 //! (a quantized conv whose input is padded with its zero point, so that it multiplies the
-//! stored 8-bit values as they are) — when the view reading the chain has no mask.
+//! stored 8-bit values as they are) — when the view reading the chain has no mask, and when
+//! the padded source is itself the output of a kernel with a reduce (a previous conv's
+//! requantized output, which is realized anyway). A padded source computed by elementwise ops
+//! alone (a float input's quantize) is not fused: the select is realized, a padded copy of
+//! one pass over the padded elements that the consumer reads unmasked (an unpadded conv's
+//! reads, which a packed dual multiply-accumulate can take as words) instead of gating each
+//! of its taps; it adds the padding's bytes while the copy lives.
 //!
 //! Invariant: fusing computes what realizing the chain would. A chain read through a mask must
 //! be zero-preserving — every leaf read through a mask is 0 outside it (a gated load, a gated
@@ -34,6 +40,7 @@ const MAX_OPS: usize = 3;
 pub(super) fn widening_leaves(b: &LazyBuffer, masked: bool) -> Option<Vec<LazyBuffer>> {
     let mut leaves: Vec<LazyBuffer> = Vec::new();
     let mut ops = 0;
+    let mut select = false;
     let mut stack = vec![b.clone()];
     while let Some(n) = stack.pop() {
         let base = n.base();
@@ -54,9 +61,46 @@ pub(super) fn widening_leaves(b: &LazyBuffer, masked: bool) -> Option<Vec<LazyBu
         if ops > MAX_OPS {
             return None;
         }
+        select |= matches!(op, LazyOp::Alu(AluOp::Where));
         stack.extend(srcs.iter().cloned());
     }
+    // A padded value whose source is computed by elementwise ops alone is realized padded
+    // instead (see the module doc).
+    if select && leaves.iter().any(elementwise) {
+        return None;
+    }
     Some(leaves)
+}
+
+/// The most distinct nodes [`elementwise`] visits (it is called on a select's few leaves); a
+/// longer chain counts as not elementwise.
+const MAX_WALK: usize = 256;
+
+/// Is unrealized `b` computed by elementwise ops alone from buffers and constants (no reduce
+/// in the kernel that computes it)?
+fn elementwise(b: &LazyBuffer) -> bool {
+    let mut stack = vec![b.clone()];
+    let mut seen: Vec<usize> = Vec::new();
+    while let Some(n) = stack.pop() {
+        let base = n.base();
+        if base.realized().is_some() || seen.contains(&base.id()) {
+            continue;
+        }
+        seen.push(base.id());
+        if seen.len() > MAX_WALK {
+            return false;
+        }
+        match base.op() {
+            Some((LazyOp::Alu(_) | LazyOp::Cast | LazyOp::Bitcast, srcs)) => {
+                stack.extend(srcs.iter().cloned())
+            }
+            // A buffer (a capture's input placeholder) is read, not computed.
+            Some((LazyOp::Const(_) | LazyOp::Buffer, _)) => {}
+            Some((LazyOp::Reduce(..) | LazyOp::Contiguous | LazyOp::Copy | LazyOp::Assign, _))
+            | None => return false,
+        }
+    }
+    true
 }
 
 /// Is `op` (computing `b` from `srcs`) one a widening chain may hold: an integer cast that
