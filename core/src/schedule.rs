@@ -125,7 +125,7 @@ fn initial_realizes(outs: &[LazyBuffer], g: &Graph) -> HashSet<usize> {
             if unsafe_view {
                 // An integer widening chain (a quantized conv's centered input) is computed
                 // where it is read; its leaves are the boundary instead (`widen.rs`).
-                if let Some(leaves) = widen::widening_leaves(sb) {
+                if let Some(leaves) = widen::widening_leaves(sb, s.st().has_mask()) {
                     for l in leaves {
                         crate::context::log(
                             5,

@@ -6,11 +6,14 @@
 //!
 //! A depthwise conv's reduce kernel `[channel, oy, ox | ky, kx]` has a weight that broadcasts
 //! the pixels and an input that no output axis shares, so the only reuse is along a row:
-//! neighbouring outputs read overlapping inputs. Upcasting the output-contiguous axis by `w`
-//! lets one row of `w + kx - 1` loaded inputs and `kx` weights feed `w·kx` multiply-adds (the
-//! linearizer loads each distinct input once). `w` is the largest divisor of the row (at most
-//! [`MAX_ROW`]) whose accumulators, inputs and weights, `w + (w + kx - 1) + kx`, fit the register
-//! file less [`RESERVED`], and at most the code budget (`max_unrolled`; size mode lowers it).
+//! neighbouring outputs read overlapping inputs. Upcasting the row axis by `w` — the
+//! output-contiguous axis, or, when the output is stored channel-interleaved (contiguous along
+//! its channels), the innermost output axis that is a row — lets one row of `w + kx - 1`
+//! loaded inputs and `kx` weights feed `w·kx` multiply-adds (the linearizer loads each
+//! distinct input once). `w` is the largest divisor of the row (at most [`MAX_ROW`]) whose
+//! accumulators, inputs and weights, `w + (w + kx - 1) + kx` (for an integer sum `w + 2 + kx`:
+//! each input feeds its accumulators as it is loaded, two in flight), fit the register file
+//! less [`RESERVED`], and at most the code budget (`max_unrolled`; size mode lowers it).
 //!
 //! Invariant: only an upcast of an output axis, so each accumulator keeps its summation order
 //! and a tiled kernel computes bit-identical results to the untiled one.
@@ -60,17 +63,30 @@ fn rows(k: &Kernel, cfg: &OptConfig) -> Vec<(usize, usize)> {
         _ => 1,
     };
     let n = size(k, wide);
+    // An integer sum's inputs are used as they are loaded (each feeds its `kx` accumulators
+    // at once), so two in flight; a float tile counts the whole row of inputs.
+    let integer = k.ast.find_reduce().is_some_and(|r| !r.dtype().is_float());
+    let live = |w: usize| {
+        if integer {
+            w + 2 + kx
+        } else {
+            w + (w + kx - 1) + kx
+        }
+    };
     (2..=MAX_ROW)
         .rev()
         // A row of `w` is `w` copies of the body: the code budget bounds it (size mode).
-        .filter(|&w| n % w as i64 == 0 && w + (w + kx - 1) + kx <= room && w <= cfg.max_unrolled)
+        .filter(|&w| n % w as i64 == 0 && live(w) <= room && w <= cfg.max_unrolled)
         .map(|w| (wide, w))
         .collect()
 }
 
-/// The output-contiguous axis of a depthwise-shaped reduce kernel: some load (the weight)
-/// broadcasts it and another output axis, some load (the input) reads along it, and no load
-/// that reads along it broadcasts another output axis (else the small-core conv tile applies).
+/// The row axis of a depthwise-shaped reduce kernel: an output axis that some load (the
+/// weight) broadcasts along with another output axis, that some load (the input) reads along,
+/// while no load that reads along it broadcasts another output axis (else the small-core conv
+/// tile applies). The output-contiguous axis when it is one; else (an output stored
+/// channel-interleaved, contiguous along its channels, which the weight does not broadcast)
+/// the innermost such axis — the image row.
 fn row_axis(k: &Kernel) -> Option<usize> {
     if k.first_reduce == k.first_upcast {
         return None;
@@ -78,14 +94,20 @@ fn row_axis(k: &Kernel) -> Option<usize> {
     let (store, loads) = k.leaf_strides();
     let big = |a: usize| size(k, a) > 1;
     let zero = |l: &[Option<i64>], a: usize| l.get(a) == Some(&Some(0));
-    let wide = (0..k.first_reduce)
+    let row = |wide: usize| {
+        let others = || (0..k.first_reduce).filter(move |&a| a != wide && big(a));
+        let weight = loads
+            .iter()
+            .any(|l| zero(l, wide) && others().any(|a| zero(l, a)));
+        let inputs: Vec<&Vec<Option<i64>>> = loads.iter().filter(|l| !zero(l, wide)).collect();
+        let shared = inputs.iter().any(|l| others().any(|a| zero(l, a)));
+        big(wide) && weight && !inputs.is_empty() && !shared
+    };
+    let contiguous = (0..k.first_reduce)
         .rev()
         .find(|&a| big(a) && store.get(a) == Some(&Some(1)))?;
-    let others = || (0..k.first_reduce).filter(move |&a| a != wide && big(a));
-    let weight = loads
-        .iter()
-        .any(|l| zero(l, wide) && others().any(|a| zero(l, a)));
-    let inputs: Vec<&Vec<Option<i64>>> = loads.iter().filter(|l| !zero(l, wide)).collect();
-    let shared = inputs.iter().any(|l| others().any(|a| zero(l, a)));
-    (weight && !inputs.is_empty() && !shared).then_some(wide)
+    if row(contiguous) {
+        return Some(contiguous);
+    }
+    (0..k.first_reduce).rev().find(|&a| row(a))
 }

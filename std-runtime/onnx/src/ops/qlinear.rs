@@ -4,7 +4,9 @@
 //! DequantizeLinear → op → QuantizeLinear groups to these same handlers.
 //!
 //! Invariant: no value is ever dequantized to float. 8-bit operands minus their zero points
-//! are i16, products widen to i32 (`MulWide`), sums accumulate in i32, and the result is
+//! are i16 (a conv's scalar input zero point is folded into its bias instead, its padding
+//! read as that zero point: `zero_point_in_bias`), products widen to i32 (`MulWide`), sums
+//! accumulate in i32, and the result is
 //! requantized with the fixed-point form of the f32 scale ratio computed as onnxruntime does
 //! (`x_scale * w_scale / y_scale` in f32), rounded as its `rint(float(acc) * scale)` rounds
 //! (`Requant`: the f32 product's rounding emulated in integers, then half to even), then the
@@ -141,7 +143,7 @@ fn qlinear_conv(n: &Node) -> Result<Vec<Tensor>> {
     let opts = super::nn::conv_opts(n, x, w)?;
     let wc = centered(w, n.opt(5), 0)?;
     let acc = match zero_point_in_bias(x, n.input(2)?, &wc, n.opt(8), &opts)? {
-        Some(bias) => x.try_conv2d_int(&wc, Some(&bias), &opts)?,
+        Some((xp, bias, o)) => xp.try_conv2d_int(&wc, Some(&bias), &o)?,
         None => centered(x, Some(n.input(2)?), 1)?.try_conv2d_int(&wc, n.opt(8), &opts)?,
     };
     let r = ratio(
@@ -160,11 +162,13 @@ fn qlinear_conv(n: &Node) -> Result<Vec<Tensor>> {
     )?)
 }
 
-/// For an unpadded conv with a scalar input zero point `xz`, the bias that lets the kernel
-/// multiply the stored 8-bit input as it is: `Σ (x − xz)·w + b = Σ x·w + (b − xz·Σw)`, `Σw`
-/// per output channel over the (centered, constant) weights `wc`. No i16 value is computed per
-/// input read. `None` (keep the centered input) when the conv pads — its padding taps must
-/// read 0 after centering, which a folded constant cannot know — or when `xz` is 0, per
+/// For a conv with a scalar input zero point `xz`, the input, bias and options that let the
+/// kernel multiply the stored 8-bit input as it is: `Σ (x − xz)·w + b = Σ x·w + (b − xz·Σw)`,
+/// `Σw` per output channel over all taps of the (centered, constant) weights `wc`. A padded
+/// conv reads its padding as `xz` instead (the input padded with the value `xz`, the conv
+/// itself unpadded): there `x − xz` is the 0 the centered form pads with, so the identity
+/// holds at every output, borders included. No i16 value is computed per input read, and
+/// the products are 8-bit × 8-bit. `None` (keep the centered input) when `xz` is 0, per
 /// channel, or the folded bias would leave i32.
 fn zero_point_in_bias(
     x: &Tensor,
@@ -172,11 +176,11 @@ fn zero_point_in_bias(
     wc: &Tensor,
     bias: Option<&Tensor>,
     opts: &picograd_core::ConvOpts,
-) -> Result<Option<Tensor>> {
+) -> Result<Option<(Tensor, Tensor, picograd_core::ConvOpts)>> {
     let dims = x.ndim().saturating_sub(2);
-    let unpadded = (opts.padding.resolve("QLinearConv", dims)?.iter()).all(|&p| p == (0, 0));
+    let pads = opts.padding.resolve("QLinearConv", dims)?;
     let z = to_i64s(xz)?;
-    if !unpadded || z.len() != 1 || z[0] == 0 {
+    if z.len() != 1 || z[0] == 0 {
         return Ok(None);
     }
     let cout = wc.shape()[0];
@@ -192,12 +196,17 @@ fn zero_point_in_bias(
             i32::try_from(b.get(c).copied().unwrap_or(0) - z[0] * sum).ok()
         })
         .collect();
-    match folded {
-        Some(v) if b.len() == cout => {
-            Ok(Some(Tensor::try_from_slice_on(&v, &[cout], &x.device())?))
-        }
-        _ => Ok(None),
+    let (Some(v), true) = (folded, b.len() == cout) else {
+        return Ok(None);
+    };
+    let bias = Tensor::try_from_slice_on(&v, &[cout], &x.device())?;
+    if pads.iter().all(|&p| p == (0, 0)) {
+        return Ok(Some((x.clone(), bias, opts.clone())));
     }
+    let mut arg = vec![(0, 0); x.ndim() - dims];
+    arg.extend(pads);
+    let xp = x.try_pad_value(&arg, z[0] as f64)?;
+    Ok(Some((xp, bias, opts.clone().padding(0))))
 }
 
 /// The integer product of centered `a` `[.., m, k]` (or `[k]`) and `b` `[.., k, n]`.
