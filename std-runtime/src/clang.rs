@@ -716,6 +716,19 @@ fn uop_cost(effort: Effort) -> usize {
     }
 }
 
+/// What each kernel function costs to compile besides its UOps, in [`uop_cost`] units: the
+/// pass pipeline's fixed work per function. resnet18's 17 copy and pad kernels (34–91 UOps)
+/// took about 26 ms of clang CPU each at `-O2`, twice what their UOps alone estimate, and its
+/// conv kernels about 0.07 ms per unit; without this term the plan gave the share holding them
+/// too much: resnet18's cold compile 1,222–1,490 ms (mean 1,388, 7 runs) against 1,081–1,364
+/// (mean 1,227) with it, 2 threads, idle machine, 2026-11-28.
+const FUNCTION_COST: usize = 200;
+
+/// The estimated compile cost of `k`, in [`uop_cost`] units.
+fn compile_cost(k: &LinearKernel) -> usize {
+    k.uops.len().max(1) * uop_cost(effort_for(k)) + FUNCTION_COST
+}
+
 /// What one more compiler run costs, in [`uop_cost`] units: a driver, `cc1` and linker start
 /// (about 0.1 s of CPU, 2026-11-27), about what `-O2` spends on 500 UOps of conv kernel. A
 /// share splits off its light kernels only when compiling them at `-O1` saves more than that.
@@ -728,15 +741,15 @@ struct Unit {
     idx: Vec<usize>,
 }
 
-/// Splits a batch into at most `jobs` shares of similar estimated compile cost (UOps times
-/// [`uop_cost`]), one compile thread each; a share holds one unit per effort it contains (its
+/// Splits a batch into at most `jobs` shares of similar estimated compile cost
+/// ([`compile_cost`]), one compile thread each; a share holds one unit per effort it contains (its
 /// light kernels go to its `-O2` unit when they are too few to repay a run, [`UNIT_OVERHEAD`]).
 /// The kernels are laid out by effort (full first), then by cost (largest first), and cut into
 /// consecutive shares, so at most one share straddles the two efforts: at most `jobs + 1`
 /// compiler runs. Deterministic, so the same schedule makes the same translation units (and
 /// hits the same disk-cache entries) in every process.
 fn plan_units(ks: &[&LinearKernel], jobs: usize) -> Vec<Vec<Unit>> {
-    let cost = |i: usize| ks[i].uops.len().max(1) * uop_cost(effort_for(ks[i]));
+    let cost = |i: usize| compile_cost(ks[i]);
     let mut order: Vec<usize> = (0..ks.len()).collect();
     order.sort_by_key(|&i| (effort_for(ks[i]), std::cmp::Reverse(cost(i)), i));
     let total: usize = order.iter().map(|&i| cost(i)).sum();
@@ -882,7 +895,7 @@ mod tests {
                 if light_total > UNIT_OVERHEAD * jobs {
                     assert!(units.iter().any(|u| u.effort == Effort::Light), "{plan:?}");
                 }
-                let cost = |i: usize| ks[i].uops.len() * uop_cost(effort_for(&ks[i]));
+                let cost = |i: usize| compile_cost(&ks[i]);
                 let total: usize = (0..ks.len()).map(cost).sum();
                 let biggest = (0..ks.len()).map(cost).max().unwrap_or(0);
                 let fair = total.div_ceil(plan.len());
