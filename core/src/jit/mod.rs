@@ -9,9 +9,10 @@
 //! values on the host ([`trace`]), and hands out outputs no later call overwrites.
 //!
 //! Invariants: every buffer a capture touches is held by its slot table, so replays reuse the
-//! intermediate and output memory of the first run; a replay's outputs alias the capture's
-//! output slots, so the next replay overwrites them (copy them out, or `contiguous()` them, to
-//! keep them). Weights are the slots no step writes. A tensor updated in place inside the
+//! intermediate and output memory of the first run — intermediates whose lives do not overlap
+//! in one buffer ([`share`]), so a tensor the function computed and kept without returning it
+//! holds garbage after a replay; a replay's outputs alias the capture's output slots, so the
+//! next replay overwrites them (copy them out, or `contiguous()` them, to keep them). Weights are the slots no step writes. A tensor updated in place inside the
 //! function must own its buffer before the first call (`Tensor::try_own`, as `nn` parameters
 //! do): otherwise its first `assign` moves it to a private copy after the capture's reads were
 //! built, and replays would keep reading the old buffer.
@@ -33,6 +34,7 @@ use crate::symbolic::{Specialization, VarVals, Watch};
 use crate::tensor::Tensor;
 
 mod cache;
+mod share;
 pub(crate) mod trace;
 
 pub use cache::{CacheStats, SignatureCache, DEFAULT_SIGNATURES};
@@ -97,6 +99,8 @@ struct Dispatch {
     /// replay (`Some(empty)`: the slots live on several devices). A capture's slots hold their
     /// buffers for its whole life, so their handles stay valid.
     own: Mutex<Option<Vec<u64>>>,
+    /// Per slot, the slot whose buffer a replay runs it in ([`share::homes`]).
+    homes: Vec<usize>,
 }
 
 /// One step of a [`Dispatch`].
@@ -112,7 +116,8 @@ struct Call {
 }
 
 impl Dispatch {
-    fn new(steps: &[CapturedStep], frozen: &[bool], nslots: usize) -> Dispatch {
+    fn new(steps: &[CapturedStep], frozen: &[bool], slots: &Slotting<'_>) -> Dispatch {
+        let nslots = slots.bufs.len();
         let mut calls = Vec::with_capacity(steps.len());
         let mut arg_slots = Vec::new();
         for (i, st) in steps.iter().enumerate() {
@@ -147,6 +152,38 @@ impl Dispatch {
             at,
             at_start,
             own: Mutex::new(None),
+            homes: share::homes(
+                steps,
+                frozen,
+                slots.bufs,
+                &slots.inputs,
+                &slots.outputs,
+                slots.fresh,
+            ),
+        }
+    }
+}
+
+/// A capture's slot table and the roles [`share::homes`] needs.
+struct Slotting<'a> {
+    bufs: &'a [Arc<Buffer>],
+    inputs: Vec<usize>,
+    outputs: Vec<usize>,
+    fresh: &'a [usize],
+}
+
+impl<'a> Slotting<'a> {
+    fn new(
+        bufs: &'a [Arc<Buffer>],
+        inputs: &[(usize, Vec<Sint>, DType)],
+        outputs: &[(usize, Vec<Sint>)],
+        fresh: &'a [usize],
+    ) -> Slotting<'a> {
+        Slotting {
+            bufs,
+            inputs: inputs.iter().map(|x| x.0).collect(),
+            outputs: outputs.iter().map(|x| x.0).collect(),
+            fresh,
         }
     }
 }
@@ -270,13 +307,18 @@ impl Capture {
             results.push(Tensor::from_lazy(n.clone()));
         }
         let in_vars = input_vars(&ins);
+        let dispatch = Dispatch::new(
+            &steps,
+            &[],
+            &Slotting::new(&slots.bufs, &ins, &outs, &fresh),
+        );
         Ok((
             Capture {
                 inputs: ins,
                 outputs: outs,
                 var_plan: var_plan(&steps, &in_vars),
                 input_vars: in_vars,
-                dispatch: Dispatch::new(&steps, &[], slots.bufs.len()),
+                dispatch,
                 slots: slots.bufs,
                 steps,
                 fresh,
@@ -402,8 +444,10 @@ impl Capture {
                     d.arg_slots[call.args.start],
                     d.arg_slots[call.args.start + 1],
                 );
-                let bytes = bufs[src].to_bytes()?;
-                bufs[dst].copy_in(&bytes)?;
+                // A shared buffer may be larger than the slot's value.
+                let mut bytes = bufs[d.homes[src]].to_bytes()?;
+                bytes.truncate(bufs[src].nbytes());
+                bufs[d.homes[dst]].copy_in(&bytes)?;
                 continue;
             };
             vars.clear();
@@ -418,7 +462,8 @@ impl Capture {
             }
             if args.is_empty() && !call.args.is_empty() {
                 ids.clear();
-                ids.extend(d.arg_slots[call.args.clone()].iter().map(|&s| bufs[s].id()));
+                let home = |s: usize| &bufs[d.homes[s]];
+                ids.extend(d.arg_slots[call.args.clone()].iter().map(|&s| home(s).id()));
                 p.run(&ids, &vars)?;
             } else {
                 // SAFETY: `args` holds handles of `bufs` from the allocator of the one device
@@ -451,7 +496,7 @@ impl Capture {
             let mut own = d.own.lock();
             if own.is_none() {
                 *own = Some(match slot_handles(&self.slots)? {
-                    Some(h) => d.arg_slots.iter().map(|&s| h[s]).collect(),
+                    Some(h) => d.arg_slots.iter().map(|&s| h[d.homes[s]]).collect(),
                     None => Vec::new(),
                 });
             }
@@ -577,7 +622,7 @@ impl Capture {
             frozen: Vec::new(),
             var_plan: var_plan(&steps, &self.input_vars),
             input_vars: self.input_vars.clone(),
-            dispatch: Dispatch::new(&steps, &[], self.slots.len()),
+            dispatch: Dispatch::new(&steps, &[], &self.slotting()),
             steps,
         })
     }
@@ -614,7 +659,7 @@ impl Capture {
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(Capture {
-            dispatch: Dispatch::new(&steps, &self.frozen, self.slots.len()),
+            dispatch: Dispatch::new(&steps, &self.frozen, &self.slotting()),
             steps,
             slots: self.slots.clone(),
             inputs: self.inputs.clone(),
@@ -722,9 +767,21 @@ impl Capture {
             }
         }
         let count = frozen.iter().filter(|&&f| f).count();
-        self.dispatch = Dispatch::new(&self.steps, &frozen, self.slots.len());
+        self.dispatch = Dispatch::new(&self.steps, &frozen, &self.slotting());
         self.frozen = frozen;
         count
+    }
+
+    fn slotting(&self) -> Slotting<'_> {
+        Slotting::new(&self.slots, &self.inputs, &self.outputs, &self.fresh)
+    }
+
+    /// How many slots a replay runs in another slot's buffer: intermediates whose lives do not
+    /// overlap share memory (see the `share` module), so a replay touches less memory than the
+    /// recording did.
+    pub fn shared_slots(&self) -> usize {
+        let h = &self.dispatch.homes;
+        (0..h.len()).filter(|&s| h[s] != s).count()
     }
 
     /// How many steps a replay runs (every step, less those [`Capture::freeze_constants`]
