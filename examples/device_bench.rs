@@ -136,6 +136,7 @@ fn configs() -> Vec<(&'static str, Option<OptConfig>)> {
                 int_registers: 0,
                 dual_mac: false,
                 vector_lanes: false,
+                vec_registers: 0,
             }),
         ),
         ("tile8", Some(OptConfig::small_device())),

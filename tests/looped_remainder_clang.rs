@@ -132,3 +132,32 @@ fn pixel_lanes_with_a_looped_tail_equal_unoptimized_c() {
         compile_host_kernel(&c, &format!("looped_{hw}_{amount}"));
     }
 }
+
+#[test]
+fn two_pixel_vectors_equal_unoptimized_c() {
+    // The pixel-lane tile with two vectors of pixels (`strategy/orientation.rs`): 6 output
+    // channels × 2 × 8 pixels, on a row of 32 and of 64 pixels.
+    let dev = clang(None);
+    let interp = picograd::context::interp();
+    for w in [4, 8] {
+        let t = pointwise(&interp, [1, 48, 8, w], 24);
+        let item = schedule(&[t.lazy().contiguous()]).unwrap().pop().unwrap();
+        let k = Kernel::new(&item.ast).unwrap();
+        assert_eq!(k.describe(), format!("[24,{} | 48 | ]", 8 * w));
+        let opts = [
+            Opt::Upcast { axis: 0, amount: 6 },
+            Opt::Vectorize { axis: 1, amount: 8 },
+            Opt::Upcast { axis: 1, amount: 2 },
+        ];
+        let tiled = lower_ast_with(&item.ast, buf_params(&item), None, Some(&opts), true).unwrap();
+        let unopt = lower_ast(&item.ast, buf_params(&item), None, true).unwrap();
+        assert_eq!(
+            run_on(&*dev, &tiled, &item),
+            run_on(&*dev, &unopt, &item),
+            "8 × {w}"
+        );
+        let c = render_kernel(&tiled, &host_render_opts()).unwrap();
+        assert!(c.contains("pg_f32x8 acc11"), "12 vector accumulators:\n{c}");
+        compile_host_kernel(&c, &format!("two_vectors_{w}"));
+    }
+}

@@ -456,3 +456,70 @@ fn a_short_reduce_takes_pixel_lanes_and_a_vector_tail() {
         .collect();
     close("pixel lanes", &got, &want);
 }
+
+#[test]
+fn a_longer_reduce_takes_two_vectors_of_pixels() {
+    // A pointwise conv over 48 channels into 24, with a bias and a residual, on 4 × 8 pixels:
+    // the reduce is long enough that the pixel-lane tile's loads per multiply-add decide, and
+    // with 16 vector registers two vectors of pixels × 6 channels (12 accumulators, 8 loads a
+    // step) beat one vector × 8 channels (8 accumulators, 9 loads a step).
+    let (cin, cout, (h, w)) = (48, 24, (4, 8));
+    let hw = h * w;
+    let (xv, wv) = (data(cin * hw, 21), data(cout * cin, 22));
+    let (bv, rv) = (data(cout, 23), data(cout * hw, 24));
+    let x = Tensor::from_slice(&xv, &[1, cin, h, w]);
+    let wt = Tensor::from_slice(&wv, &[cout, cin, 1, 1]);
+    let b = Tensor::from_slice(&bv, &[cout]);
+    let r = Tensor::from_slice(&rv, &[1, cout, h, w]);
+    let t = x.conv2d(&wt, Some(&b), &ConvOpts::default()).add(&r);
+    let cfg = OptConfig::for_vec_width(8);
+    assert_eq!(cfg.vec_registers, 16);
+    let mut items = schedule_for(&[t.lazy().contiguous()], Some(&cfg)).unwrap();
+    let it = items.pop().unwrap();
+    run_schedule(&items).unwrap();
+    let mut k = Kernel::new(&it.ast).unwrap();
+    assert_eq!(k.describe(), format!("[{cout},{hw} | {cin} | ]"));
+    let opts = hand_coded(&mut k, &cfg);
+    assert_eq!(
+        opts[..3],
+        [
+            Opt::Upcast { axis: 0, amount: 6 },
+            Opt::Vectorize { axis: 1, amount: 8 },
+            Opt::Upcast { axis: 1, amount: 2 },
+        ],
+        "{}",
+        k.describe()
+    );
+    // Without a register count the tile keeps one vector of pixels.
+    let unknown = OptConfig {
+        vec_registers: 0,
+        ..cfg
+    };
+    let mut k1 = Kernel::new(&it.ast).unwrap();
+    let one = hand_coded(&mut k1, &unknown);
+    assert_eq!(
+        one[..2],
+        [
+            Opt::Upcast { axis: 0, amount: 8 },
+            Opt::Vectorize { axis: 1, amount: 8 }
+        ]
+    );
+    let vector = lower_ast(&it.ast, buf_params(&it), Some(&cfg), false).unwrap();
+    let stores = vector
+        .uops
+        .iter()
+        .filter(|u| matches!(u.kind, UOpKind::VecStore { lanes: 8 }))
+        .count();
+    assert_eq!(stores, 12, "6 channels × 2 vectors:\n{vector}");
+    let unopt = lower_ast(&it.ast, buf_params(&it), None, false).unwrap();
+    let (got, scalar) = (run(&vector, &it), run(&unopt, &it));
+    assert_eq!(got, scalar, "two-vector and unoptimized kernels differ");
+    let want: Vec<f32> = (0..cout * hw)
+        .map(|o| {
+            let (co, p) = (o / hw, o % hw);
+            let sum: f32 = (0..cin).map(|ci| xv[ci * hw + p] * wv[co * cin + ci]).sum();
+            sum + bv[co] + rv[o]
+        })
+        .collect();
+    close("two vectors of pixels", &got, &want);
+}

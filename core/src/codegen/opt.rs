@@ -48,6 +48,11 @@ pub struct OptConfig {
     /// compilers would lower the vector types to scalar code anyway). A target says so with
     /// `opt.vector_lanes = 1`.
     pub vector_lanes: bool,
+    /// SIMD registers a vector register tile may fill, accumulators and the operands feeding
+    /// them (16 on x86-64 up to AVX2, 32 with AVX-512); 0 when unknown or without SIMD, and
+    /// tiles are sized by `max_accs` alone. The pixel-lane tile of a pointwise conv
+    /// (`strategy/orientation.rs`) takes a second vector of pixels where they fit.
+    pub vec_registers: usize,
 }
 
 impl OptConfig {
@@ -65,6 +70,7 @@ impl OptConfig {
             int_registers: OptConfig::SMALL_CORE_INT_REGISTERS,
             dual_mac: false,
             vector_lanes: false,
+            vec_registers: 0,
         }
     }
 
@@ -92,6 +98,9 @@ impl OptConfig {
             int_registers: 0,
             dual_mac: false,
             vector_lanes: true,
+            // x86-64 has 16 vector registers up to AVX2 and 32 with AVX-512 (16 lanes); a
+            // 4-lane NEON core has 32, and 16 is the safe count for 4 lanes.
+            vec_registers: if vec_width >= 16 { 32 } else { 16 },
         }
     }
 

@@ -69,6 +69,12 @@ pub const OPT_KEYS: &[OptKey] = &[
         set: |c, v| c.vector_lanes = v == 1,
         doc: "1: kernels may use f32 vector UOps of up to vec_width lanes, printed on GCC/clang vector types (default 0)",
     },
+    OptKey {
+        name: "vec_registers",
+        range: (0, 64),
+        set: |c, v| c.vec_registers = v,
+        doc: "SIMD registers a vector register tile may fill; 0: unknown, tiles sized by max_accs (default 0)",
+    },
 ];
 
 /// The description's [`OptConfig`]: [`OptConfig::small_device`], with each `opt.` key given
