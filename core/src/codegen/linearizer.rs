@@ -506,10 +506,13 @@ fn paired_src<'a>(l: &Lin, k: &'a Kernel) -> Option<&'a Ast> {
     (l.dual_mac && dual_mac_fits(*rop, src, red.dtype())).then_some(src)
 }
 
+/// The index and validity expressions of every view under one factor at one position.
+type Reads = Vec<(Node, Node)>;
+
 /// The index and validity expressions every view under each factor of `src` (a `MulWide`)
 /// reads at `pos`: two positions whose lists are equal read the same values.
-fn factor_idxs(src: &Ast, pos: &[Node]) -> [Vec<(Node, Node)>; 2] {
-    let mut out: [Vec<(Node, Node)>; 2] = [Vec::new(), Vec::new()];
+fn factor_idxs(src: &Ast, pos: &[Node]) -> [Reads; 2] {
+    let mut out: [Reads; 2] = [Vec::new(), Vec::new()];
     for (f, o) in src.src().iter().zip(out.iter_mut()) {
         visit_sts(f, &mut |st| {
             o.push(st.expr_idxs(&pos[..st.shape().len().min(pos.len())]))
@@ -529,10 +532,9 @@ fn factor_idxs(src: &Ast, pos: &[Node]) -> [Vec<(Node, Node)>; 2] {
 fn pack_count(
     out: &[Vec<i64>],
     red: &[Vec<i64>],
-    key: &dyn Fn(&[i64], &[i64]) -> [Vec<(Node, Node)>; 2],
+    key: impl Fn(&[i64], &[i64]) -> [Reads; 2],
 ) -> usize {
-    let mut seen: [hashbrown::HashSet<(Vec<(Node, Node)>, Vec<(Node, Node)>)>; 2] =
-        [hashbrown::HashSet::new(), hashbrown::HashSet::new()];
+    let mut seen: [hashbrown::HashSet<(Reads, Reads)>; 2] = Default::default();
     for pair in red.chunks(2) {
         let [r0, r1] = pair else { continue };
         for g in out {
@@ -834,7 +836,7 @@ fn emit(l: &mut Lin, k: &Kernel, outer: usize) -> Result<()> {
             red_combos = (0..reduce_up.len())
                 .rev()
                 .flat_map(|j| [combos_fastest(&n, j), paired_along(&n, j)])
-                .min_by_key(|c| pack_count(&out_combos, c, &key))
+                .min_by_key(|c| pack_count(&out_combos, c, key))
                 .unwrap_or(red_combos);
         }
     }
