@@ -519,6 +519,54 @@ fn requant_inline_path_agrees_with_the_reference() {
     assert_eq!(requant_on_clang(&acc, &ms, &sz), want);
 }
 
+/// `pg_requant_wide`'s early return, which serves the products the inline path sends to it for
+/// lying within 2^32 of a tie: with `|a| < 2^24` the f32 rounding moves the exact product `p`
+/// by at most `|p| / 2^24`, so a product farther than that from every tie rounds once. Products
+/// on both sides of that bound: f32 multipliers (`M·2^7`, as `fixed_point` makes them), the
+/// accumulator nearest a tie `(k + 1/2)·2^s` and its neighbours, `k` log-uniform so that the
+/// tie distance (up to `m / 2`) is sometimes above and sometimes below `|p| / 2^24`; every other
+/// value with a zero point. Counts the values the f32 rounding moves (checked non-zero: the
+/// bound is exercised, not only the far side of it).
+#[test]
+fn requant_near_ties_agree_with_the_reference_on_clang() {
+    let mut r = Rng(0x7e57_0017_0000_0002);
+    let (mut acc, mut ms, mut sz, mut want) = (vec![], vec![], vec![], vec![]);
+    let mut moved = 0;
+    for s in 33..=62i32 {
+        for i in 0..56 {
+            let m = (r.range(1 << 23, (1 << 24) - 1) << 7) as i32;
+            // |p| < 2^55 with |a| < 2^24: k up to 2^(54 - s), log-uniform.
+            let top = (54 - s).max(1) as u32;
+            let bits = r.range(0, i64::from(top)) as u32;
+            let k = r.range(0, (1i64 << bits) - 1) as f64 + 0.5;
+            let k = if i % 4 < 2 { k } else { -k };
+            let near = (k * 2f64.powi(s) / f64::from(m)).round()
+                + [-2.0, -1.0, 0.0, 1.0, 2.0, 0.0, 0.0][i % 7];
+            let a = near.clamp(-f64::from((1 << 24) - 1), f64::from((1 << 24) - 1)) as i32;
+            let z = if i % 2 == 0 {
+                0
+            } else {
+                r.range(-130, 130) as i32
+            };
+            let w = reference_requant_z(a, m, s, z);
+            let once = nearest(
+                i128::from(a) * i128::from(m) + (i128::from(z) << s),
+                s as u32,
+            ) as i32;
+            moved += usize::from(w != once);
+            acc.push(a);
+            ms.push(m);
+            sz.push(pack_shift(s, z));
+            want.push(w);
+        }
+    }
+    assert!(
+        moved > 0,
+        "no value where the f32 rounding moves the result"
+    );
+    assert_eq!(requant_on_clang(&acc, &ms, &sz), want);
+}
+
 /// The requantize clamp `-max(-max(r, lo), -hi)` is lowered as `Clamp(r, lo, hi)` (printed as a
 /// saturate where the core has one; `tests/saturate.rs` runs that under QEMU): the kernel
 /// holds no `Neg`, and on the interpreter and

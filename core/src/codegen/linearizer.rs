@@ -480,6 +480,72 @@ fn packed_upcast(l: &Lin, k: &Kernel, reduce_up: &[usize]) -> Option<usize> {
     })
 }
 
+/// The reduce positions `sizes` ordered so that consecutive pairs are neighbours along axis
+/// `along` (positions 0 and 1, 2 and 3, … of each run along it), the runs' odd ones out after
+/// all pairs, in order (they then pair with each other across the run).
+fn paired_along(sizes: &[i64], along: usize) -> Vec<Vec<i64>> {
+    let run = usize::try_from(sizes[along]).unwrap_or(1).max(1);
+    let (mut pairs, mut rest) = (Vec::new(), Vec::new());
+    for c in combos_fastest(sizes, along).chunks(run) {
+        let even = c.len() - c.len() % 2;
+        pairs.extend_from_slice(&c[..even]);
+        rest.extend_from_slice(&c[even..]);
+    }
+    pairs.extend(rest);
+    pairs
+}
+
+/// The product an integer sum of `k` pairs into `DualMac`s (`dual_mac` on and
+/// [`dual_mac_fits`]), if any.
+fn paired_src<'a>(l: &Lin, k: &'a Kernel) -> Option<&'a Ast> {
+    let red = k.ast.find_reduce()?;
+    let AstOp::Reduce(rop, _) = red.op() else {
+        return None;
+    };
+    let src = red.src().first()?;
+    (l.dual_mac && dual_mac_fits(*rop, src, red.dtype())).then_some(src)
+}
+
+/// The index and validity expressions of every view under one factor at one position.
+type Reads = Vec<(Node, Node)>;
+
+/// The index and validity expressions every view under each factor of `src` (a `MulWide`)
+/// reads at `pos`: two positions whose lists are equal read the same values.
+fn factor_idxs(src: &Ast, pos: &[Node]) -> [Reads; 2] {
+    let mut out: [Reads; 2] = [Vec::new(), Vec::new()];
+    for (f, o) in src.src().iter().zip(out.iter_mut()) {
+        visit_sts(f, &mut |st| {
+            o.push(st.expr_idxs(&pos[..st.shape().len().min(pos.len())]))
+        });
+    }
+    out
+}
+
+/// How many distinct packed operands pairing the reduce positions `red` two by two (as the
+/// emission does) makes over the output positions `out`: each `DualMac` of a scalar pair packs
+/// each factor's two values into one register (one instruction where they are not constants
+/// or hoisted), and a pair of values read at the same indices for another output of the tile
+/// is the same operand, made once. Counted per factor; the order with fewest is taken, which
+/// for a depthwise window pairs vertically adjacent taps (`(ky, kx)`, `(ky + 1, kx)`), whose
+/// input pair the row's neighbouring outputs share (each input column serves `kx` outputs),
+/// rather than horizontal ones, whose pair is different for every output.
+fn pack_count(
+    out: &[Vec<i64>],
+    red: &[Vec<i64>],
+    key: impl Fn(&[i64], &[i64]) -> [Reads; 2],
+) -> usize {
+    let mut seen: [hashbrown::HashSet<(Reads, Reads)>; 2] = Default::default();
+    for pair in red.chunks(2) {
+        let [r0, r1] = pair else { continue };
+        for g in out {
+            let ([a0, b0], [a1, b1]) = (key(g, r0), key(g, r1));
+            seen[0].insert((a0, a1));
+            seen[1].insert((b0, b1));
+        }
+    }
+    seen[0].len() + seen[1].len()
+}
+
 /// [`combos`] with axis `fastest` varying fastest (the others in their order), each combo
 /// still listing its positions in the axes' order.
 fn combos_fastest(sizes: &[i64], fastest: usize) -> Vec<Vec<i64>> {
@@ -742,7 +808,8 @@ fn emit(l: &mut Lin, k: &Kernel, outer: usize) -> Result<()> {
     let out_combos = combos(&sizes(&global_up));
     // A packed dual multiply-accumulate reads four consecutive reduce positions of each
     // factor: its axis runs fastest (integer sums wrap, so the order changes no value).
-    let red_combos = match packed_upcast(l, k, &reduce_up) {
+    let packed = packed_upcast(l, k, &reduce_up);
+    let mut red_combos = match packed {
         Some(j) => combos_fastest(&sizes(&reduce_up), j),
         None => combos(&sizes(&reduce_up)),
     };
@@ -760,6 +827,19 @@ fn emit(l: &mut Lin, k: &Kernel, outer: usize) -> Result<()> {
         }
         p
     };
+    // Scalar pairs (no packed word): the pairing whose packed operands the tile's outputs
+    // share most (see [`pack_count`]).
+    if packed.is_none() && k.vector_upcast.is_none() && reduce_up.len() > 1 {
+        if let Some(src) = paired_src(l, k) {
+            let key = |g: &[i64], r: &[i64]| factor_idxs(src, &positions(g, r, true));
+            let n = sizes(&reduce_up);
+            red_combos = (0..reduce_up.len())
+                .rev()
+                .flat_map(|j| [combos_fastest(&n, j), paired_along(&n, j)])
+                .min_by_key(|c| pack_count(&out_combos, c, key))
+                .unwrap_or(red_combos);
+        }
+    }
 
     let store = &k.ast;
     let AstOp::Store { st: out_st, .. } = store.op() else {
