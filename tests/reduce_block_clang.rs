@@ -1,8 +1,8 @@
 //! Blocked reduces (`Opt::ReduceBlock`) in compiled C: a pointwise conv with a bias, a residual
 //! and a ReLU over 45 input channels (no block divides them), blocked explicitly with pixel
 //! lanes and with channel lanes, runs on Clang bit for bit as the unoptimized C kernel, and its
-//! C compiles under `-Wall -Wextra -Werror`; the heuristic's blocks (a target with a small L1)
-//! split over two threads — on the output loops inside the block loop, never on the block loop
+//! C compiles under `-Wall -Wextra -Werror`; the heuristic's blocks (a 7 × 7 pointwise conv
+//! over 301 channels, whose weights outgrow the default L1) split over two threads — on the output loops inside the block loop, never on the block loop
 //! itself — give the same bits.
 
 use std::sync::Arc;
@@ -14,9 +14,10 @@ use picograd::codegen::opt::OptConfig;
 use picograd::codegen::split::split_loops;
 use picograd::codegen::strategy::hand_coded;
 use picograd::device::Device;
+use picograd::realize::run_schedule;
 use picograd::runtime::tuning::host_render_opts;
 use picograd::runtime::Clang;
-use picograd::schedule::schedule;
+use picograd::schedule::{schedule, schedule_for};
 use picograd::{ConvOpts, Tensor};
 
 #[path = "../core/tests/common/strict_cc.rs"]
@@ -87,23 +88,33 @@ fn explicit_blocks_equal_unoptimized_c() {
     }
 }
 
+/// A 7 × 7 pointwise conv over 301 channels to 64 with a bias, a residual and a ReLU on `dev`
+/// (as mobilenet_v2's late convs: the default L1 does not hold its weights over the reduce).
+fn long_conv(dev: &Arc<dyn Device>) -> Tensor {
+    let on = |shape: &[usize], seed| {
+        let n = shape.iter().product();
+        Tensor::try_from_slice_on(&data(n, seed), shape, dev).unwrap()
+    };
+    let w = on(&[64, 301, 1, 1], 6);
+    let (b, r) = (on(&[64], 7), on(&[1, 64, 7, 7], 8));
+    (on(&[1, 301, 7, 7], 5).conv2d(&w, Some(&b), &ConvOpts::default()) + r).relu()
+}
+
 #[test]
 fn heuristic_blocks_split_over_threads_equal_unoptimized_c() {
-    // A 1 KiB L1: the conv tile's weights over 45 channels outgrow half of it.
-    let small = OptConfig::for_vec_width(8).with_caches(1024, 64 * 1024);
+    let cfg = OptConfig::for_vec_width(8);
     let interp = picograd::context::interp();
-    let item = schedule(&[conv(&interp).lazy().contiguous()])
-        .unwrap()
-        .pop()
-        .unwrap();
+    let mut items = schedule_for(&[long_conv(&interp).lazy().contiguous()], Some(&cfg)).unwrap();
+    let item = items.pop().unwrap();
+    run_schedule(&items).unwrap();
     let mut k = Kernel::new(&item.ast).unwrap();
-    let opts = hand_coded(&mut k, &small);
+    let opts = hand_coded(&mut k, &cfg);
     assert!(
         k.reduce_block.is_some(),
         "no block: {opts:?} -> {}",
         k.describe()
     );
-    let lk = lower_ast(&item.ast, buf_params(&item), Some(&small), true).unwrap();
+    let lk = lower_ast(&item.ast, buf_params(&item), Some(&cfg), true).unwrap();
     let listing = format!("{lk}");
     let first_loop = lk
         .uops
@@ -115,9 +126,8 @@ fn heuristic_blocks_split_over_threads_equal_unoptimized_c() {
         !split.contains(&first_loop),
         "the block loop was split:\n{listing}"
     );
-    let plain = clang(None, 1);
-    let want = conv(&plain).to_vec::<f32>().unwrap();
-    let got = conv(&clang(Some(small), 2)).to_vec::<f32>().unwrap();
+    let want = long_conv(&clang(None, 1)).to_vec::<f32>().unwrap();
+    let got = long_conv(&clang(Some(cfg), 2)).to_vec::<f32>().unwrap();
     assert_eq!(got.len(), want.len());
     for (i, (g, w)) in got.iter().zip(&want).enumerate() {
         assert_eq!(g.to_bits(), w.to_bits(), "[{i}] {g} vs {w}");

@@ -15,7 +15,8 @@ use picograd_core::codegen::kernel::{Kernel, Opt};
 use picograd_core::codegen::lower::{buf_params, lower_ast, lower_ast_with};
 use picograd_core::codegen::opt::OptConfig;
 use picograd_core::codegen::strategy::hand_coded;
-use picograd_core::schedule::{schedule, ScheduleItem};
+use picograd_core::realize::run_schedule;
+use picograd_core::schedule::{schedule, schedule_for, ScheduleItem};
 use picograd_core::tensor::ConvOpts;
 use picograd_core::Tensor;
 
@@ -135,29 +136,67 @@ fn explicit_blocks_equal_the_unoptimized_kernel_in_every_path() {
 }
 
 #[test]
-fn the_heuristic_blocks_a_reduce_whose_reused_weights_outgrow_the_l1() {
-    let (it, want) = conv_item();
-    // A 1 KiB L1: a channel tile's weights over 45 channels (24 × 45 × 4 bytes at most) do
-    // not fit its half, so the reduce runs in blocks.
-    let small = OptConfig::for_vec_width(8).with_caches(1024, 64 * 1024);
+fn the_heuristic_blocks_a_long_reduce_whose_weights_outgrow_the_l1() {
+    // A 7 × 7 pointwise conv over 301 channels to 64, with a bias, a residual and a ReLU, its
+    // weights copied into channel blocks as the scheduler lays them out for 8 lanes: the conv
+    // tile takes 32 channels × 2 pixels (each weight feeds 2 multiply-adds), whose operands
+    // over the whole reduce (301 × (32 + 2) × 4 bytes) outgrow the default 32 KiB L1, so the
+    // reduce runs in blocks — 301 is no multiple of them, so the last block is shorter.
+    let (cin, cout, px) = (301, 64, 49);
+    let (x, w, b, r) = (
+        data(cin * px, 5),
+        data(cout * cin, 6),
+        data(cout, 7),
+        data(cout * px, 8),
+    );
+    let want: Vec<f32> = (0..cout * px)
+        .map(|o| {
+            let (co, p) = (o / px, o % px);
+            let s: f32 = (0..cin).map(|ci| x[ci * px + p] * w[co * cin + ci]).sum();
+            (s + b[co] + r[o]).max(0.0)
+        })
+        .collect();
+    let xt = Tensor::from_slice(&x, &[1, cin, 7, 7]);
+    let wt = Tensor::from_slice(&w, &[cout, cin, 1, 1]);
+    let bt = Tensor::from_slice(&b, &[cout]);
+    let rt = Tensor::from_slice(&r, &[1, cout, 7, 7]);
+    let y = (xt.conv2d(&wt, Some(&bt), &ConvOpts::default()) + rt).relu();
+    let cfg = OptConfig::for_vec_width(8);
+    let mut items = schedule_for(&[y.lazy().contiguous()], Some(&cfg)).unwrap();
+    let it = items.pop().unwrap();
+    run_schedule(&items).unwrap();
     let mut k = Kernel::new(&it.ast).unwrap();
-    let opts = hand_coded(&mut k, &small);
+    let opts = hand_coded(&mut k, &cfg);
     let Some(Opt::ReduceBlock { amount, .. }) = opts.last().copied() else {
         panic!("no block: {opts:?} -> {}", k.describe());
     };
-    assert!(CIN.div_ceil(amount) >= 2, "{opts:?} -> {}", k.describe());
+    assert!(
+        cin % amount != 0 && cin.div_ceil(amount) >= 2,
+        "{opts:?} -> {}",
+        k.describe()
+    );
     assert!(k.describe().contains(&format!("reduce blocks of {amount}")));
-    let lk = lower_ast(&it.ast, buf_params(&it), Some(&small), false).unwrap();
+    let lk = lower_ast(&it.ast, buf_params(&it), Some(&cfg), false).unwrap();
     let unopt = lower_ast(&it.ast, buf_params(&it), None, false).unwrap();
     let got = run(&lk, &it);
     assert_eq!(got, run(&unopt, &it), "blocked and unoptimized differ");
     close("heuristic", &got, &want);
-    // The default 32 KiB L1 holds them whole, and a core without a data cache never blocks.
-    for cfg in [OptConfig::for_vec_width(8), OptConfig::small_device()] {
-        let mut k = Kernel::new(&it.ast).unwrap();
+    // Without a data cache nothing is blocked; with a 256 KiB L1 the weights fit.
+    for cfg in [
+        OptConfig::small_device(),
+        cfg.with_caches(256 * 1024, 1024 * 1024),
+    ] {
+        let mut items = schedule_for(&[y.lazy().contiguous()], Some(&cfg)).unwrap();
+        let mut k = Kernel::new(&items.pop().unwrap().ast).unwrap();
         let opts = hand_coded(&mut k, &cfg);
         assert!(k.reduce_block.is_none(), "{opts:?} -> {}", k.describe());
     }
+    // The conv above at 8 × 13 pixels over 45 channels: its tile feeds each weight to 8
+    // pixels, so even a 2 KiB L1 (which its operands outgrow) gets no block.
+    let (it, _) = conv_item();
+    let mut k = Kernel::new(&it.ast).unwrap();
+    let opts = hand_coded(&mut k, &cfg.with_caches(2048, 64 * 1024));
+    assert!(k.reduce_block.is_none(), "{opts:?} -> {}", k.describe());
 }
 
 #[test]
