@@ -1224,6 +1224,7 @@ mod tests {
             vector_upcast: None,
             vector_lanes: 0,
             remainder: None,
+            reduce_block: None,
         };
         let buf = |size, writable| BufParam {
             dtype: DType::F32,
