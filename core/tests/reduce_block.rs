@@ -6,6 +6,8 @@
 //! block), in every lowering path: scalar accumulators, pixel lanes (consecutive: vector loads
 //! back), channel lanes (strided: lane-by-lane loads back), a looped remainder, an unrolled
 //! reduce; the heuristic's pick when the reused weights outgrow the L1; and the opt's refusals.
+//! A golden `PICOGRAD_DEBUG=3` listing (`tests/data/reduce_block_conv.txt`) pins the blocked
+//! kernel's UOps.
 
 #[path = "common/interp_run.rs"]
 mod interp_run;
@@ -133,6 +135,31 @@ fn explicit_blocks_equal_the_unoptimized_kernel_in_every_path() {
         let got = run(&lk, &it);
         assert_eq!(got, reference, "{opts:?}: blocked and unoptimized differ");
     }
+}
+
+#[test]
+fn the_blocked_uops_are_pinned() {
+    // The `PICOGRAD_DEBUG=3` listing of the conv blocked by 7 with 8 pixel lanes (regenerate
+    // with `PICOGRAD_BLESS=1` after a deliberate change): the block loop outermost, the reduce
+    // loop over one block (`[7·b, min(7·b + 7, 45))`), the accumulators loaded back in a loop
+    // of one iteration on every block but the first, the raw sums stored, and the bias,
+    // residual and ReLU in a loop of one iteration on the last block.
+    let (it, _) = conv_item();
+    let opts = [
+        Opt::Vectorize { axis: 1, amount: 8 },
+        Opt::ReduceBlock { axis: 0, amount: 7 },
+    ];
+    let lk = lower_ast_with(&it.ast, buf_params(&it), None, Some(&opts), false).unwrap();
+    let listing = format!("{lk}");
+    let path = format!(
+        "{}/tests/data/reduce_block_conv.txt",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    if std::env::var("PICOGRAD_BLESS").is_ok() {
+        std::fs::write(&path, &listing).unwrap();
+    }
+    let golden = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(listing, golden, "the blocked UOps changed");
 }
 
 #[test]
