@@ -379,6 +379,7 @@ pub(crate) fn opt_text(o: &Opt) -> String {
             amount,
             lanes,
         } => format!("looped:{axis}:{amount}:{lanes}"),
+        Opt::ReduceBlock { axis, amount } => format!("block:{axis}:{amount}"),
     }
 }
 
@@ -392,6 +393,7 @@ pub(crate) fn parse_opt(s: &str) -> std::result::Result<Opt, String> {
         (Some("upcast"), None) => Ok(Opt::Upcast { axis, amount }),
         (Some("unroll"), None) => Ok(Opt::Unroll { axis, amount }),
         (Some("vectorize"), None) => Ok(Opt::Vectorize { axis, amount }),
+        (Some("block"), None) => Ok(Opt::ReduceBlock { axis, amount }),
         (Some("looped"), Some(lanes)) if parts.next().is_none() => Ok(Opt::LoopedUpcast {
             axis,
             amount,

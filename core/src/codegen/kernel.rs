@@ -14,12 +14,16 @@
 //! A kernel may carry a looped remainder ([`Opt::LoopedUpcast`], [`Kernel::remainder`]): the
 //! kernel itself covers the positions of one global axis that its upcast divides, and a second
 //! kernel the positions left over; both share the loops of the axes before that one.
+//! A kernel may block its outermost reduce loop ([`Opt::ReduceBlock`], [`Kernel::reduce_block`]):
+//! the shape is unchanged; the linearizer runs that loop in blocks from a loop outside all the
+//! others, carrying the sums through the output between blocks.
 
 use alloc::string::String;
 use alloc::vec::Vec;
 
 use crate::ast::{Ast, AstOp};
 use crate::error::{Error, Result};
+use crate::ops::ReduceOp;
 use crate::shape::{ShapeTracker, Sint};
 
 /// An optimization, applied by splitting an axis.
@@ -67,6 +71,23 @@ pub enum Opt {
         /// Vector lanes among them (0 or 1: none; else it divides `amount`).
         lanes: usize,
     },
+    /// Run the outermost reduce loop (`axis` 0, counted from the first reduce axis; its looped
+    /// part, after any unroll) in blocks of `amount` iterations, the last block shorter when
+    /// `amount` does not divide it, from a loop placed outside every other loop of the kernel:
+    /// each block runs the whole kernel over its slice of the reduce, so that slice's operands
+    /// stay in cache across the output loops. The sums live in the output between blocks:
+    /// loaded into the accumulators before a block (every block but the first), stored raw after
+    /// it, and the ops after the reduce (bias, residual, activation) run on the last block only.
+    /// Every output still adds its terms in the same order, and a float survives the round trip
+    /// through memory exactly, so the result is bit-identical. Only for a sum whose accumulator
+    /// has the output's dtype, in a kernel that does not read its own output; no `Unroll` may
+    /// follow it.
+    ReduceBlock {
+        /// Reduce axis index: 0 (only the outermost reduce loop keeps each output's order).
+        axis: usize,
+        /// Iterations of that loop per block (at least 1, less than the loop's length).
+        amount: usize,
+    },
 }
 
 /// The positions of a [`Opt::LoopedUpcast`] axis that its upcast does not divide.
@@ -101,6 +122,8 @@ pub struct Kernel {
     /// The looped remainder ([`Opt::LoopedUpcast`]), lowered after this kernel's body inside
     /// the loops both share.
     pub remainder: Option<alloc::boxed::Box<Remainder>>,
+    /// Iterations per block of the first reduce loop ([`Opt::ReduceBlock`]), if it is blocked.
+    pub reduce_block: Option<usize>,
 }
 
 impl Kernel {
@@ -152,6 +175,7 @@ impl Kernel {
             vector_upcast: None,
             vector_lanes: 0,
             remainder: None,
+            reduce_block: None,
         };
         k.drop_ones()?;
         k.merge_adjacent()?;
@@ -262,6 +286,19 @@ impl Kernel {
         {
             return self.looped_upcast(axis, amount, lanes);
         }
+        if let Opt::ReduceBlock { axis, amount } = opt {
+            if let Some(rem) = &mut self.remainder {
+                rem.kernel.block_reduce(axis, amount)?;
+            }
+            return self.block_reduce(axis, amount);
+        }
+        if self.reduce_block.is_some() && matches!(opt, Opt::Unroll { .. }) {
+            // The block counts iterations of the reduce loop an unroll would reshape.
+            return Err(Error::axis(
+                "apply_opt",
+                alloc::format!("{opt:?} after a reduce block in {}", self.describe()),
+            ));
+        }
         if let Some(rem) = &mut self.remainder {
             // After a looped remainder only reduce unrolls, applied to both parts (their
             // reduce sections are the same).
@@ -289,7 +326,8 @@ impl Kernel {
             Opt::Upcast { .. }
             | Opt::Vectorize { .. }
             | Opt::Unroll { .. }
-            | Opt::LoopedUpcast { .. } => {
+            | Opt::LoopedUpcast { .. }
+            | Opt::ReduceBlock { .. } => {
                 return Err(Error::axis(
                     "apply_opt",
                     alloc::format!(
@@ -346,6 +384,56 @@ impl Kernel {
         self.first_upcast = rank - self.upcast_is_reduce.len();
         // A split by the whole axis leaves a size-1 outer part: no loop for it.
         self.drop_ones()
+    }
+
+    /// [`Opt::ReduceBlock`]: checks that blocking keeps every output's value (see the opt) and
+    /// records it; the shape does not change.
+    fn block_reduce(&mut self, axis: usize, amount: usize) -> Result<()> {
+        let why = self.block_misfit(axis, amount);
+        if let Some(why) = why {
+            return Err(Error::axis(
+                "apply_opt",
+                alloc::format!(
+                    "ReduceBlock {{ axis: {axis}, amount: {amount} }} on {}: {why}",
+                    self.describe()
+                ),
+            ));
+        }
+        self.reduce_block = Some(amount);
+        Ok(())
+    }
+
+    /// Why [`Opt::ReduceBlock`] does not fit, or `None` when it does.
+    fn block_misfit(&self, axis: usize, amount: usize) -> Option<&'static str> {
+        let Some(red) = self.ast.find_reduce() else {
+            return Some("no reduce");
+        };
+        let AstOp::Reduce(op, _) = red.op() else {
+            return Some("no reduce");
+        };
+        let len = self
+            .full_shape
+            .get(self.first_reduce)
+            .filter(|_| self.first_reduce < self.first_upcast)
+            .and_then(|d| d.as_const());
+        let reads_output = self
+            .ast
+            .nodes()
+            .iter()
+            .any(|n| matches!(n.op(), AstOp::Load { buf: 0, .. }));
+        match () {
+            _ if self.reduce_block.is_some() => Some("already blocked"),
+            _ if axis != 0 => Some("only the outermost reduce loop keeps each output's order"),
+            _ if *op != ReduceOp::Sum => Some("only a sum starts from zero like a gated load"),
+            _ if red.dtype() != self.ast.dtype() => {
+                Some("the accumulator's dtype differs from the output's")
+            }
+            _ if reads_output => Some("the kernel reads its output"),
+            _ => match len {
+                Some(n) if amount >= 1 && (amount as i64) < n => None,
+                _ => Some("the loop is not longer than one block (or not constant)"),
+            },
+        }
     }
 
     /// [`Opt::LoopedUpcast`]: this kernel keeps the positions of `axis` that `amount` divides,
@@ -454,6 +542,10 @@ impl Kernel {
             dims(self.first_reduce..self.first_upcast),
             dims(self.first_upcast..self.rank())
         );
+        let main = match self.reduce_block {
+            Some(b) => alloc::format!("{main} reduce blocks of {b}"),
+            None => main,
+        };
         match &self.remainder {
             Some(r) => alloc::format!("{main} + {}", r.kernel.describe()),
             None => main,

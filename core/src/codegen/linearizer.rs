@@ -46,6 +46,30 @@ struct Lin {
     /// The first broken invariant met while lowering (an index variable with no loop or
     /// argument): [`linearize`] returns it instead of a kernel.
     error: Option<Error>,
+    /// The block loop of a blocked reduce ([`Kernel::reduce_block`]), open around everything.
+    block: Option<Block>,
+}
+
+/// A blocked reduce ([`Opt::ReduceBlock`](super::kernel::Opt::ReduceBlock)): the outermost
+/// loop runs over the blocks; the first reduce loop covers one block per iteration of it.
+///
+/// The two conditional parts — the accumulators loaded from the output on every block but the
+/// first, the ops after the reduce on the last block only — are loops of at most one
+/// iteration whose bounds come from the block variable. They need no new UOp, every pass
+/// already treats them right (`hoist` moves no load out of a loop that may not run, nor out of
+/// one that stores to its buffer; the thread split never divides a loop whose variable no
+/// store index reads), and their bounds use no comparison, so `pad_bounds` never peels the
+/// block loop into copies of the kernel.
+#[derive(Clone, Copy)]
+struct Block {
+    /// The block loop's `Loop` UOp.
+    var: u32,
+    /// Iterations of the reduce loop per block.
+    steps: i64,
+    /// The reduce loop's length.
+    len: i64,
+    /// How many blocks (the last may be shorter).
+    blocks: i64,
 }
 
 impl Lin {
@@ -93,6 +117,60 @@ impl Lin {
         let trips = self.trip().saturating_mul(extent.vmax().max(0) as u64);
         self.trips.push((trips, self.cse_log.len()));
         l
+    }
+
+    /// A loop over `[start, end)` (UOps), of at most `trips` iterations.
+    fn open_range(&mut self, name: String, start: u32, end: u32, trips: u64) -> u32 {
+        let l = self.push(UOpKind::Loop, self.idx_dtype, alloc::vec![start, end]);
+        self.vars.insert(name, l);
+        let trips = self.trip().saturating_mul(trips);
+        self.trips.push((trips, self.cse_log.len()));
+        l
+    }
+
+    /// `min(a, c)` for a constant `c`, as `c - max(c - a, 0)`: no comparison (see [`Block`]).
+    fn min_const(&mut self, a: u32, c: i64) -> u32 {
+        let d = self.idx_dtype;
+        let (c, zero) = (
+            self.konst(Scalar::from_i64(c, d)),
+            self.konst(Scalar::zero(d)),
+        );
+        let over = self.alu(AluOp::Sub, d, alloc::vec![c, a]);
+        let over = self.alu(AluOp::Max, d, alloc::vec![over, zero]);
+        self.alu(AluOp::Sub, d, alloc::vec![c, over])
+    }
+
+    /// The first reduce loop of a blocked kernel: `[b·steps, min((b+1)·steps, len))` for block
+    /// `b`.
+    fn open_block_loop(&mut self, name: String, b: Block) -> u32 {
+        let d = self.idx_dtype;
+        let steps = self.konst(Scalar::from_i64(b.steps, d));
+        let start = self.alu(AluOp::Mul, d, alloc::vec![b.var, steps]);
+        let end = self.alu(AluOp::Add, d, alloc::vec![start, steps]);
+        let end = self.min_const(end, b.len);
+        self.open_range(name, start, end, b.steps as u64)
+    }
+
+    /// A loop of one iteration on every block but the first (`[0, min(b, 1))`), `None` when
+    /// the reduce is not blocked: the accumulators' loads from the output go inside it.
+    fn open_unless_first(&mut self) -> Option<u32> {
+        let b = self.block?;
+        let zero = self.konst(Scalar::zero(self.idx_dtype));
+        let end = self.min_const(b.var, 1);
+        Some(self.open_range(String::from("rblk_resume"), zero, end, 1))
+    }
+
+    /// A loop of one iteration on the last block only (`[blocks - 1, b + 1)`), `None` when the
+    /// reduce is not blocked: the ops after the reduce go inside it.
+    fn open_if_last(&mut self) -> Option<u32> {
+        let b = self.block?;
+        let d = self.idx_dtype;
+        let (last, one) = (
+            self.konst(Scalar::from_i64(b.blocks - 1, d)),
+            self.konst(Scalar::from_i64(1, d)),
+        );
+        let end = self.alu(AluOp::Add, d, alloc::vec![b.var, one]);
+        Some(self.open_range(String::from("rblk_last"), last, end, 1))
     }
 
     fn close_loop(&mut self, l: u32) {
@@ -719,6 +797,7 @@ fn lower(
         fused,
         dual_mac,
         error: None,
+        block: None,
     };
     for (i, b) in bufs.iter().enumerate() {
         l.push(
@@ -748,6 +827,23 @@ fn lower(
     let shared = rem.map_or(0, |r| r.shared);
     let idxs = loop_idxs(k);
     let mut loops = Vec::new();
+    // A blocked reduce: the block loop is the outermost (see [`Block`]).
+    if let Some(steps) = k.reduce_block {
+        let len = k.full_shape[k.first_reduce]
+            .as_const()
+            .filter(|_| steps >= 1)
+            .ok_or_else(|| Error::internal("linearizer: a blocked reduce of symbolic length"))?;
+        let steps = steps as i64;
+        let blocks = (len + steps - 1) / steps;
+        let var = l.open_loop(String::from("rblk"), &Node::cst(blocks));
+        loops.push(var);
+        l.block = Some(Block {
+            var,
+            steps,
+            len,
+            blocks,
+        });
+    }
     for (i, idx) in idxs.iter().enumerate().take(shared) {
         loops.push(l.open_loop(String::from(idx.var_name().unwrap_or("")), &k.full_shape[i]));
     }
@@ -805,7 +901,7 @@ fn emit(l: &mut Lin, k: &Kernel, outer: usize) -> Result<()> {
         .filter(|&u| k.upcast_is_reduce[u])
         .collect();
     let sizes = |which: &[usize]| which.iter().map(|&u| up_sizes[u]).collect::<Vec<_>>();
-    let out_combos = combos(&sizes(&global_up));
+    let mut out_combos = combos(&sizes(&global_up));
     // A packed dual multiply-accumulate reads four consecutive reduce positions of each
     // factor: its axis runs fastest (integer sums wrap, so the order changes no value).
     let packed = packed_upcast(l, k, &reduce_up);
@@ -874,16 +970,17 @@ fn emit(l: &mut Lin, k: &Kernel, outer: usize) -> Result<()> {
                     w => l.lane_acc(rop.identity(dtype), dtype, w),
                 });
             }
-            let mut rloops = Vec::new();
-            for (i, idx) in loop_idxs
-                .iter()
-                .enumerate()
-                .take(k.first_upcast)
-                .skip(k.first_reduce)
-            {
-                let name = String::from(idx.var_name().unwrap_or(""));
-                rloops.push(l.open_loop(name, &k.full_shape[i]));
+            if let Some(t) = l.open_unless_first() {
+                for (gi, g) in groups.iter().enumerate() {
+                    let idxs: Vec<Node> = lanes_of(g, &[], false)
+                        .iter()
+                        .map(|p| out_st.expr_idxs(p).0)
+                        .collect();
+                    l.resume_acc(&idxs, &accs[gi], dtype);
+                }
+                l.close_loop(t);
             }
+            let rloops = open_reduce_loops(l, k, &loop_idxs);
             let src = &red.src()[0];
             // Each accumulator's terms keep their order in either nesting (see
             // [`steps_outermost`]).
@@ -910,7 +1007,35 @@ fn emit(l: &mut Lin, k: &Kernel, outer: usize) -> Result<()> {
                 l.close_loop(lp);
             }
         }
+        let last = match store.find_reduce() {
+            Some(red) if l.block.is_some() => {
+                // Every block stores its raw sums; the ops after the reduce run on the last.
+                for (gi, g) in groups.iter().enumerate() {
+                    let idxs: Vec<Node> = lanes_of(g, &[], false)
+                        .iter()
+                        .map(|p| out_st.expr_idxs(p).0)
+                        .collect();
+                    match &accs[gi] {
+                        LaneVal::Uni(a) => {
+                            let i = l.node(&idxs[0]);
+                            l.push(UOpKind::Store, red.dtype(), alloc::vec![0, i, *a]);
+                        }
+                        acc => l.lane_store(&idxs, acc, red.dtype()),
+                    }
+                }
+                if store.src()[0] == *red {
+                    None
+                } else {
+                    l.open_if_last()
+                }
+            }
+            _ => None,
+        };
+        let raw_only = l.block.is_some() && last.is_none() && store.find_reduce().is_some();
         for (gi, g) in groups.iter().enumerate() {
+            if raw_only {
+                break;
+            }
             if let [c] = &g[..] {
                 let p = positions(&out_combos[*c], &[], false);
                 let acc = match accs.get(gi) {
@@ -928,6 +1053,9 @@ fn emit(l: &mut Lin, k: &Kernel, outer: usize) -> Result<()> {
             let idxs: Vec<Node> = lanes.iter().map(|p| out_st.expr_idxs(p).0).collect();
             l.lane_store(&idxs, &v, store.dtype());
         }
+        if let Some(t) = last {
+            l.close_loop(t);
+        }
         for lp in loops.into_iter().rev() {
             l.close_loop(lp);
         }
@@ -940,7 +1068,8 @@ fn emit(l: &mut Lin, k: &Kernel, outer: usize) -> Result<()> {
             unreachable!()
         };
         let dtype = red.dtype();
-        let bias = bias_as_start(&out_value, red);
+        // A blocked sum starts each block from the output; its bias is added after the last.
+        let bias = bias_as_start(&out_value, red).filter(|_| l.block.is_none());
         for g in &out_combos {
             let acc = l.push(UOpKind::DefineAcc(rop.identity(dtype)), dtype, Vec::new());
             if let Some((_, b)) = &bias {
@@ -952,15 +1081,14 @@ fn emit(l: &mut Lin, k: &Kernel, outer: usize) -> Result<()> {
         if let Some((v, _)) = bias {
             out_value = v;
         }
-        let mut rloops = Vec::new();
-        for (i, idx) in loop_idxs
-            .iter()
-            .enumerate()
-            .take(k.first_upcast)
-            .skip(k.first_reduce)
-        {
-            rloops.push(l.open_loop(String::from(idx.var_name().unwrap_or("")), &k.full_shape[i]));
+        if let Some(t) = l.open_unless_first() {
+            for (gi, g) in out_combos.iter().enumerate() {
+                let (idx, _) = out_st.expr_idxs(&positions(g, &[], false));
+                l.resume_acc(&[idx], &LaneVal::Uni(accs[gi]), dtype);
+            }
+            l.close_loop(t);
         }
+        let rloops = open_reduce_loops(l, k, &loop_idxs);
         let src = &red.src()[0];
         let paired = l.dual_mac && dual_mac_fits(*rop, src, dtype);
         // Unrolled reduce steps outermost: each step's operands feed every accumulator and are
@@ -992,6 +1120,20 @@ fn emit(l: &mut Lin, k: &Kernel, outer: usize) -> Result<()> {
             l.close_loop(lp);
         }
     }
+    let mut last = None;
+    if let (Some(red), true) = (store.find_reduce(), l.block.is_some()) {
+        // Every block stores its raw sums; the ops after the reduce run on the last.
+        for (gi, g) in out_combos.iter().enumerate() {
+            let (idx, _) = out_st.expr_idxs(&positions(g, &[], false));
+            let i = l.node(&idx);
+            l.push(UOpKind::Store, red.dtype(), alloc::vec![0, i, accs[gi]]);
+        }
+        if out_value == *red {
+            out_combos.clear();
+        } else {
+            last = l.open_if_last();
+        }
+    }
     for (gi, g) in out_combos.iter().enumerate() {
         let p = positions(g, &[], false);
         let v = l.value(&out_value, &p, accs.get(gi).copied(), &mut HashMap::new())?;
@@ -999,10 +1141,32 @@ fn emit(l: &mut Lin, k: &Kernel, outer: usize) -> Result<()> {
         let i = l.node(&idx);
         l.push(UOpKind::Store, store.dtype(), alloc::vec![0, i, v]);
     }
+    if let Some(t) = last {
+        l.close_loop(t);
+    }
     for lp in loops.into_iter().rev() {
         l.close_loop(lp);
     }
     Ok(())
+}
+
+/// Opens the reduce loops of `k` (the first one over the current block when the reduce is
+/// blocked), outermost first.
+fn open_reduce_loops(l: &mut Lin, k: &Kernel, loop_idxs: &[Node]) -> Vec<u32> {
+    let mut rloops = Vec::new();
+    for (i, idx) in loop_idxs
+        .iter()
+        .enumerate()
+        .take(k.first_upcast)
+        .skip(k.first_reduce)
+    {
+        let name = String::from(idx.var_name().unwrap_or(""));
+        rloops.push(match l.block {
+            Some(b) if i == k.first_reduce => l.open_block_loop(name, b),
+            _ => l.open_loop(name, &k.full_shape[i]),
+        });
+    }
+    rloops
 }
 
 /// Whether a vector kernel's unrolled reduce steps run outermost (each step's loads feed every
@@ -1140,6 +1304,7 @@ mod tests {
             vector_upcast: None,
             vector_lanes: 0,
             remainder: None,
+            reduce_block: None,
         };
         let buf = |size, writable| BufParam {
             dtype: DType::F32,

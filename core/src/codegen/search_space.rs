@@ -1,6 +1,7 @@
 //! The candidate space of a measured kernel search, drawn from the strategy table
 //! ([`super::strategy::STRATEGIES`]): the hand-coded choice first, then every `Tile` entry's
-//! alternatives combined with every `Unroll` entry's, ordered by how close each is to the
+//! alternatives combined with every `Unroll` entry's (each pair with every `Block` entry's
+//! alternative for it), ordered by how close each is to the
 //! hand-coded choice (and whether its fastest-varying accumulators are neighbouring outputs) so
 //! a time-bounded search tries the likeliest first.
 //!
@@ -43,10 +44,25 @@ pub fn candidates(k: &Kernel, cfg: &OptConfig, limit: usize) -> Vec<Vec<Opt>> {
                 continue;
             };
             let (accs, body) = products(&out);
-            if body > cfg.max_unrolled || !seen.insert(signature(&out)) {
+            if body > cfg.max_unrolled {
                 continue;
             }
-            scored.push((distance((accs, body), target) + penalty, opts));
+            // Each tile and unroll, with each block of its outermost reduce loop (none first).
+            for block in space(&out, cfg, Stage::Block) {
+                let mut opts = opts.clone();
+                opts.extend(block.opts.iter().copied());
+                let Some(out) = applied(k, &opts) else {
+                    continue;
+                };
+                if !seen.insert(signature(&out)) {
+                    continue;
+                }
+                let d = distance((accs, body), target) + penalty;
+                // A block the hand-coded choice did not make is tried after the same tile
+                // without one.
+                let d = d + u32::from(out.reduce_block != hand_k.reduce_block);
+                scored.push((d, opts));
+            }
         }
     }
     // A stable sort keeps generation order (table order, smaller tiles first) among equally
@@ -67,12 +83,13 @@ fn applied(k: &Kernel, opts: &[Opt]) -> Option<Kernel> {
 }
 
 /// What identifies the lowered kernel: the rearranged AST and the section layout.
-fn signature(k: &Kernel) -> (Ast, usize, usize, Vec<bool>) {
+fn signature(k: &Kernel) -> (Ast, usize, usize, Vec<bool>, Option<usize>) {
     (
         k.ast.clone(),
         k.first_reduce,
         k.first_upcast,
         k.upcast_is_reduce.clone(),
+        k.reduce_block,
     )
 }
 

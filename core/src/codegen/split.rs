@@ -16,7 +16,9 @@
 //! 4 left) has two sibling loops, and each core takes its share of both, one after the other.
 //!
 //! Invariant: a loop is splittable only when every side effect of its region (stores,
-//! accumulator definitions and updates) happens inside it, so its iterations are independent
+//! accumulator definitions and updates) happens inside it and its variable reaches a store's
+//! index (a blocked reduce's block loop does not: each block adds to the same outputs), so its
+//! iterations are independent
 //! (each writes its own outputs, the same for every iteration of the loops around it) and
 //! core 0 of 1 computes exactly the unsplit kernel. Several regions split only when no region
 //! reads a buffer the kernel writes: a core may run its part of the second region before
@@ -108,7 +110,7 @@ fn split_in(k: &LinearKernel, region: Range<usize>, cores: usize) -> Option<usiz
     let last = region.start + body.iter().rposition(is_effect)?;
     let mut best: Option<(usize, f64)> = None;
     for i in region.start..first {
-        if k.uops[i].kind != UOpKind::Loop || !starts_at_zero(k, i) {
+        if k.uops[i].kind != UOpKind::Loop || !starts_at_zero(k, i) || !indexes_stores(k, i) {
             continue;
         }
         let end = k.uops[i..region.end]
@@ -127,6 +129,23 @@ fn split_in(k: &LinearKernel, region: Range<usize>, cores: usize) -> Option<usiz
         }
     }
     best.map(|(i, _)| i)
+}
+
+/// Does loop `i`'s variable reach the index of a store? A loop whose iterations all write the
+/// same outputs (the block loop of a blocked reduce, `Opt::ReduceBlock`, which carries each
+/// output's sum from one iteration to the next) has dependent iterations and is never split.
+fn indexes_stores(k: &LinearKernel, i: usize) -> bool {
+    let mut reads = alloc::vec![false; k.uops.len()];
+    reads[i] = true;
+    for (j, u) in k.uops.iter().enumerate().skip(i + 1) {
+        reads[j] = u.src.iter().any(|&s| reads[s as usize]);
+        if matches!(u.kind, UOpKind::Store | UOpKind::VecStore { .. })
+            && u.src.get(1).is_some_and(|&s| reads[s as usize])
+        {
+            return true;
+        }
+    }
+    false
 }
 
 /// Does loop `i` start at the constant 0 (the split's bounds assume it)?

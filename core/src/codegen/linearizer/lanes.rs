@@ -293,6 +293,43 @@ impl Lin {
         Ok(())
     }
 
+    /// Loads a blocked reduce's partial sums back from the output at the lanes' indices into
+    /// `acc` (a scalar accumulator is `Uni`): one `VecLoad` for consecutive f32 elements, else
+    /// one load per lane — the same elements, in the same dtype, the previous block stored.
+    pub(super) fn resume_acc(&mut self, idxs: &[Node], acc: &LaneVal, dtype: DType) {
+        let w = idxs.len();
+        let load = |l: &mut Self, idx: &Node| {
+            let i = l.node(idx);
+            l.push(UOpKind::Load, dtype, alloc::vec![0, i])
+        };
+        match acc {
+            LaneVal::Uni(a) => {
+                let v = load(self, &idxs[0]);
+                self.push(UOpKind::Assign, dtype, alloc::vec![*a, v]);
+            }
+            LaneVal::Vec(a) => {
+                let v = if dtype == DType::F32 && consecutive(idxs) {
+                    let i = self.node(&idxs[0]);
+                    let kind = UOpKind::VecLoad {
+                        lanes: w as u8,
+                        stride: 1,
+                    };
+                    self.push(kind, dtype, alloc::vec![0, i])
+                } else {
+                    let ls = idxs.iter().map(|i| load(self, i)).collect();
+                    self.push(UOpKind::Vectorize, dtype, ls)
+                };
+                self.push(UOpKind::Assign, dtype, alloc::vec![*a, v]);
+            }
+            LaneVal::Lanes(accs) => {
+                for (a, idx) in accs.iter().zip(idxs) {
+                    let v = load(self, idx);
+                    self.push(UOpKind::Assign, dtype, alloc::vec![*a, v]);
+                }
+            }
+        }
+    }
+
     /// Stores `v` at the lanes' output indices: one `VecStore` when they are consecutive f32
     /// elements, else one store per lane.
     pub(super) fn lane_store(&mut self, idxs: &[Node], v: &LaneVal, dtype: DType) {

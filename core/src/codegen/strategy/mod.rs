@@ -3,17 +3,19 @@
 //! ([`search_space`](super::search_space), `PICOGRAD_SEARCH`) draw from.
 //!
 //! Each entry belongs to a stage — `Tile` (which output values a kernel keeps in registers and
-//! computes together) or `Unroll` (which reduce axes become straight-line code) — and has two
+//! computes together), `Unroll` (which reduce axes become straight-line code) or `Block` (which
+//! reduce loop runs in cache-sized blocks from outside the output loops) — and has two
 //! faces: `choose`, the heuristic's pick for the target's [`OptConfig`], and `space`, the
 //! alternatives the search may measure. The heuristic walks the table top to bottom: within a
 //! stage, the first entry for the kernel's kind (reduce or elementwise) whose `choose` takes the
 //! kernel decides that stage. The search combines every `Tile` entry's space with every
-//! `Unroll` entry's space.
+//! `Unroll` entry's space, and each such pair with the `Block` entries' space for it.
 //!
 //! Invariant: every entry applies only order-preserving opts (upcasts of output axes; unrolls
-//! that keep the reduce's digit order), so any combination the heuristic or the search picks
+//! that keep the reduce's digit order; blocks of the outermost reduce loop), so any combination the heuristic or the search picks
 //! computes bit-identical results to the unoptimized kernel.
 
+mod block;
 pub(crate) mod conv;
 mod depthwise;
 mod facts;
@@ -37,6 +39,9 @@ pub enum Stage {
     Tile,
     /// Which reduce axes are unrolled.
     Unroll,
+    /// Whether the outermost reduce loop runs in blocks (after the tile and the unrolls, whose
+    /// loads it sizes its blocks by).
+    Block,
 }
 
 /// The kernels whose heuristic pick a strategy makes.
@@ -133,6 +138,13 @@ pub const STRATEGIES: &[Strategy] = &[
         kernels: Kernels::Reduce,
         choose: unroll::choose,
         space: unroll::space,
+    },
+    Strategy {
+        name: "reduce blocks for the L1",
+        stage: Stage::Block,
+        kernels: Kernels::Reduce,
+        choose: block::choose,
+        space: block::space,
     },
 ];
 
