@@ -118,6 +118,8 @@ pub struct Buffer {
     len: usize,
     /// Its owner promised its contents never change ([`Buffer::mark_constant`]).
     constant: core::sync::atomic::AtomicBool,
+    /// How many writes it has had ([`Buffer::generation`]).
+    writes: core::sync::atomic::AtomicUsize,
 }
 
 impl Buffer {
@@ -154,6 +156,7 @@ impl Buffer {
             dtype,
             len,
             constant: core::sync::atomic::AtomicBool::new(false),
+            writes: core::sync::atomic::AtomicUsize::new(0),
         })
     }
 
@@ -165,6 +168,21 @@ impl Buffer {
     pub fn mark_constant(&self) {
         self.constant
             .store(true, core::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// A count of the writes to the buffer: [`Buffer::copy_in`], and every kernel that stores
+    /// into it when the realizer or a capture's replay runs it (the paths that write a buffer
+    /// a user can hold). A [`crate::jit::Jit`] compares it to know whether a weight changed
+    /// since its frozen steps last ran. It wraps around (a `usize`: 32-bit atomics are what
+    /// microcontrollers have); two readings equal across exactly 2^32 writes would be missed.
+    pub fn generation(&self) -> usize {
+        self.writes.load(core::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Counts a write to the buffer (see [`Buffer::generation`]).
+    pub fn note_written(&self) {
+        self.writes
+            .fetch_add(1, core::sync::atomic::Ordering::AcqRel);
     }
 
     /// Was [`Buffer::mark_constant`] called?
@@ -204,7 +222,9 @@ impl Buffer {
 
     /// Copies host bytes in (`src.len()` must be `nbytes()`).
     pub fn copy_in(&self, src: &[u8]) -> Result<()> {
-        self.device.allocator().copy_in(self.id, src)
+        self.device.allocator().copy_in(self.id, src)?;
+        self.note_written();
+        Ok(())
     }
 
     /// Copies the contents out into a new byte vector.

@@ -269,10 +269,14 @@ fn run_kernel(item: &ScheduleItem) -> Result<Ran> {
         }
     };
     let mut ids = alloc::vec![out.id()];
-    for b in &item.inputs {
+    let mut written = alloc::vec![out.clone()];
+    for (i, b) in item.inputs.iter().enumerate() {
         let buf = b.realized().ok_or_else(|| {
             Error::internal(format!("kernel {}: input {b:?} is not realized", k.name))
         })?;
+        if k.bufs.get(i + 1).is_some_and(|p| p.writable) {
+            written.push(buf.clone());
+        }
         if !Arc::ptr_eq(buf.device(), &device) {
             return Err(Error::Device(format!(
                 "kernel {}: input on {} but kernel on {}",
@@ -288,6 +292,7 @@ fn run_kernel(item: &ScheduleItem) -> Result<Ran> {
     let clock = crate::context::context().clock_ns;
     let t0 = clock.map(|c| c());
     prog.run(&ids, &vars)?;
+    written.iter().for_each(|b| b.note_written());
     {
         let mut c = COUNTERS.lock();
         c.kernels += 1;

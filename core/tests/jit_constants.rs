@@ -81,3 +81,38 @@ fn a_signature_cache_replay_matches_a_fresh_run() {
     }
     assert_eq!(cache.stats().replays, 3);
 }
+
+#[test]
+fn a_jit_runs_frozen_steps_again_after_a_weight_is_written() {
+    // `x @ w + sum(w²)` under a `Jit`: the sum over the weight alone is frozen, and runs again
+    // only on the replay after `w` is assigned a new value (an optimizer's update), whose
+    // result then uses the new `w` in both terms.
+    let w = weights().try_own().unwrap();
+    let jit = picograd_core::jit::Jit::new(|ins: &[Tensor]| Ok(vec![f(&ins[0], &w)]));
+    let mut wv = w.to_vec::<f32>().unwrap();
+    for k in 0..6 {
+        if k == 3 {
+            let new: Vec<f32> = wv.iter().map(|v| v * 0.5 + 0.25).collect();
+            w.try_assign(&Tensor::from_slice(&new, &[2, 3])).unwrap();
+            w.realize().unwrap();
+            wv = new;
+        }
+        let xs: Vec<f32> = (0..4).map(|i| (i * 2 + k) as f32 * 0.5 - 1.0).collect();
+        let y = jit.call(&[Tensor::from_slice(&xs, &[2, 2])]).unwrap();
+        let got = y[0].to_vec::<f32>().unwrap();
+        let want = reference(&xs, &wv);
+        for (a, b) in got.iter().zip(&want) {
+            assert!(
+                (a - b).abs() <= 1e-5 * b.abs().max(1.0),
+                "call {k}: {got:?} vs {want:?}"
+            );
+        }
+        let cap = jit.capture().unwrap();
+        assert_eq!(
+            cap.replayed_steps(),
+            cap.steps().len() - 1,
+            "the sum is frozen"
+        );
+        assert_eq!(cap.refreshes(), usize::from(k >= 3), "call {k}");
+    }
+}

@@ -12,7 +12,9 @@
 //! intermediate and output memory of the first run — intermediates whose lives do not overlap
 //! in one buffer ([`share`]), so a tensor the function computed and kept without returning it
 //! holds garbage after a replay; a replay's outputs alias the capture's output slots, so the
-//! next replay overwrites them (copy them out, or `contiguous()` them, to keep them). Weights are the slots no step writes. A tensor updated in place inside the
+//! next replay overwrites them (copy them out, or `contiguous()` them, to keep them). Weights
+//! are the slots no step writes; steps over weights alone run again only after a weight was
+//! written ([`Capture::freeze_constants`]). A tensor updated in place inside the
 //! function must own its buffer before the first call (`Tensor::try_own`, as `nn` parameters
 //! do): otherwise its first `assign` moves it to a private copy after the capture's reads were
 //! built, and replays would keep reading the old buffer.
@@ -83,6 +85,8 @@ pub struct Capture {
     input_vars: Vec<Arc<str>>,
     /// What a replay runs, flattened (see [`Dispatch`]); rebuilt when `frozen` changes.
     dispatch: Dispatch,
+    /// The frozen steps and when a replay runs them again (`None`: nothing is frozen).
+    guard: Option<Guard>,
 }
 
 /// The steps a replay runs (frozen ones left out) with their buffer slots concatenated: a
@@ -113,6 +117,9 @@ struct Call {
     args: core::ops::Range<usize>,
     /// Does its kernel take variables?
     has_vars: bool,
+    /// The slots it writes (its output, and any other parameter its kernel stores into), whose
+    /// buffers' write counts it bumps ([`Buffer::note_written`]).
+    writes: Vec<usize>,
 }
 
 impl Dispatch {
@@ -131,6 +138,7 @@ impl Dispatch {
                 program: st.program.clone(),
                 args: start..arg_slots.len(),
                 has_vars: st.kernel.as_ref().is_some_and(|k| !k.vars.is_empty()),
+                writes: written_slots(st),
             });
         }
         let mut at_start = alloc::vec![0usize; nslots + 1];
@@ -162,6 +170,32 @@ impl Dispatch {
             ),
         }
     }
+}
+
+/// The slots a step writes: its output, and the other parameters its kernel marks writable.
+fn written_slots(st: &CapturedStep) -> Vec<usize> {
+    let writable = |i: usize| match &st.kernel {
+        Some(k) => k.bufs.get(i).is_some_and(|b| b.writable),
+        None => i == 0,
+    };
+    (0..st.slots.len())
+        .filter(|&i| i == 0 || writable(i))
+        .map(|i| st.slots[i])
+        .collect()
+}
+
+/// The frozen steps of a capture ([`Capture::freeze_constants`]) and what decides whether a
+/// replay runs them again: the weights they read, with the write counts those had
+/// ([`Buffer::generation`]) when the steps last ran.
+struct Guard {
+    /// The frozen steps, as a replay runs them.
+    refresh: Dispatch,
+    /// The slots no step writes (weights) that a frozen step reads.
+    weights: Vec<usize>,
+    /// Their write counts when the frozen steps last ran.
+    seen: Mutex<Vec<usize>>,
+    /// How many replays ran the frozen steps again.
+    refreshes: core::sync::atomic::AtomicUsize,
 }
 
 /// A capture's slot table and the roles [`share::homes`] needs.
@@ -319,6 +353,7 @@ impl Capture {
                 var_plan: var_plan(&steps, &in_vars),
                 input_vars: in_vars,
                 dispatch,
+                guard: None,
                 slots: slots.bufs,
                 steps,
                 fresh,
@@ -428,10 +463,48 @@ impl Capture {
     /// recorded values for the variables `vals` does not name); the outputs are nodes over
     /// their slots, their shapes bound to `vals`.
     fn run_steps(&self, bufs: Vec<Arc<Buffer>>, vals: &VarVals) -> Result<Vec<Tensor>> {
+        if let Some(g) = &self.guard {
+            self.refresh(g, &bufs, vals)?;
+        }
+        self.run_calls(&self.dispatch, &bufs, vals)?;
+        let outs = self.outputs.iter().map(|(slot, shape)| {
+            let shape = shape
+                .iter()
+                .map(|d| d.rebind(vals))
+                .collect::<Result<Vec<_>>>()?;
+            Ok(Tensor::from_lazy(LazyBuffer::from_shared_buffer(
+                bufs[*slot].clone(),
+                &shape,
+            )))
+        });
+        outs.collect()
+    }
+
+    /// Runs the frozen steps again when a weight they read was written since they last ran.
+    fn refresh(&self, g: &Guard, bufs: &[Arc<Buffer>], vals: &VarVals) -> Result<()> {
+        let mut seen = g.seen.lock();
+        let same = g
+            .weights
+            .iter()
+            .zip(seen.iter())
+            .all(|(&s, &n)| bufs[s].generation() == n);
+        if same {
+            return Ok(());
+        }
+        self.run_calls(&g.refresh, bufs, vals)?;
+        for (n, &s) in seen.iter_mut().zip(&g.weights) {
+            *n = bufs[s].generation();
+        }
+        g.refreshes
+            .fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Runs the calls of `d` over the slot table `bufs`.
+    fn run_calls(&self, d: &Dispatch, bufs: &[Arc<Buffer>], vals: &VarVals) -> Result<()> {
         // Buffers as their handles, all arguments at once: a replay of many small kernels
         // should do little per kernel and allocate nothing.
-        let d = &self.dispatch;
-        let args = self.replay_args(&bufs)?;
+        let args = self.replay_args(d, bufs)?;
         let mut ids: Vec<BufId> = Vec::new();
         let mut vars: Vec<i64> = Vec::new();
         // The plan holds when the inputs bind the names they bound at the recording (always,
@@ -448,6 +521,7 @@ impl Capture {
                 let mut bytes = bufs[d.homes[src]].to_bytes()?;
                 bytes.truncate(bufs[src].nbytes());
                 bufs[d.homes[dst]].copy_in(&bytes)?;
+                bufs[dst].note_written();
                 continue;
             };
             vars.clear();
@@ -472,26 +546,16 @@ impl Capture {
                 // each buffer alive until this replay returns, sized as when recorded.
                 unsafe { p.run_handles(&args[call.args.clone()], &vars)? };
             }
+            call.writes.iter().for_each(|&s| bufs[s].note_written());
         }
-        let outs = self.outputs.iter().map(|(slot, shape)| {
-            let shape = shape
-                .iter()
-                .map(|d| d.rebind(vals))
-                .collect::<Result<Vec<_>>>()?;
-            Ok(Tensor::from_lazy(LazyBuffer::from_shared_buffer(
-                bufs[*slot].clone(),
-                &shape,
-            )))
-        });
-        outs.collect()
+        Ok(())
     }
 
     /// Each call's buffer handles for a replay over the slot table `bufs`, flattened as
     /// [`Dispatch::arg_slots`] (empty: the slots live on several devices, use ids): the
     /// capture's own handles, with the slots this replay put other buffers in (its inputs, a
     /// detached replay's outputs) resolved again.
-    fn replay_args(&self, bufs: &[Arc<Buffer>]) -> Result<Vec<u64>> {
-        let d = &self.dispatch;
+    fn replay_args(&self, d: &Dispatch, bufs: &[Arc<Buffer>]) -> Result<Vec<u64>> {
         let mut args = {
             let mut own = d.own.lock();
             if own.is_none() {
@@ -623,6 +687,7 @@ impl Capture {
             var_plan: var_plan(&steps, &self.input_vars),
             input_vars: self.input_vars.clone(),
             dispatch: Dispatch::new(&steps, &[], &self.slotting()),
+            guard: None,
             steps,
         })
     }
@@ -658,8 +723,14 @@ impl Capture {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
+        let guard = guard(&steps, &self.frozen, &self.slotting());
+        // The frozen slots hold what the steps computed when they last ran here.
+        if let (Some(new), Some(old)) = (&guard, &self.guard) {
+            *new.seen.lock() = old.seen.lock().clone();
+        }
         Ok(Capture {
             dispatch: Dispatch::new(&steps, &self.frozen, &self.slotting()),
+            guard,
             steps,
             slots: self.slots.clone(),
             inputs: self.inputs.clone(),
@@ -730,11 +801,12 @@ impl Capture {
 
     /// Makes replays skip the steps whose results depend on weights alone — the scheduler's
     /// layout copies of weights (blocked or panelled conv and matmul weights), and any other
-    /// kernel over weights only — and returns how many. Their results stay in their slots from
-    /// the recording, so this is exact as long as the weights keep their values: for a caller
-    /// that promises it, as [`SignatureCache`] does (its functions compute from inputs and
-    /// tensors that do not change between calls), not for [`Jit`], whose weights may be
-    /// updated in place between calls. A step is constant when every slot it reads is a weight
+    /// kernel over weights only — while those weights are unchanged, and returns how many.
+    /// Their results stay in their slots from the recording; a replay compares each weight's
+    /// write count ([`Buffer::generation`]) with the one it had when they last ran and runs
+    /// them again first when one moved (an optimizer's update, `copy_in`, another capture's
+    /// replay writing it). [`Jit`] and [`SignatureCache`] freeze every capture they record.
+    /// A step is constant when every slot it reads is a weight
     /// (never written, not an input) or the output of a constant step, its output slot is
     /// written by it alone and is not an output of the capture, and it binds no variables.
     /// Export is unaffected: it runs every step.
@@ -768,12 +840,21 @@ impl Capture {
         }
         let count = frozen.iter().filter(|&&f| f).count();
         self.dispatch = Dispatch::new(&self.steps, &frozen, &self.slotting());
+        self.guard = guard(&self.steps, &frozen, &self.slotting());
         self.frozen = frozen;
         count
     }
 
     fn slotting(&self) -> Slotting<'_> {
         Slotting::new(&self.slots, &self.inputs, &self.outputs, &self.fresh)
+    }
+
+    /// How many replays ran the frozen steps again because a weight they read had been written
+    /// ([`Capture::freeze_constants`]).
+    pub fn refreshes(&self) -> usize {
+        self.guard.as_ref().map_or(0, |g| {
+            g.refreshes.load(core::sync::atomic::Ordering::Relaxed)
+        })
     }
 
     /// How many slots a replay runs in another slot's buffer: intermediates whose lives do not
@@ -800,6 +881,35 @@ impl Capture {
             .filter(|s| !written.contains(s) && !inputs.contains(s))
             .collect()
     }
+}
+
+/// The guard of the steps `frozen` marks (`None` when none is): their dispatch, the weights
+/// they read (slots no step writes, not inputs) and those weights' write counts now.
+fn guard(steps: &[CapturedStep], frozen: &[bool], slots: &Slotting<'_>) -> Option<Guard> {
+    if !frozen.iter().any(|&f| f) {
+        return None;
+    }
+    let written: Vec<usize> = steps.iter().map(|st| st.slots[0]).collect();
+    let mut weights: Vec<usize> = steps
+        .iter()
+        .zip(frozen)
+        .filter(|(_, &f)| f)
+        .flat_map(|(st, _)| st.slots[1..].iter().copied())
+        .filter(|s| !written.contains(s) && !slots.inputs.contains(s))
+        .collect();
+    weights.sort_unstable();
+    weights.dedup();
+    let seen = weights
+        .iter()
+        .map(|&s| slots.bufs[s].generation())
+        .collect();
+    let others: Vec<bool> = frozen.iter().map(|&f| !f).collect();
+    Some(Guard {
+        refresh: Dispatch::new(steps, &others, slots),
+        weights,
+        seen: Mutex::new(seen),
+        refreshes: core::sync::atomic::AtomicUsize::new(0),
+    })
 }
 
 /// Each slot's handle ([`crate::device::Allocator::handles`]) when every slot lives on one
@@ -975,7 +1085,8 @@ impl<F: FnMut(&[Tensor]) -> Result<Vec<Tensor>>> Jit<F> {
             .iter()
             .map(|t| realized_node(t).map(Tensor::from_lazy))
             .collect::<Result<Vec<_>>>()?;
-        let (cap, results) = capture_fn(&mut *self.f.lock(), &realized)?;
+        let (mut cap, results) = capture_fn(&mut *self.f.lock(), &realized)?;
+        cap.freeze_constants();
         let mut held = self.captures.lock();
         if held.len() >= DEFAULT_SIGNATURES {
             held.remove(0);
