@@ -23,6 +23,15 @@ fn reference(x: &[f32], w: &[f32]) -> Vec<f32> {
         .collect()
 }
 
+fn assert_close(got: &[f32], want: &[f32], what: &str) {
+    for (a, b) in got.iter().zip(want) {
+        assert!(
+            (a - b).abs() <= 1e-5 * b.abs().max(1.0),
+            "{what}: {got:?} vs {want:?}"
+        );
+    }
+}
+
 #[test]
 fn steps_over_weights_alone_are_frozen_and_replays_stay_exact() {
     let w = weights();
@@ -39,13 +48,7 @@ fn steps_over_weights_alone_are_frozen_and_replays_stay_exact() {
         let xs: Vec<f32> = (0..4).map(|i| (i * 3 + k) as f32 * 0.25 - 1.0).collect();
         let x = Tensor::from_slice(&xs, &[2, 2]);
         let y = cap.replay(&[&x]).unwrap()[0].to_vec::<f32>().unwrap();
-        let want = reference(&xs, &wv);
-        for (a, b) in y.iter().zip(&want) {
-            assert!(
-                (a - b).abs() <= 1e-5 * b.abs().max(1.0),
-                "{y:?} vs {want:?}"
-            );
-        }
+        assert_close(&y, &reference(&xs, &wv), "replay");
     }
 }
 
@@ -71,13 +74,7 @@ fn a_signature_cache_replay_matches_a_fresh_run() {
         let x = Tensor::from_slice(&xs, &[2, 2]);
         let y = cache.call(&[x], |ins| Ok(vec![f(&ins[0], &w)])).unwrap();
         let got = y[0].to_vec::<f32>().unwrap();
-        let want = reference(&xs, &wv);
-        for (a, b) in got.iter().zip(&want) {
-            assert!(
-                (a - b).abs() <= 1e-5 * b.abs().max(1.0),
-                "call {k}: {got:?} vs {want:?}"
-            );
-        }
+        assert_close(&got, &reference(&xs, &wv), &format!("call {k}"));
     }
     assert_eq!(cache.stats().replays, 3);
 }
@@ -100,13 +97,7 @@ fn a_jit_runs_frozen_steps_again_after_a_weight_is_written() {
         let xs: Vec<f32> = (0..4).map(|i| (i * 2 + k) as f32 * 0.5 - 1.0).collect();
         let y = jit.call(&[Tensor::from_slice(&xs, &[2, 2])]).unwrap();
         let got = y[0].to_vec::<f32>().unwrap();
-        let want = reference(&xs, &wv);
-        for (a, b) in got.iter().zip(&want) {
-            assert!(
-                (a - b).abs() <= 1e-5 * b.abs().max(1.0),
-                "call {k}: {got:?} vs {want:?}"
-            );
-        }
+        assert_close(&got, &reference(&xs, &wv), &format!("call {k}"));
         let cap = jit.capture().unwrap();
         assert_eq!(
             cap.replayed_steps(),

@@ -398,17 +398,8 @@ fn a_short_reduce_takes_pixel_lanes_and_a_vector_tail() {
     // 4-lane vector and a scalar (`strategy/orientation.rs`).
     let (cin, cout, (h, w)) = (5, 24, (5, 9));
     let hw = h * w;
-    let (xv, wv) = (data(cin * hw, 11), data(cout * cin, 12));
-    let (bv, rv) = (data(cout, 13), data(cout * hw, 14));
-    let x = Tensor::from_slice(&xv, &[1, cin, h, w]);
-    let wt = Tensor::from_slice(&wv, &[cout, cin, 1, 1]);
-    let b = Tensor::from_slice(&bv, &[cout]);
-    let r = Tensor::from_slice(&rv, &[1, cout, h, w]);
-    let t = x.conv2d(&wt, Some(&b), &ConvOpts::default()).add(&r);
     let cfg = OptConfig::for_vec_width(8);
-    let mut items = schedule_for(&[t.lazy().contiguous()], Some(&cfg)).unwrap();
-    let it = items.pop().unwrap();
-    run_schedule(&items).unwrap();
+    let (it, want) = pointwise_residual(cin, cout, (h, w), 11, &cfg);
     let mut k = Kernel::new(&it.ast).unwrap();
     assert_eq!(k.describe(), format!("[{cout},{hw} | {cin} | ]"));
     let opts = hand_coded(&mut k, &cfg);
@@ -447,13 +438,6 @@ fn a_short_reduce_takes_pixel_lanes_and_a_vector_tail() {
     let unopt = lower_ast(&it.ast, buf_params(&it), None, false).unwrap();
     let (got, scalar) = (run(&vector, &it), run(&unopt, &it));
     assert_eq!(got, scalar, "pixel-lane and unoptimized kernels differ");
-    let want: Vec<f32> = (0..cout * hw)
-        .map(|o| {
-            let (co, p) = (o / hw, o % hw);
-            let sum: f32 = (0..cin).map(|ci| xv[ci * hw + p] * wv[co * cin + ci]).sum();
-            sum + bv[co] + rv[o]
-        })
-        .collect();
     close("pixel lanes", &got, &want);
 }
 
@@ -465,18 +449,9 @@ fn a_longer_reduce_takes_two_vectors_of_pixels() {
     // step) beat one vector × 8 channels (8 accumulators, 9 loads a step).
     let (cin, cout, (h, w)) = (48, 24, (4, 8));
     let hw = h * w;
-    let (xv, wv) = (data(cin * hw, 21), data(cout * cin, 22));
-    let (bv, rv) = (data(cout, 23), data(cout * hw, 24));
-    let x = Tensor::from_slice(&xv, &[1, cin, h, w]);
-    let wt = Tensor::from_slice(&wv, &[cout, cin, 1, 1]);
-    let b = Tensor::from_slice(&bv, &[cout]);
-    let r = Tensor::from_slice(&rv, &[1, cout, h, w]);
-    let t = x.conv2d(&wt, Some(&b), &ConvOpts::default()).add(&r);
     let cfg = OptConfig::for_vec_width(8);
     assert_eq!(cfg.vec_registers, 16);
-    let mut items = schedule_for(&[t.lazy().contiguous()], Some(&cfg)).unwrap();
-    let it = items.pop().unwrap();
-    run_schedule(&items).unwrap();
+    let (it, want) = pointwise_residual(cin, cout, (h, w), 21, &cfg);
     let mut k = Kernel::new(&it.ast).unwrap();
     assert_eq!(k.describe(), format!("[{cout},{hw} | {cin} | ]"));
     let opts = hand_coded(&mut k, &cfg);
@@ -514,12 +489,36 @@ fn a_longer_reduce_takes_two_vectors_of_pixels() {
     let unopt = lower_ast(&it.ast, buf_params(&it), None, false).unwrap();
     let (got, scalar) = (run(&vector, &it), run(&unopt, &it));
     assert_eq!(got, scalar, "two-vector and unoptimized kernels differ");
-    let want: Vec<f32> = (0..cout * hw)
+    close("two vectors of pixels", &got, &want);
+}
+
+/// A batch-1 pointwise conv from `cin` channels to `cout` over `h × w` pixels with a bias and a
+/// residual added after the reduce (seeded data from `seed`), scheduled for `cfg`: its last
+/// kernel (the ones before it run) and a naive loop's values.
+fn pointwise_residual(
+    cin: usize,
+    cout: usize,
+    (h, w): (usize, usize),
+    seed: u32,
+    cfg: &OptConfig,
+) -> (ScheduleItem, Vec<f32>) {
+    let hw = h * w;
+    let (xv, wv) = (data(cin * hw, seed), data(cout * cin, seed + 1));
+    let (bv, rv) = (data(cout, seed + 2), data(cout * hw, seed + 3));
+    let x = Tensor::from_slice(&xv, &[1, cin, h, w]);
+    let wt = Tensor::from_slice(&wv, &[cout, cin, 1, 1]);
+    let b = Tensor::from_slice(&bv, &[cout]);
+    let r = Tensor::from_slice(&rv, &[1, cout, h, w]);
+    let t = x.conv2d(&wt, Some(&b), &ConvOpts::default()).add(&r);
+    let mut items = schedule_for(&[t.lazy().contiguous()], Some(cfg)).unwrap();
+    let it = items.pop().unwrap();
+    run_schedule(&items).unwrap();
+    let want = (0..cout * hw)
         .map(|o| {
             let (co, p) = (o / hw, o % hw);
             let sum: f32 = (0..cin).map(|ci| xv[ci * hw + p] * wv[co * cin + ci]).sum();
             sum + bv[co] + rv[o]
         })
         .collect();
-    close("two vectors of pixels", &got, &want);
+    (it, want)
 }
