@@ -2,6 +2,9 @@
 //! `onnx::Model::run` do): steps over weights alone run at the recording only, replays skip
 //! them, and the results stay those of running the function afresh. Counts steps, never time.
 
+#[path = "common/close.rs"]
+mod close;
+use close::assert_close;
 use picograd_core::jit::{Capture, SignatureCache};
 use picograd_core::Tensor;
 
@@ -21,15 +24,6 @@ fn reference(x: &[f32], w: &[f32]) -> Vec<f32> {
         .flat_map(|i| (0..3).map(move |j| (i, j)))
         .map(|(i, j)| x[i * 2] * w[j] + x[i * 2 + 1] * w[3 + j] + s)
         .collect()
-}
-
-fn assert_close(got: &[f32], want: &[f32], what: &str) {
-    for (a, b) in got.iter().zip(want) {
-        assert!(
-            (a - b).abs() <= 1e-5 * b.abs().max(1.0),
-            "{what}: {got:?} vs {want:?}"
-        );
-    }
 }
 
 #[test]

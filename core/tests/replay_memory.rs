@@ -3,6 +3,9 @@
 //! replays with new inputs; inputs, outputs and values computed from weights alone keep their
 //! own buffers. Counts shared slots, never time.
 
+#[path = "common/close.rs"]
+mod close;
+use close::assert_close;
 use picograd_core::jit::{Capture, SignatureCache};
 use picograd_core::Tensor;
 
@@ -64,15 +67,6 @@ fn tensors(layers: &[(Vec<f32>, Vec<f32>)]) -> Vec<(Tensor, Tensor)> {
             )
         })
         .collect()
-}
-
-fn assert_close(got: &[f32], want: &[f32], what: &str) {
-    for (a, b) in got.iter().zip(want) {
-        assert!(
-            (a - b).abs() <= 1e-5 * b.abs().max(1.0),
-            "{what}: {got:?} vs {want:?}"
-        );
-    }
 }
 
 #[test]
