@@ -10,11 +10,9 @@ use picograd::device::Device;
 use picograd::interp::Interp;
 use picograd::Tensor;
 
-fn data(n: usize, seed: usize) -> Vec<f32> {
-    (0..n)
-        .map(|i| (((i * 7919 + seed * 104_729) % 2003) as f32 / 1001.0 - 1.0) * 1.37)
-        .collect()
-}
+#[path = "common/seeded.rs"]
+mod seeded;
+use seeded::data;
 
 fn clang(fused: bool) -> Arc<dyn Device> {
     picograd::init();

@@ -26,11 +26,9 @@ use strict_cc::compile_host_kernel;
 mod interp_run;
 use interp_run::run_on;
 
-fn data(n: usize, seed: usize) -> Vec<f32> {
-    (0..n)
-        .map(|i| (((i * 7919 + seed * 104_729) % 2003) as f32 / 1001.0 - 1.0) * 1.37)
-        .collect()
-}
+#[path = "common/seeded.rs"]
+mod seeded;
+use seeded::data;
 
 fn clang(opt: Option<OptConfig>) -> Arc<dyn Device> {
     picograd::init();

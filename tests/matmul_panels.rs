@@ -9,10 +9,11 @@ use picograd::realize::run_schedule;
 use picograd::schedule::schedule_for;
 use picograd::Tensor;
 
+#[path = "common/seeded.rs"]
+mod seeded;
+
 fn data(n: usize, seed: usize) -> Vec<f32> {
-    (0..n)
-        .map(|i| (((i * 7919 + seed * 104_729) % 2003) as f32 / 1001.0 - 1.0) * 0.73)
-        .collect()
+    seeded::data_scaled(n, seed, 0.73)
 }
 
 /// Runs `t` scheduled with the host's layout transforms (`laid`) or none: values and how many

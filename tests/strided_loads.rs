@@ -26,11 +26,9 @@ use strict_cc::compile_host_kernel;
 #[path = "../core/tests/common/interp_run.rs"]
 mod interp_run;
 
-fn data(n: usize, seed: usize) -> Vec<f32> {
-    (0..n)
-        .map(|i| (((i * 7919 + seed * 104_729) % 2003) as f32 / 1001.0 - 1.0) * 1.37)
-        .collect()
-}
+#[path = "common/seeded.rs"]
+mod seeded;
+use seeded::data;
 
 /// A 3 × 3 depthwise conv, stride `stride`, padding `pad` on every side, over `[1, c, h, h]`.
 fn depthwise(dev: &Arc<dyn Device>, (c, h, pad, stride): Shape) -> Tensor {

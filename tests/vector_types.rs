@@ -25,11 +25,9 @@ use picograd::{ConvOpts, Padding, Tensor};
 mod strict_cc;
 use strict_cc::compile_strict;
 
-fn data(n: usize, seed: usize) -> Vec<f32> {
-    (0..n)
-        .map(|i| (((i * 7919 + seed * 104_729) % 2003) as f32 / 1001.0 - 1.0) * 1.37)
-        .collect()
-}
+#[path = "common/seeded.rs"]
+mod seeded;
+use seeded::data;
 
 /// Tiles for `tile_width` lanes, with vector UOps (`lanes`) or as scalar copies.
 fn opt_config(tile_width: usize, lanes: bool) -> OptConfig {

@@ -16,11 +16,9 @@ use picograd::runtime::Clang;
 use picograd::schedule::schedule;
 use picograd::{ConvOpts, DType, Padding, Tensor};
 
-fn data(n: usize, seed: usize) -> Vec<f32> {
-    (0..n)
-        .map(|i| (((i * 7919 + seed * 104_729) % 2003) as f32 / 1001.0 - 1.0) * 1.37)
-        .collect()
-}
+#[path = "common/seeded.rs"]
+mod seeded;
+use seeded::data;
 
 /// The host Clang device with 64-bit (`wide`) or 32-bit index arithmetic, on `threads` cores
 /// (splitting every kernel with a splittable loop when more than one).
