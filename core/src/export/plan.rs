@@ -116,7 +116,16 @@ fn unsupported(what: alloc::string::String) -> Error {
 /// Plans a capture's memory. With `io_in_arena`, inputs and outputs live in the arena too;
 /// otherwise the caller passes them.
 pub fn plan(capture: &Capture, io_in_arena: bool) -> Result<MemoryPlan> {
-    let (constant, folded) = fold(capture);
+    let (constant, computes) = crate::jit::constants(
+        capture.steps(),
+        capture.slots().len(),
+        &capture.input_slots(),
+        &capture.output_slots(),
+        true,
+    );
+    // Steps computing constants from constants only run at export time; the capture already
+    // holds their results.
+    let folded: Vec<usize> = (0..computes.len()).filter(|&i| computes[i]).collect();
     let steps: Vec<usize> = (0..capture.steps().len())
         .filter(|s| !folded.contains(s))
         .collect();
@@ -159,30 +168,6 @@ fn home_of(role: Role, io_in_arena: bool) -> Home {
         Role::Weight => Home::Weights,
         Role::Unused => Home::None,
     }
-}
-
-/// Which slots are constants, and which steps compute constants from constants only (written
-/// once, not an output): those run at export time; the capture already holds their results.
-fn fold(capture: &Capture) -> (Vec<bool>, Vec<usize>) {
-    let n = capture.slots().len();
-    let mut writes = vec![0usize; n];
-    capture.steps().iter().for_each(|s| writes[s.slots[0]] += 1);
-    let mut constant = vec![false; n];
-    capture
-        .weight_slots()
-        .into_iter()
-        .for_each(|s| constant[s] = true);
-    let (ins, outs) = (capture.input_slots(), capture.output_slots());
-    let mut folded = Vec::new();
-    for (i, st) in capture.steps().iter().enumerate() {
-        let out = st.slots[0];
-        let pure = st.slots[1..].iter().all(|&s| constant[s]);
-        if pure && writes[out] == 1 && !outs.contains(&out) && !ins.contains(&out) {
-            constant[out] = true;
-            folded.push(i);
-        }
-    }
-    (constant, folded)
 }
 
 fn roles(capture: &Capture, constant: &[bool], steps: &[usize]) -> Result<Vec<Role>> {

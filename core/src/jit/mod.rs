@@ -808,36 +808,17 @@ impl Capture {
     /// replay writing it). [`Jit`] and [`SignatureCache`] freeze every capture they record.
     /// A step is constant when every slot it reads is a weight
     /// (never written, not an input) or the output of a constant step, its output slot is
-    /// written by it alone and is not an output of the capture, and it binds no variables.
+    /// written by it alone and is neither an input nor an output of the capture, and it binds
+    /// no variables (the rule export and replay memory use too, `jit::constants`).
     /// Export is unaffected: it runs every step.
     pub fn freeze_constants(&mut self) -> usize {
-        let n = self.slots.len();
-        let mut writes = alloc::vec![0usize; n];
-        for st in &self.steps {
-            if let Some(&out) = st.slots.first() {
-                writes[out] += 1;
-            }
-        }
-        let mut constant: Vec<bool> = writes.iter().map(|&w| w == 0).collect();
-        for (slot, _, _) in &self.inputs {
-            constant[*slot] = false;
-        }
-        let outputs: Vec<usize> = self.outputs.iter().map(|(s, _)| *s).collect();
-        let mut frozen = alloc::vec![false; self.steps.len()];
-        for (i, st) in self.steps.iter().enumerate() {
-            let Some((&out, reads)) = st.slots.split_first() else {
-                continue;
-            };
-            let binds = st.kernel.as_ref().is_some_and(|k| !k.vars.is_empty());
-            if writes[out] == 1
-                && !outputs.contains(&out)
-                && !binds
-                && reads.iter().all(|&r| constant[r])
-            {
-                frozen[i] = true;
-                constant[out] = true;
-            }
-        }
+        let (_, frozen) = constants(
+            &self.steps,
+            self.slots.len(),
+            &self.input_slots(),
+            &self.output_slots(),
+            false,
+        );
         let count = frozen.iter().filter(|&&f| f).count();
         self.dispatch = Dispatch::new(&self.steps, &frozen, &self.slotting());
         self.guard = guard(&self.steps, &frozen, &self.slotting());
@@ -881,6 +862,48 @@ impl Capture {
             .filter(|s| !written.contains(s) && !inputs.contains(s))
             .collect()
     }
+}
+
+/// Which slots hold values computed from weights alone, and which steps compute them: a slot no
+/// step writes that is not an input (a weight) is constant, and so is the output of a step
+/// that reads only constant slots, is the only step writing its output, does not write an
+/// input or an output of the capture, and — unless `with_vars` — binds no variables. Export
+/// runs these steps once at export time ([`crate::export`]), [`Capture::freeze_constants`]
+/// skips them in replays (without variables: a replay may bind them anew), and a replay shares
+/// no buffer with their slots ([`share`]), so one rule serves all three.
+pub(crate) fn constants(
+    steps: &[CapturedStep],
+    nslots: usize,
+    inputs: &[usize],
+    outputs: &[usize],
+    with_vars: bool,
+) -> (Vec<bool>, Vec<bool>) {
+    let mut writes = alloc::vec![0usize; nslots];
+    for st in steps {
+        if let Some(&out) = st.slots.first() {
+            writes[out] += 1;
+        }
+    }
+    let mut constant: Vec<bool> = (0..nslots)
+        .map(|s| writes[s] == 0 && !inputs.contains(&s))
+        .collect();
+    let mut computes = alloc::vec![false; steps.len()];
+    for (i, st) in steps.iter().enumerate() {
+        let Some((&out, reads)) = st.slots.split_first() else {
+            continue;
+        };
+        let binds = st.kernel.as_ref().is_some_and(|k| !k.vars.is_empty());
+        if writes[out] == 1
+            && !outputs.contains(&out)
+            && !inputs.contains(&out)
+            && (with_vars || !binds)
+            && reads.iter().all(|&r| constant[r])
+        {
+            computes[i] = true;
+            constant[out] = true;
+        }
+    }
+    (constant, computes)
 }
 
 /// The guard of the steps `frozen` marks (`None` when none is): their dispatch, the weights

@@ -38,7 +38,7 @@ pub(super) fn homes(
         .collect();
     let mut home: Vec<usize> = (0..n).collect();
     let span = spans(steps, &calls, n);
-    let derived = from_weights(steps, n, inputs);
+    let (derived, _) = super::constants(steps, n, inputs, outputs, true);
     let mut shareable = vec![false; n];
     for &s in fresh {
         shareable[s] = !inputs.contains(&s)
@@ -111,21 +111,4 @@ fn spans(steps: &[CapturedStep], calls: &[usize], n: usize) -> Vec<Option<(usize
 fn written_whole_at(step: &CapturedStep, s: usize) -> bool {
     let concrete = step.kernel.as_ref().is_some_and(|k| k.vars.is_empty());
     step.program.is_some() && concrete && step.slots[0] == s && !step.slots[1..].contains(&s)
-}
-
-/// Slots whose value depends on no input: never written and not inputs (weights), or written
-/// once by a step that reads only such slots.
-fn from_weights(steps: &[CapturedStep], n: usize, inputs: &[usize]) -> Vec<bool> {
-    let mut writes = vec![0usize; n];
-    steps.iter().for_each(|st| writes[st.slots[0]] += 1);
-    let mut derived: Vec<bool> = (0..n)
-        .map(|s| writes[s] == 0 && !inputs.contains(&s))
-        .collect();
-    for st in steps {
-        let (out, reads) = (st.slots[0], &st.slots[1..]);
-        if writes[out] == 1 && reads.iter().all(|&r| derived[r]) {
-            derived[out] = true;
-        }
-    }
-    derived
 }
