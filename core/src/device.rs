@@ -108,6 +108,12 @@ pub trait Device: Send + Sync {
     fn fused_mulacc(&self) -> bool {
         false
     }
+
+    /// How many cores a kernel may be split across (1, the default: kernels run on one core).
+    /// An image-major replay runs slices of this many images, one per core.
+    fn parallelism(&self) -> usize {
+        1
+    }
 }
 
 /// An allocation on a device, freed when dropped.

@@ -533,6 +533,10 @@ impl Device for Clang {
         self.opt
     }
 
+    fn parallelism(&self) -> usize {
+        self.threads
+    }
+
     fn choose_opts(&self, ast: &Ast, bufs: &[BufParam]) -> Option<Vec<Opt>> {
         let search = self.search.as_ref()?;
         search.choose(self, &self.identity(), ast, bufs)

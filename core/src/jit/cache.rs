@@ -222,6 +222,9 @@ impl SignatureCache {
         let out_refs: Vec<&Tensor> = outs.iter().collect();
         let (mut cap, results) = Capture::record(&in_refs, &out_refs)?;
         cap.spec = spec;
+        if let Some(sliced) = cap.image_major()? {
+            cap = sliced;
+        }
         // Weights keep their values between calls (the contract of `call`): work over weights
         // alone, such as the scheduler's layout copies of them, runs on this first call only.
         cap.freeze_constants();

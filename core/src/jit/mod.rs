@@ -37,6 +37,7 @@ use crate::tensor::Tensor;
 
 mod cache;
 mod share;
+mod slice;
 pub(crate) mod trace;
 
 pub use cache::{CacheStats, SignatureCache, DEFAULT_SIGNATURES};
@@ -826,6 +827,62 @@ impl Capture {
         count
     }
 
+    /// The same capture made image-major where that keeps a batch's values in cache: runs of
+    /// steps that treat each image apart run one slice of images at a time, their private values
+    /// in slice-sized buffers (see the `slice` module; the same bits). `None` when no run of
+    /// steps qualifies or its values fit the cores' L2 anyway. Call before
+    /// [`Capture::freeze_constants`]; [`Jit`] and [`SignatureCache`] do.
+    pub fn image_major(&self) -> Result<Option<Capture>> {
+        let Some(&(first, ref shape, _)) = self.inputs.first() else {
+            return Ok(None);
+        };
+        let dev = self.slots[first].device().clone();
+        if self.slots.iter().any(|b| !Arc::ptr_eq(b.device(), &dev)) {
+            return Ok(None);
+        }
+        let lead = |s: &[Sint]| s.first().and_then(|d| d.as_const());
+        let batch = lead(shape).filter(|&n| self.inputs.iter().all(|(_, s, _)| lead(s) == Some(n)));
+        let Some(sliced) = slice::image_major(
+            &self.steps,
+            &self.slots,
+            &self.input_slots(),
+            batch,
+            &self.output_slots(),
+            &self.fresh,
+            &dev,
+        )?
+        else {
+            return Ok(None);
+        };
+        if crate::context::debug() >= 2 {
+            crate::context::log(
+                2,
+                &alloc::format!(
+                    "image-major replay: {} segment(s), {} steps -> {}",
+                    sliced.segments,
+                    self.steps.len(),
+                    sliced.steps.len()
+                ),
+            );
+        }
+        let steps = sliced.steps;
+        let slotting = Slotting::new(&sliced.slots, &self.inputs, &self.outputs, &sliced.fresh);
+        let dispatch = Dispatch::new(&steps, &[], &slotting);
+        Ok(Some(Capture {
+            var_plan: var_plan(&steps, &self.input_vars),
+            input_vars: self.input_vars.clone(),
+            dispatch,
+            guard: None,
+            inputs: self.inputs.clone(),
+            outputs: self.outputs.clone(),
+            spec: self.spec.clone(),
+            frozen: Vec::new(),
+            slots: sliced.slots,
+            fresh: sliced.fresh,
+            steps,
+        }))
+    }
+
     fn slotting(&self) -> Slotting<'_> {
         Slotting::new(&self.slots, &self.inputs, &self.outputs, &self.fresh)
     }
@@ -1109,6 +1166,9 @@ impl<F: FnMut(&[Tensor]) -> Result<Vec<Tensor>>> Jit<F> {
             .map(|t| realized_node(t).map(Tensor::from_lazy))
             .collect::<Result<Vec<_>>>()?;
         let (mut cap, results) = capture_fn(&mut *self.f.lock(), &realized)?;
+        if let Some(sliced) = cap.image_major()? {
+            cap = sliced;
+        }
         cap.freeze_constants();
         let mut held = self.captures.lock();
         if held.len() >= DEFAULT_SIGNATURES {

@@ -19,7 +19,9 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use super::CapturedStep;
+use crate::ast::AstOp;
 use crate::device::Buffer;
+use crate::symbolic::is_internal_var;
 
 /// Per slot, the slot whose buffer a replay uses for it (itself unless shared). `frozen` marks
 /// the steps a replay skips; `inputs` and `outputs` are the capture's input and output slots,
@@ -107,8 +109,16 @@ fn spans(steps: &[CapturedStep], calls: &[usize], n: usize) -> Vec<Option<(usize
 
 /// Does `step` store every element of slot `s` without reading it first: `s` is its output, it
 /// is not among its inputs, and its kernel binds no variables (a symbolic shape may store less
-/// than the buffer holds)? Copies are left alone.
+/// than the buffer holds) — or only internal ones its store does not mention (an image-major
+/// slice's kernel reading its slice of a value from outside its segment, `slice.rs`)? Copies
+/// are left alone.
 fn written_whole_at(step: &CapturedStep, s: usize) -> bool {
-    let concrete = step.kernel.as_ref().is_some_and(|k| k.vars.is_empty());
+    let store_fixed = step
+        .ast
+        .as_ref()
+        .is_some_and(|a| matches!(a.op(), AstOp::Store { st, .. } if st.vars().is_empty()));
+    let concrete = step.kernel.as_ref().is_some_and(|k| {
+        k.vars.is_empty() || (store_fixed && k.vars.iter().all(|(n, _, _)| is_internal_var(n)))
+    });
     step.program.is_some() && concrete && step.slots[0] == s && !step.slots[1..].contains(&s)
 }
