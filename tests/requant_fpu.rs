@@ -1,6 +1,7 @@
-//! `pg_requant` on an Arm core with a single-precision FPU (Cortex-M4F) computes the requantize
-//! in f32 (`vcvt`, a multiply, `vcvtr`) where it can and sends the rest to the integer general
-//! form. Checked here under QEMU on Cortex-M4 (one run) and on the host (the integer path),
+//! `pg_requant` on a core with a single-precision FPU (Arm's `__ARM_FP`, RISC-V's F extension)
+//! computes the requantize in f32 (int to float, a fused multiply-add, `vcvtr` / `fcvt.w.s`
+//! with `rne`) where it can and sends the rest to the integer general form. Checked here under
+//! QEMU on Cortex-M4F and RV32IMAFC (one run each) and on the host (the integer path),
 //! against two references computed independently of `picograd::ops::requant`: exact integers
 //! (`|a|` and the product rounded to 24 significant bits, then half to even, over i128) for
 //! every operand, and Rust's own f32 arithmetic, `rint(float(a) * scale)` (onnxruntime's rule),
@@ -11,7 +12,9 @@
 //! negative or small multipliers, and packed shifts outside `[1, 62]`.
 
 use picograd::ops::{fixed_point, pack_shift, AluOp};
-use picograd::runtime::target::Values;
+use picograd::runtime::export::write_bundle;
+use picograd::runtime::private_fs::private_temp_dir;
+use picograd::runtime::target::{build_and_run, BuildOptions, Target, Values};
 use picograd::{DType, Tensor};
 
 #[path = "common/int_bundle.rs"]
@@ -115,7 +118,7 @@ fn operands() -> Vec<(i32, i32, i32)> {
 }
 
 #[test]
-fn fpu_requant_agrees_with_the_exact_and_the_f32_references_on_cortex_m4() {
+fn fpu_requant_agrees_with_the_exact_and_the_f32_references_on_cortex_m4_and_rv32imafc() {
     picograd::init();
     let ops = operands();
     let want: Vec<i32> = ops.iter().map(|&(a, m, sz)| reference(a, m, sz)).collect();
@@ -147,10 +150,25 @@ fn fpu_requant_agrees_with_the_exact_and_the_f32_references_on_cortex_m4() {
     let y = x.try_alu(AluOp::Requant, &[&m, &sz]).unwrap();
     let bundle = int_bundle::export_for_cortex_m4(&x, &y, &want);
     let c = String::from_utf8(bundle.file("model.c").unwrap().to_vec()).unwrap();
-    assert!(c.contains("vcvtr.s32.f32"), "the f32 path is in the C");
+    assert!(
+        c.contains("vcvtr.s32.f32") && c.contains("fcvt.w.s"),
+        "the f32 paths are in the C"
+    );
     let xs = Values {
         dtype: DType::I32,
         bits: col(0).iter().map(|&v| u64::from(v as u32)).collect(),
     };
-    int_bundle::check_bundle(&bundle, &[("x", xs)], &want);
+    // The host (the integer path), Cortex-M4F and RV32IMAFC (the f32 path): one QEMU run each.
+    let tmp = private_temp_dir("picograd-requant-fpu-").unwrap();
+    let dir = tmp.path().join("bundle");
+    write_bundle(&bundle, &dir).unwrap();
+    int_bundle::check_host_and_cortex_m4(&dir, &[("x", xs.clone())], &want);
+    let t = Target::by_name("riscv32imafc").unwrap();
+    let r = build_and_run(&t, &dir, &[("x", xs)], &BuildOptions::default())
+        .unwrap_or_else(|e| panic!("riscv32imafc: {e}"));
+    let got: Vec<i32> = r.output("y").expect("output y").to_i64().unwrap()[..]
+        .iter()
+        .map(|&v| v as i32)
+        .collect();
+    assert_eq!(got, want, "exported C on riscv32imafc");
 }
