@@ -363,6 +363,29 @@ const F32_TO_BF16: &str = "static inline __attribute__((unused)) uint16_t pg_f32
 /// scales included, and the inline path's whole accumulator range and edges, against the
 /// Rust reference; 2·10^8 random and near-tie operands against the general form when
 /// written).
+///
+/// On a core with a single-precision FPU (Arm: `__arm__`, `__ARM_FP & 4`, Cortex-M4F/M7/M33;
+/// RISC-V: the F extension, `__riscv_flen`) `pg_requant` is the f32 arithmetic itself, which
+/// the definition describes: `(float)a` (one rounding to 24 bits), times the scale `m·2^-s`
+/// (exact in f32 when `m` is a
+/// [`fixed_point`](crate::ops::fixed_point) multiplier, `[2^30, 2^31)` with its low 7 bits
+/// zero, and `s` in `[1, 62]`: its bits are `(157 - s) << 23` and `m`'s 23 bits below the
+/// leading one; the product is normal, so it rounds to 24 bits as the reference does), then
+/// `vcvtr` (Arm; the FPSCR's default round-to-nearest mode, which every float kernel here
+/// assumes, as RISC-V's conversion and multiply-add assume `frm`'s) or `fcvt.w.s` with a static
+/// `rne` rounds to an integer half to even. Equal to the reference wherever it answers: results
+/// with `|r| < 2^30` (one `eor` of `r` and `r << 1` tests it; both conversions saturate where
+/// the reference wraps) and a zero point of 0 (a zero point takes part in the tie, so those
+/// go to the general form). A multiplier or shift it cannot take makes the scale 0 and the
+/// offset +inf (bit masks, no branch), so the conversion saturates and the test sends the call to
+/// `pg_requant_wide`: the per-channel test becomes two per-channel float constants, which the
+/// compiler keeps in FPU registers, not a branch per output (`ok ? f : 0` compiled to branches
+/// and cost 77,000 instructions more on the KWS DS-CNN). The product and the offset are one
+/// fused multiply-add where the FPU has one (`a·f + 0` and `a·0 + inf` round as the product
+/// alone would). Per output 8 instructions (`vmov`, `vcvt`, the offset's copy, `vfma`,
+/// `vcvtr`, `vmov`, `eor` and its branch) against the integer path's 10 to 12 plus stack
+/// reloads, and no call for near-ties. `tests/requant_fpu.rs` runs both under QEMU against the
+/// reference.
 const REQUANT: &str = "static inline __attribute__((unused)) uint64_t pg_round24(uint64_t v) {
   int k;
   uint64_t q, r, half;
@@ -400,6 +423,31 @@ static __attribute__((noinline, unused)) int32_t pg_requant_wide(int32_t a, int3
   return (int32_t)(uint32_t)(q - ((uint64_t)1 << (63 - s)) + z);
 }
 
+#if (defined(__arm__) && defined(__ARM_FP) && (__ARM_FP & 4)) || (defined(__riscv) && defined(__riscv_flen))
+static inline __attribute__((unused)) int32_t pg_requant(int32_t a, int32_t m, int32_t sz) {
+  uint32_t x = ((uint32_t)m ^ 0x40000000u) & 0xc000007fu;
+  uint32_t fb = ((157u - (uint32_t)sz) << 23) | (((uint32_t)m >> 7) & 0x7fffffu);
+  uint32_t keep = 0u - (uint32_t)((((uint32_t)sz - 1u) | (x >> 7) | (x << 25)) < 62u);
+  uint32_t ob = ~keep & 0x7f800000u;
+  float f, off;
+  int32_t r;
+  fb &= keep;
+  __builtin_memcpy(&f, &fb, 4);
+  __builtin_memcpy(&off, &ob, 4);
+#if defined(__ARM_FEATURE_FMA) || defined(__riscv)
+  f = __builtin_fmaf((float)a, f, off);
+#else
+  f = (float)a * f + off;
+#endif
+#if defined(__riscv)
+  __asm__(\"fcvt.w.s %0, %1, rne\" : \"=r\"(r) : \"f\"(f));
+#else
+  __asm__(\"vcvtr.s32.f32 %1, %1\\n\\tvmov %0, %1\" : \"=r\"(r), \"+t\"(f));
+#endif
+  if (__builtin_expect(((uint32_t)r ^ ((uint32_t)r << 1)) < 0x80000000u, 1)) return r;
+  return pg_requant_wide(a, m, sz);
+}
+#else
 static inline __attribute__((unused)) int32_t pg_requant(int32_t a, int32_t m, int32_t sz) {
   uint32_t s = (uint32_t)sz & 255u, t = s - 32u, w;
   uint32_t h = (1u << 31) + (1u << ((t - 1u) & 31u)) + 1u;
@@ -411,6 +459,7 @@ static inline __attribute__((unused)) int32_t pg_requant(int32_t a, int32_t m, i
   }
   return pg_requant_wide(a, m, sz);
 }
+#endif
 ";
 
 /// `min(max(x, lo), hi)` on i32 ([`AluOp::Clamp`](crate::ops::AluOp::Clamp)). Where the core
