@@ -4,6 +4,10 @@
 //! [`Jit`] wraps a function: the first call runs it and captures, later calls replay. Export
 //! lowers a capture to C the same way.
 //!
+//! Where a batch's intermediates outgrow the cores' L2 and consecutive steps treat each image
+//! apart, [`Jit`] and [`SignatureCache`] replay those steps one slice of images at a time
+//! ([`Capture::image_major`], the `slice` module; the same bits).
+//!
 //! A [`SignatureCache`] keeps one capture per input signature (shapes, dtypes, device) for a
 //! function that may meet several, falls back to running the function when it reads its inputs'
 //! values on the host ([`trace`]), and hands out outputs no later call overwrites.

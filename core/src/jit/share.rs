@@ -7,7 +7,8 @@
 //! Invariants: a slot shares another's buffer only when both are intermediates of the replay —
 //! allocated by the step that first touches them (which does not read them: no value survives
 //! from one replay to the next), written whole by a kernel without variables (a concrete
-//! shape: every element is stored, so nothing relies on a zeroed buffer), neither an input, an
+//! shape: every element is stored, so nothing relies on a zeroed buffer; an image-major slice's
+//! kernel may read through internal variables its store does not mention), neither an input, an
 //! output nor a value computed from weights alone (export and frozen steps read those from
 //! their own slots), not held by anything but the capture, on the same device, and no larger
 //! than the buffer they join; and the shared buffer's previous occupant was last touched by an

@@ -202,7 +202,8 @@ fn expand(
     for &i in seg {
         kernels.push(sliced_kernel(&steps[i], n, g, constant, private, dev)?);
     }
-    let refs: Vec<&crate::codegen::uops::LinearKernel> = kernels.iter().map(|(k, _)| k).collect();
+    let refs: Vec<&crate::codegen::uops::LinearKernel> =
+        kernels.iter().map(|(k, _, _)| k).collect();
     let programs = dev.compile_many(&refs)?;
     for slice in 0..n / g {
         let mut home: Vec<(usize, usize)> = Vec::with_capacity(private.len());
@@ -214,7 +215,7 @@ fn expand(
             fresh.push(slots.len() - 1);
             home.push((s, slots.len() - 1));
         }
-        for ((&i, (k, ast)), p) in seg.iter().zip(&kernels).zip(&programs) {
+        for ((&i, (k, ast, plain)), p) in seg.iter().zip(&kernels).zip(&programs) {
             let st = &steps[i];
             let here = |s: usize| home.iter().find(|(o, _)| *o == s).map_or(s, |&(_, h)| h);
             let mut var_vals = st.var_vals.clone();
@@ -224,7 +225,7 @@ fn expand(
                 kernel: Some(k.clone()),
                 program: Some(p.clone()),
                 slots: st.slots.iter().map(|&s| here(s)).collect(),
-                plain: None,
+                plain: plain.clone(),
                 layout_copy: st.layout_copy,
                 var_vals,
             });
@@ -242,16 +243,24 @@ fn separable(st: &CapturedStep, n: i64, constant: &[bool], lens: &[usize]) -> bo
     if !k.vars.is_empty() || !st.var_vals.is_empty() {
         return false;
     }
-    if ast
-        .nodes()
-        .iter()
-        .any(|x| matches!(x.op(), AstOp::Reduce(_, axes) if axes.contains(&0)))
-    {
-        return false;
-    }
+    let over_images = |a: &Ast| {
+        a.nodes()
+            .iter()
+            .any(|x| matches!(x.op(), AstOp::Reduce(_, axes) if axes.contains(&0)))
+    };
+    let plain_ok = st.plain.as_ref().is_none_or(|(p, reads)| {
+        st.slots
+            .get(..=*reads)
+            .is_some_and(|slots| !over_images(p) && leaves_ok(p, slots, n, constant, lens))
+    });
+    plain_ok && !over_images(ast) && leaves_ok(ast, &st.slots, n, constant, lens)
+}
+
+/// [`leaf_ok`] for every leaf of `ast`, whose buffer `b` is slot `slots[b]`.
+fn leaves_ok(ast: &Ast, slots: &[usize], n: i64, constant: &[bool], lens: &[usize]) -> bool {
     ast.nodes().iter().all(|x| match x.op() {
         AstOp::Load { buf, st: ls } | AstOp::Store { buf, st: ls } => {
-            let Some(&slot) = st.slots.get(*buf) else {
+            let Some(&slot) = slots.get(*buf) else {
                 return false;
             };
             let role = if constant[slot] {
@@ -309,20 +318,17 @@ fn leaf_ok(ls: &ShapeTracker, buf: Option<(Role, usize)>, n: i64) -> bool {
     }
 }
 
-/// `st`'s kernel over a slice of `g` images: batch buffers shared beyond the segment indexed
-/// from image `SLICE_VAR · g`, private ones (`private` slots) from 0 in a buffer of `g` images,
-/// weights and constants as for images 0..g. Returns the lowered kernel and its AST.
-fn sliced_kernel(
-    st: &CapturedStep,
+/// `ast` (over the slots `slots`, by buffer number) over a slice of `g` images: batch buffers
+/// shared beyond the segment indexed from image `SLICE_VAR · g`, private ones (`private` slots)
+/// from 0 in a buffer of `g` images, weights and constants as for images 0..g.
+fn slice_ast(
+    ast: &Ast,
+    slots: &[usize],
     n: i64,
     g: i64,
     constant: &[bool],
     private: &[usize],
-    dev: &Arc<dyn Device>,
-) -> Result<(crate::codegen::uops::LinearKernel, Ast)> {
-    let (Some(ast), Some(k)) = (&st.ast, &st.kernel) else {
-        return Err(Error::internal("image-major: a sliced step has no kernel"));
-    };
+) -> Result<Ast> {
     let slice = Node::var(SLICE_VAR, 0, n / g - 1);
     let start = slice.mul_node(&Node::cst(g));
     let window = |ls: &ShapeTracker, from: &Node| -> Result<ShapeTracker> {
@@ -337,13 +343,9 @@ fn sliced_kernel(
     let zero = Node::cst(0);
     let mut failed: Option<Error> = None;
     let sliced = ast.map_ops(&mut |op, _| {
-        let from = |buf: usize| {
-            let slot = st.slots[buf];
-            if constant[slot] || private.contains(&slot) {
-                &zero
-            } else {
-                &start
-            }
+        let from = |buf: usize| match slots.get(buf) {
+            Some(&slot) if !constant[slot] && !private.contains(&slot) => &start,
+            _ => &zero,
         };
         let mut shrink = |ls: &ShapeTracker, from: &Node| match window(ls, from) {
             Ok(s) => s,
@@ -368,9 +370,38 @@ fn sliced_kernel(
             other => other.clone(),
         }
     });
-    if let Some(e) = failed {
-        return Err(e);
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(sliced),
     }
+}
+
+/// `st`'s kernel over a slice of `g` images ([`slice_ast`]), lowered for `dev`; its AST, and
+/// its AST before the scheduler's layout transforms (for export), sliced alike.
+#[allow(clippy::type_complexity)]
+fn sliced_kernel(
+    st: &CapturedStep,
+    n: i64,
+    g: i64,
+    constant: &[bool],
+    private: &[usize],
+    dev: &Arc<dyn Device>,
+) -> Result<(
+    crate::codegen::uops::LinearKernel,
+    Ast,
+    Option<(Ast, usize)>,
+)> {
+    let (Some(ast), Some(k)) = (&st.ast, &st.kernel) else {
+        return Err(Error::internal("image-major: a sliced step has no kernel"));
+    };
+    let sliced = slice_ast(ast, &st.slots, n, g, constant, private)?;
+    let plain = match &st.plain {
+        Some((p, reads)) => Some((
+            slice_ast(p, &st.slots[..=*reads], n, g, constant, private)?,
+            *reads,
+        )),
+        None => None,
+    };
     let bufs: Vec<BufParam> = k
         .bufs
         .iter()
@@ -396,7 +427,7 @@ fn sliced_kernel(
         chosen.as_deref(),
         dev.fused_mulacc(),
     )?;
-    Ok((lk, sliced))
+    Ok((lk, sliced, plain))
 }
 
 fn gcd(a: i64, b: i64) -> i64 {
