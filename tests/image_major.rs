@@ -172,3 +172,39 @@ fn values_that_fit_the_cache_are_not_sliced() {
     let vals: Vec<&VarVals> = cap.steps().iter().map(|s| &s.var_vals).collect();
     assert_eq!(sliced_steps(&vals), 0);
 }
+
+/// The image-major form is made at the first replay with the same steps frozen (the weights'
+/// layout copies): a weight written after it (an optimizer's update) makes the next replay run
+/// them again, and the values are those of the new weight.
+#[test]
+fn a_weight_written_after_slicing_is_read_anew() {
+    let dev = clang(4096, 1);
+    let mut w = weights(&dev);
+    w.w1 = w.w1.try_own().unwrap();
+    w.w2 = w.w2.try_own().unwrap();
+    let jit = Jit::new(|x: &[Tensor]| Ok(vec![net(&x[0], &w, false)?]));
+    for k in 0..5 {
+        if k == 3 {
+            for (t, seed) in [(&w.w1, 40), (&w.w2, 41)] {
+                let new = on(&dev, &t.shape(), seed);
+                t.try_assign(&new).unwrap();
+                t.realize().unwrap();
+            }
+        }
+        let x = on(&dev, &[6, 3, 9, 11], 50 + k);
+        let got = jit.call(std::slice::from_ref(&x)).unwrap();
+        assert_eq!(
+            bits(&got[0]),
+            bits(&net(&x, &w, false).unwrap()),
+            "call {k}"
+        );
+        let cap = jit.capture().unwrap();
+        let vals: Vec<&VarVals> = cap.steps().iter().map(|s| &s.var_vals).collect();
+        assert_eq!(
+            sliced_steps(&vals) > 0,
+            k >= 1,
+            "call {k}: sliced from the first replay on"
+        );
+        assert_eq!(cap.refreshes(), usize::from(k >= 3), "call {k}");
+    }
+}

@@ -171,7 +171,11 @@ impl SignatureCache {
                 {
                     Some(cap) => {
                         self.stats.lock().replays += 1;
-                        let out = cap.lock().replay_detached(&refs);
+                        let mut cap = cap.lock();
+                        if let Some(settled) = cap.settle()? {
+                            *cap = settled;
+                        }
+                        let out = cap.replay_detached(&refs);
                         out
                     }
                     None => self.capture(sig, caps, &nodes, &bufs, f),
@@ -222,9 +226,6 @@ impl SignatureCache {
         let out_refs: Vec<&Tensor> = outs.iter().collect();
         let (mut cap, results) = Capture::record(&in_refs, &out_refs)?;
         cap.spec = spec;
-        if let Some(sliced) = cap.image_major()? {
-            cap = sliced;
-        }
         // Weights keep their values between calls (the contract of `call`): work over weights
         // alone, such as the scheduler's layout copies of them, runs on this first call only.
         cap.freeze_constants();

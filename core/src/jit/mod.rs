@@ -92,6 +92,9 @@ pub struct Capture {
     dispatch: Dispatch,
     /// The frozen steps and when a replay runs them again (`None`: nothing is frozen).
     guard: Option<Guard>,
+    /// Has [`Capture::settle`] looked at it (an image-major form is made once, at the first
+    /// replay)?
+    settled: core::sync::atomic::AtomicBool,
 }
 
 /// The steps a replay runs (frozen ones left out) with their buffer slots concatenated: a
@@ -359,6 +362,7 @@ impl Capture {
                 input_vars: in_vars,
                 dispatch,
                 guard: None,
+                settled: Default::default(),
                 slots: slots.bufs,
                 steps,
                 fresh,
@@ -693,6 +697,7 @@ impl Capture {
             input_vars: self.input_vars.clone(),
             dispatch: Dispatch::new(&steps, &[], &self.slotting()),
             guard: None,
+            settled: Default::default(),
             steps,
         })
     }
@@ -736,6 +741,7 @@ impl Capture {
         Ok(Capture {
             dispatch: Dispatch::new(&steps, &self.frozen, &self.slotting()),
             guard,
+            settled: Default::default(),
             steps,
             slots: self.slots.clone(),
             inputs: self.inputs.clone(),
@@ -834,8 +840,8 @@ impl Capture {
     /// The same capture made image-major where that keeps a batch's values in cache: runs of
     /// steps that treat each image apart run one slice of images at a time, their private values
     /// in slice-sized buffers (see the `slice` module; the same bits). `None` when no run of
-    /// steps qualifies or its values fit the cores' L2 anyway. Call before
-    /// [`Capture::freeze_constants`]; [`Jit`] and [`SignatureCache`] do.
+    /// steps qualifies or its values fit the cores' L2 anyway. Nothing of it is frozen ([`Jit`]
+    /// and [`SignatureCache`] make it at a capture's first replay and freeze the same steps).
     pub fn image_major(&self) -> Result<Option<Capture>> {
         let Some(&(first, ref shape, _)) = self.inputs.first() else {
             return Ok(None);
@@ -877,6 +883,7 @@ impl Capture {
             input_vars: self.input_vars.clone(),
             dispatch,
             guard: None,
+            settled: Default::default(),
             inputs: self.inputs.clone(),
             outputs: self.outputs.clone(),
             spec: self.spec.clone(),
@@ -885,6 +892,28 @@ impl Capture {
             fresh: sliced.fresh,
             steps,
         }))
+    }
+
+    /// The capture a replay should run from now on, made once at the first replay (not at the
+    /// recording: a function called once would compile kernels it never runs): its image-major
+    /// form ([`Capture::image_major`]) with the same steps frozen, or `None` to keep this one.
+    pub(crate) fn settle(&self) -> Result<Option<Capture>> {
+        use core::sync::atomic::Ordering;
+        if self.settled.swap(true, Ordering::AcqRel) {
+            return Ok(None);
+        }
+        let Some(mut sliced) = self.image_major()? else {
+            return Ok(None);
+        };
+        sliced.settled.store(true, Ordering::Release);
+        if self.frozen.iter().any(|&f| f) {
+            sliced.freeze_constants();
+            // The frozen slots hold what the steps computed when they last ran here.
+            if let (Some(new), Some(old)) = (&sliced.guard, &self.guard) {
+                *new.seen.lock() = old.seen.lock().clone();
+            }
+        }
+        Ok(Some(sliced))
     }
 
     fn slotting(&self) -> Slotting<'_> {
@@ -1156,6 +1185,15 @@ impl<F: FnMut(&[Tensor]) -> Result<Vec<Tensor>>> Jit<F> {
             // all (its replay checks the inputs and errors on a wrong signature).
             if let Some(c) = fit.or((first.spec == Specialization::default()).then_some(first)) {
                 *self.replays.lock() += 1;
+                if let Some(settled) = c.settle()? {
+                    let settled = Arc::new(settled);
+                    let mut held = self.captures.lock();
+                    if let Some(slot) = held.iter_mut().find(|h| Arc::ptr_eq(h, c)) {
+                        *slot = settled.clone();
+                    }
+                    drop(held);
+                    return settled.replay_with(&refs, vals);
+                }
                 return c.replay_with(&refs, vals);
             }
         }
@@ -1170,9 +1208,6 @@ impl<F: FnMut(&[Tensor]) -> Result<Vec<Tensor>>> Jit<F> {
             .map(|t| realized_node(t).map(Tensor::from_lazy))
             .collect::<Result<Vec<_>>>()?;
         let (mut cap, results) = capture_fn(&mut *self.f.lock(), &realized)?;
-        if let Some(sliced) = cap.image_major()? {
-            cap = sliced;
-        }
         cap.freeze_constants();
         let mut held = self.captures.lock();
         if held.len() >= DEFAULT_SIGNATURES {
