@@ -71,7 +71,7 @@ fn net(x: &Tensor, w: &Weights, mix: bool) -> Result<Tensor> {
     };
     let mut h = x.conv2d(&w.w1, Some(&w.b1), &pad1).relu();
     if mix {
-        h = h.sub(&h.mean(&[0], true));
+        h = h.sub(h.mean(&[0], true));
     }
     let dw = ConvOpts {
         groups: 6,
@@ -82,7 +82,7 @@ fn net(x: &Tensor, w: &Weights, mix: bool) -> Result<Tensor> {
     let d = h.conv2d(&w.dw, None, &dw);
     let p = d
         .conv2d(&w.w2, None, &ConvOpts::default())
-        .add(&d.sum(&[1], true))
+        .add(d.sum(&[1], true))
         .relu();
     Ok(p.mean(&[2, 3], false).matmul(&w.fc))
 }

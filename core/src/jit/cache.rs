@@ -175,8 +175,7 @@ impl SignatureCache {
                         if let Some(settled) = cap.settle()? {
                             *cap = settled;
                         }
-                        let out = cap.replay_detached(&refs);
-                        out
+                        cap.replay_detached(&refs)
                     }
                     None => self.capture(sig, caps, &nodes, &bufs, f),
                 }
