@@ -509,17 +509,23 @@ const FLOORMOD: &str =
 
 /// The dual multiply-accumulate on two 16-bit lanes: `acc + a0*b0 + a1*b1`, wrapping. With the
 /// DSP extension (Cortex-M4/M7/M33) the lanes are packed low/high into a word each
-/// (`pg_pack16`: C that gcc compiles to a `uxth` and an `orr`) and `__smlad` does both products
-/// and both adds in one instruction (it wraps too; its Q flag is not read). The packing stays C:
-/// a `pkhbt` by inline asm (one instruction instead of two) measured worse on the KWS DS-CNN
-/// int8 (7,682,649 against 7,569,501 instructions, 2026-11-27), as the compiler can then no
-/// longer fold, share or combine the packing. The portable form adds through `uint32_t`, so it
+/// (`pg_pack16`: one `pkhbt rd, lo, hi, lsl #16`, which takes the low halfword of each operand
+/// and so needs no `uxth`; gcc 12 compiles the C form to a `uxth` and an `orr`) and `__smlad`
+/// does both products and both adds in one instruction (it wraps too; its Q flag is not read).
+/// The asm is plain (non-volatile), so gcc still hoists and shares it. On the KWS DS-CNN int8
+/// (gcc -O2, Cortex-M4F) it first measured worse (7,682,649 against 7,569,501 instructions,
+/// 2026-11-27, when every pair was packed anew per output); since the depthwise pairs are
+/// ordered so that the row tile shares them it measures better: 4,790,967 -> 4,767,439
+/// (2026-11-28; the depthwise convs 833,592 -> 810,064; keeping the C form where the low lane
+/// is a compile-time constant gave 4,767,675). The portable form adds through `uint32_t`, so it
 /// wraps identically without undefined behaviour; each product of 16-bit lanes fits an
 /// `int32_t`.
 const SMLAD_HALVES: &str = "#if defined(__ARM_FEATURE_DSP)
 #include <arm_acle.h>
 static inline __attribute__((unused)) int32_t pg_pack16(int32_t lo, int32_t hi) {
-  return (int32_t)((uint32_t)(uint16_t)lo | ((uint32_t)(uint16_t)hi << 16));
+  int32_t r;
+  __asm__(\"pkhbt %0, %1, %2, lsl #16\" : \"=r\"(r) : \"r\"(lo), \"r\"(hi));
+  return r;
 }
 static inline __attribute__((unused)) int32_t pg_smlad_h(int32_t acc, int32_t a0, int32_t b0, int32_t a1, int32_t b1) {
   return __smlad(pg_pack16(a0, a1), pg_pack16(b0, b1), acc);
