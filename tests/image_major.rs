@@ -87,13 +87,9 @@ fn net(x: &Tensor, w: &Weights, mix: bool) -> Result<Tensor> {
     Ok(p.mean(&[2, 3], false).matmul(&w.fc))
 }
 
-fn bits(t: &Tensor) -> Vec<u32> {
-    t.to_vec::<f32>()
-        .unwrap()
-        .iter()
-        .map(|v| v.to_bits())
-        .collect()
-}
+#[path = "common/f32_bits.rs"]
+mod f32_bits;
+use f32_bits::bits;
 
 /// Does the capture run sliced steps (a recorded slice index)?
 fn sliced_steps(vals: &[&VarVals]) -> usize {

@@ -20,52 +20,13 @@ use picograd::{ConvOpts, DType, Padding, Tensor};
 #[path = "common/live_uops.rs"]
 mod live_uops;
 
-/// A deterministic pseudo-random stream (xorshift), so the test needs no RNG crate.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn range(&mut self, lo: i64, hi: i64) -> i64 {
-        lo + (self.next() % (hi - lo + 1) as u64) as i64
-    }
-}
+#[path = "common/rng.rs"]
+mod rng;
+use rng::Rng;
 
-/// The integer nearest to `p / 2^s`, ties to even, by comparing candidate distances.
-fn nearest(p: i128, s: u32) -> i128 {
-    let d = 1i128 << s;
-    let t = p / d; // truncated: the answer is t-1, t or t+1
-    let mut best = t - 1;
-    for c in [t, t + 1] {
-        let (eb, ec) = ((p - best * d).abs(), (p - c * d).abs());
-        if ec < eb || (ec == eb && c % 2 == 0) {
-            best = c;
-        }
-    }
-    best
-}
-
-/// `v ≥ 0` rounded to 24 significant bits (an f32 significand), half to even.
-fn round24(v: i128) -> i128 {
-    let bits = 128 - v.leading_zeros();
-    if bits <= 24 {
-        return v;
-    }
-    let k = bits - 24;
-    nearest(v, k) << k
-}
-
-/// `round(a * m / 2^s + z)` as `Requant` defines it, over exact integers: `|a|` and the
-/// product to 24 significant bits (f32 arithmetic), then to the nearest integer, ties to even.
-fn reference_requant_z(a: i32, m: i32, s: i32, z: i32) -> i32 {
-    let s = s.clamp(1, 62) as u32;
-    let mag = round24(round24(i128::from(a).abs()) * i128::from(m).abs());
-    let p = if (a < 0) != (m < 0) { -mag } else { mag };
-    nearest(p + (i128::from(z) << s), s) as i32
-}
+#[path = "common/requant_ref.rs"]
+mod requant_ref;
+use requant_ref::{nearest, reference_requant_z};
 
 fn reference_requant(a: i32, m: i32, s: i32) -> i32 {
     reference_requant_z(a, m, s, 0)

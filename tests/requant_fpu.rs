@@ -20,52 +20,18 @@ use picograd::{DType, Tensor};
 #[path = "common/int_bundle.rs"]
 mod int_bundle;
 
-/// A deterministic pseudo-random stream (xorshift).
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn range(&mut self, lo: i64, hi: i64) -> i64 {
-        lo + (self.next() % (hi - lo + 1) as u64) as i64
-    }
-}
+#[path = "common/rng.rs"]
+mod rng;
+use rng::Rng;
 
-/// The integer nearest to `p / 2^s`, ties to even, by comparing candidate distances.
-fn nearest(p: i128, s: u32) -> i128 {
-    let d = 1i128 << s;
-    let t = p / d;
-    let mut best = t - 1;
-    for c in [t, t + 1] {
-        let (eb, ec) = ((p - best * d).abs(), (p - c * d).abs());
-        if ec < eb || (ec == eb && c % 2 == 0) {
-            best = c;
-        }
-    }
-    best
-}
-
-/// `v ≥ 0` rounded to 24 significant bits, half to even.
-fn round24(v: i128) -> i128 {
-    let bits = 128 - v.leading_zeros();
-    if bits <= 24 {
-        return v;
-    }
-    let k = bits - 24;
-    nearest(v, k) << k
-}
+#[path = "common/requant_ref.rs"]
+mod requant_ref;
+use requant_ref::reference_requant_z;
 
 /// `Requant(a, m, sz)` as its definition reads, over exact integers (the result wrapped to
 /// i32, the shift clamped to `[1, 62]`, the zero point in the tie).
 fn reference(a: i32, m: i32, sz: i32) -> i32 {
-    let s = (sz & 0xff).clamp(1, 62) as u32;
-    let z = i128::from((sz - (sz & 0xff)) / 256);
-    let mag = round24(round24(i128::from(a).abs()) * i128::from(m).abs());
-    let p = if (a < 0) != (m < 0) { -mag } else { mag };
-    nearest(p + (z << s), s) as u32 as i32
+    reference_requant_z(a, m, sz & 0xff, (sz - (sz & 0xff)) / 256)
 }
 
 /// The operands `(a, m, sz)`.

@@ -142,13 +142,9 @@ fn model(dev: &Arc<dyn Device>) -> (Vec<Tensor>, Vec<Tensor>) {
     (vec![x, w, b, img, k], outs)
 }
 
-fn bits(t: &Tensor) -> Vec<u32> {
-    t.to_vec::<f32>()
-        .unwrap()
-        .iter()
-        .map(|v| v.to_bits())
-        .collect()
-}
+#[path = "common/f32_bits.rs"]
+mod f32_bits;
+use f32_bits::bits;
 
 #[test]
 fn a_wider_target_shapes_kernels_differently_and_computes_the_same_bits() {
