@@ -113,7 +113,7 @@ fn kernels_that_are_not_one_strided_load_are_refused() {
     let x = Tensor::from_slice(&iota(4 * 6), &[4, 6]);
     let doubled = x
         .permute(&[1, 0])
-        .mul(&Tensor::from_slice(&[2.0f32], &[1, 1]).expand(&[6, 4]));
+        .mul(Tensor::from_slice(&[2.0f32], &[1, 1]).expand(&[6, 4]));
     assert!(
         StridedCopy::from_ast(&item(&doubled).ast).is_none(),
         "arithmetic"
