@@ -147,6 +147,7 @@ fn prepare(items: &[ScheduleItem], recording: bool) -> Result<()> {
     let mut pending: Vec<(Arc<dyn Device>, Vec<LinearKernel>)> = Vec::new();
     // (device, kernel) pairs already pending: a schedule may hold thousands of kernels.
     let mut queued: HashSet<(usize, LinearKernel)> = HashSet::new();
+    let mut copies = 0u64;
     let runs_kernel = |it: &&ScheduleItem| {
         !it.is_copy && it.out.realized().is_none() && (recording || !is_zero_fill(it))
     };
@@ -160,7 +161,7 @@ fn prepare(items: &[ScheduleItem], recording: bool) -> Result<()> {
             continue;
         }
         if let Some(p) = copy_instead(it, &device) {
-            COUNTERS.lock().strided_copies += 1;
+            copies += 1;
             cache_program(&device, k, p);
             continue;
         }
@@ -168,6 +169,15 @@ fn prepare(items: &[ScheduleItem], recording: bool) -> Result<()> {
             Some((_, ks)) => ks.push(k),
             None => pending.push((device, alloc::vec![k])),
         }
+    }
+    if copies > 0 {
+        COUNTERS.lock().strided_copies += copies;
+        log(
+            1,
+            &format!(
+                "{copies} movement kernels over constants run as strided copies (not compiled)"
+            ),
+        );
     }
     for (device, ks) in pending {
         let refs: Vec<&LinearKernel> = ks.iter().collect();
