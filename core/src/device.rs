@@ -11,6 +11,7 @@ use alloc::vec::Vec;
 use crate::ast::Ast;
 use crate::codegen::kernel::Opt;
 use crate::codegen::opt::OptConfig;
+use crate::codegen::strided_copy::StridedCopy;
 use crate::codegen::uops::{BufParam, LinearKernel};
 use crate::dtype::DType;
 use crate::error::Result;
@@ -98,6 +99,18 @@ pub trait Device: Send + Sync {
     /// not depend on the answer.
     fn choose_opts(&self, ast: &Ast, bufs: &[BufParam]) -> Option<Vec<Opt>> {
         let _ = (ast, bufs);
+        None
+    }
+
+    /// A program performing `copy` (a kernel that only moves data, see
+    /// [`crate::codegen::strided_copy`]) without compiling anything, when the device can run one
+    /// directly on its memory. The realizer asks for one only where a compile would cost more
+    /// than the copy's speed could repay (a kernel over constant buffers alone, which runs once:
+    /// see `realize.rs`); the program takes the kernel's buffers (output, then source) and no
+    /// variables, and must write exactly what the compiled kernel writes. `None` (the default):
+    /// the kernel is compiled.
+    fn copy_program(&self, copy: &StridedCopy) -> Option<Arc<dyn Program>> {
+        let _ = copy;
         None
     }
 

@@ -25,6 +25,7 @@ use picograd_core::codegen::c::{
 use picograd_core::codegen::kernel::Opt;
 use picograd_core::codegen::opt::OptConfig;
 use picograd_core::codegen::split::split_loops;
+use picograd_core::codegen::strided_copy::StridedCopy;
 use picograd_core::codegen::uops::{BufParam, LinearKernel, UOpKind};
 use picograd_core::device::{Allocator, BufId, Device, Program};
 use picograd_core::{Error, Result};
@@ -146,6 +147,11 @@ impl HostAllocator {
                 .ok_or_else(|| Error::Device(format!("no host buffer {}", b.0)))?;
         }
         Ok(())
+    }
+
+    /// The address and size in bytes of buffer `b`.
+    fn block_span(&self, b: BufId) -> Result<(*mut u8, usize)> {
+        self.with_block(b, |blk| Ok((blk.ptr, blk.layout.size())))
     }
 
     /// A kept block of exactly `layout`'s size, zeroed unless `overwrite`, if there is one.
@@ -520,6 +526,77 @@ impl Program for ClangProgram {
     }
 }
 
+/// A kernel that only moves data, run as a strided copy in Rust instead of compiled
+/// ([`Device::copy_program`]): the same bytes, without a compiler run.
+struct CopyProgram {
+    copy: StridedCopy,
+    alloc: Arc<HostAllocator>,
+}
+
+impl CopyProgram {
+    /// Runs the copy from `src` into `dst`, each valid for `src_bytes` and `dst_bytes`.
+    ///
+    /// # Safety
+    /// `dst` and `src` must be live host blocks of at least the given sizes that nothing else
+    /// accesses during the call.
+    unsafe fn run_on(&self, dst: (*mut u8, usize), src: (*mut u8, usize)) -> Result<()> {
+        let n = self.copy.itemsize();
+        let (out_bytes, in_bytes) = (self.copy.out_len() * n, self.copy.src_len()? * n);
+        if dst.1 < out_bytes || src.1 < in_bytes {
+            return Err(Error::Device(format!(
+                "strided copy needs {out_bytes} bytes out and {in_bytes} in, got {} and {}",
+                dst.1, src.1
+            )));
+        }
+        if dst.0 == src.0 {
+            return Err(Error::Device("strided copy onto its own source".into()));
+        }
+        // SAFETY: distinct live blocks (checked above) of at least these sizes (the caller's
+        // contract and the check above); distinct blocks never overlap.
+        let (out, inp) = unsafe {
+            (
+                std::slice::from_raw_parts_mut(dst.0, out_bytes),
+                std::slice::from_raw_parts(src.0, in_bytes),
+            )
+        };
+        self.copy.run(inp, out)
+    }
+
+    fn check_counts(nbufs: usize, nvars: usize) -> Result<()> {
+        if nbufs != 2 || nvars != 0 {
+            return Err(Error::Device(format!(
+                "a strided copy takes 2 buffers and no variables, got {nbufs} and {nvars}"
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl Program for CopyProgram {
+    fn run(&self, bufs: &[BufId], vars: &[i64]) -> Result<()> {
+        Self::check_counts(bufs.len(), vars.len())?;
+        let (dst, src) = (
+            self.alloc.block_span(bufs[0])?,
+            self.alloc.block_span(bufs[1])?,
+        );
+        // SAFETY: both are the allocator's live blocks with their real sizes; a kernel's
+        // buffers are not used by anything else while it runs.
+        unsafe { self.run_on(dst, src) }
+    }
+
+    /// The handles are the blocks' addresses; their sizes are the kernel's (the caller's
+    /// contract).
+    unsafe fn run_handles(&self, handles: &[u64], vars: &[i64]) -> Result<()> {
+        Self::check_counts(handles.len(), vars.len())?;
+        let n = self.copy.itemsize();
+        let dst = (handles[0] as usize as *mut u8, self.copy.out_len() * n);
+        let src = (handles[1] as usize as *mut u8, self.copy.src_len()? * n);
+        // SAFETY: each handle is a live block at least as large as the kernel's parameter
+        // (this function's contract), which is what `out_len` and `src_len` ask for.
+        unsafe { self.run_on(dst, src) }
+    }
+}
+
 impl Device for Clang {
     fn name(&self) -> &str {
         "CLANG"
@@ -544,6 +621,14 @@ impl Device for Clang {
 
     fn fused_mulacc(&self) -> bool {
         self.fused
+    }
+
+    /// Host memory is right here: a movement kernel runs as a copy loop in Rust.
+    fn copy_program(&self, copy: &StridedCopy) -> Option<Arc<dyn Program>> {
+        Some(Arc::new(CopyProgram {
+            copy: copy.clone(),
+            alloc: self.alloc.clone(),
+        }))
     }
 
     fn compile(&self, k: &LinearKernel) -> Result<Arc<dyn Program>> {

@@ -13,5 +13,6 @@ pub mod pad_bounds;
 pub mod search_space;
 pub mod split;
 pub mod strategy;
+pub mod strided_copy;
 pub mod uops;
 pub mod verify;
