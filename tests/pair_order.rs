@@ -13,15 +13,15 @@ use std::sync::Arc;
 
 use picograd::codegen::lower::{buf_params, lower_ast};
 use picograd::codegen::opt::OptConfig;
-use picograd::codegen::uops::{LinearKernel, UOpKind};
-use picograd::device::{Allocator, Device, Program};
+use picograd::codegen::uops::UOpKind;
+use picograd::device::Device;
 use picograd::interp::Interp;
 use picograd::jit::Capture;
 use picograd::ops::requant;
 use picograd::runtime::target::Values;
 use picograd::schedule::schedule;
 use picograd::tensor::quantized::{requant_params, Ties};
-use picograd::{ConvOpts, DType, Padding, Result, Tensor};
+use picograd::{ConvOpts, DType, Padding, Tensor};
 
 const C: usize = 5;
 const H: usize = 7;
@@ -104,26 +104,9 @@ fn model(x: &Tensor, stride: usize, dev: &Arc<dyn Device>) -> Tensor {
         .cast(DType::I32)
 }
 
-/// A device that lowers its kernels for `cfg` and runs them on `inner`.
-struct Shaped {
-    inner: Arc<dyn Device>,
-    cfg: OptConfig,
-}
-
-impl Device for Shaped {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-    fn allocator(&self) -> &dyn Allocator {
-        self.inner.allocator()
-    }
-    fn compile(&self, k: &LinearKernel) -> Result<Arc<dyn Program>> {
-        self.inner.compile(k)
-    }
-    fn opt_config(&self) -> Option<OptConfig> {
-        Some(self.cfg)
-    }
-}
+#[path = "common/shaped.rs"]
+mod shaped;
+use shaped::Shaped;
 
 fn run_on(dev: Arc<dyn Device>, stride: usize) -> Vec<i32> {
     let x = Tensor::try_from_slice_on(&input(), &[1, C, H, W], &dev).unwrap();
