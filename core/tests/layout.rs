@@ -227,6 +227,34 @@ fn constant_transposed_weights_get_panels_even_when_read_once() {
     assert_eq!(bits(&laid), bits(&naive_matmul(&xv, &wt, [1, 1, k, m])));
 }
 
+/// A batch-1 pointwise conv over a 7 × 7 image, 32 → 48 channels, on a 16-lane target: each
+/// weight is used 49 times, fewer than the copy rule's 4 vectors of reuse (64), so a plain weight
+/// keeps its layout (and the conv tile cannot load channel vectors from it). The same weight
+/// marked constant (an ONNX model's weight, copied once per capture) gets its channel blocks.
+/// Both equal a naive loop bit for bit.
+#[test]
+fn constant_conv_weights_get_channel_blocks_whatever_the_reuse() {
+    let (cin, cout) = (32, 48);
+    let xs = [1, cin, 7, 7];
+    let xv = vals(cin * 49, 7);
+    let wv = vals(cout * cin, 8);
+    let conv = |constant: bool| {
+        let x = Tensor::from_slice(&xv, &xs);
+        let w = Tensor::from_slice(&wv, &[cout, cin, 1, 1]);
+        if constant {
+            w.lazy().realized().unwrap().mark_constant();
+        }
+        x.conv2d(&w, None, &ConvOpts::default())
+    };
+    let wide = OptConfig::for_vec_width(16);
+    let (plain, _, _) = run(&conv(true), None);
+    let (laid, copies, _) = run(&conv(true), Some(&wide));
+    assert_eq!(copies, 1, "a constant weight gets channel blocks");
+    assert_eq!(run(&conv(false), Some(&wide)).1, 0, "a plain one does not");
+    assert_eq!(bits(&laid), bits(&plain));
+    assert_eq!(bits(&laid), bits(&naive_conv(&xv, xs, &wv, [cout, 1], 0)));
+}
+
 #[test]
 fn small_products_and_cacheless_targets_get_no_copies() {
     // One row: each weight is used once, a copy would cost as much as the product.

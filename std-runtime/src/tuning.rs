@@ -2,7 +2,8 @@
 //! (`PICOGRAD_NOOPT=1` turns it off), fused multiply-add (on when the CPU has it;
 //! `PICOGRAD_NOFMA=1` turns it off), the C rendering (`PICOGRAD_LIBM=1`: f32 exp2/log2/sin
 //! call libm instead of picograd's vectorizable math; `PICOGRAD_NOVEC=1`: no vector UOps, so no explicit
-//! vector types in the C), the thread count (`PICOGRAD_THREADS`,
+//! vector types in the C; `PICOGRAD_VEC_WIDTH=8`: plan for 8 f32 lanes instead of the widest
+//! register), the thread count (`PICOGRAD_THREADS`,
 //! default the available parallelism) and the measured search's time bound
 //! (`PICOGRAD_SEARCH`, off by default).
 //!
@@ -21,6 +22,9 @@ fn env_flag(name: &str) -> bool {
 
 /// f32 lanes in the host's widest SIMD register.
 pub fn host_vec_width() -> usize {
+    if let Some(w) = vec_width_override() {
+        return w;
+    }
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx512f") {
@@ -31,6 +35,23 @@ pub fn host_vec_width() -> usize {
         }
     }
     4
+}
+
+/// `PICOGRAD_VEC_WIDTH`: the f32 lanes the optimizer plans for instead of the widest register
+/// (1, 2, 4, 8 or 16; anything else is said once on stderr and ignored) — to compare tile
+/// choices across widths on one machine, or to keep a kernel cache made for another width.
+fn vec_width_override() -> Option<usize> {
+    static W: OnceLock<Option<usize>> = OnceLock::new();
+    *W.get_or_init(|| {
+        let v = std::env::var("PICOGRAD_VEC_WIDTH").ok()?;
+        match v.trim().parse::<usize>() {
+            Ok(w @ (1 | 2 | 4 | 8 | 16)) => Some(w),
+            _ => {
+                eprintln!("picograd: PICOGRAD_VEC_WIDTH={v:?} is not 1, 2, 4, 8 or 16; ignored");
+                None
+            }
+        }
+    })
 }
 
 /// The optimizer settings for host kernels, or `None` when `PICOGRAD_NOOPT` is set: the host's

@@ -34,10 +34,13 @@
 //! Cost rule: a weight or panel copy is made only when the kernel does at least
 //! [`MIN_REUSE_VECTORS`]` × V` multiply-adds per copied element (the copy costs about one pass
 //! over its elements, so it stays a small fraction of the kernel's time; a batch-1 linear layer
-//! reads each weight once and gets none) — except a panel copy of a constant whose lanes are
-//! strided ([`crate::device::Buffer::mark_constant`]: an ONNX model's weights, such as an
-//! LSTM's recurrent weight read transposed), which a capture makes once and its replays skip,
-//! while the gathers it replaces would cost every call; a padded copy when the kernel reads at least
+//! reads each weight once and gets none) — except copies of a constant
+//! ([`crate::device::Buffer::mark_constant`]: an ONNX model's weights), which a capture makes
+//! once and its replays skip: a panel copy whose lanes are strided (an LSTM's recurrent weight
+//! read transposed: the gathers it replaces would cost every call) and a conv weight's channel
+//! blocks (a batch-1 conv over 7 × 7 pixels uses each weight 49 times, under the 64 that 16
+//! lanes ask, and without blocks its tile cannot load channel vectors: mobilenet_v2's late
+//! pointwise convs ran scalar on AVX-512, 2026-11-28); a padded copy when the kernel reads at least
 //! [`UNPAD_MIN_READS`] values per copied element. Only on targets with an L2 cache
 //! (`OptConfig::l2_bytes > 0`): a microcontroller's scarce resource is its static arena, which a
 //! copy would grow.
@@ -212,8 +215,10 @@ fn choose(f: &Facts, cfg: &OptConfig) -> Plan {
                 // instead when the vector width divides the row (`strategy/conv.rs`): no blocks
                 // then, so its broadcast weights keep a plain index.
                 let row_lanes = f.wide.is_some_and(|w| f.full[w] % v == 0);
+                // A constant's blocks are copied once per capture: no reuse needed.
                 let used = width == v || !row_lanes;
-                if s[axis] != Some(1) && reuse >= min_reuse && width > 1 && used {
+                if s[axis] != Some(1) && (reuse >= min_reuse || f.constant[i]) && width > 1 && used
+                {
                     out.push((i, Choice::Blocks { axis, width }));
                 }
             }
