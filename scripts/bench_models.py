@@ -7,7 +7,8 @@ picograd's side is `examples/bench_models.rs`, kept alive as a child process (on
 session options (graph optimizations on), `intra_op_num_threads` = the thread count and
 `inter_op_num_threads` = 1. Each pair times picograd (a `Jit` replay of `Model::run`, and plain
 `Model::run` as a second row) and onnxruntime back to back, the side that goes first alternating;
-each timing is the mean over enough calls to last about BUDGET seconds. A ratio is the median over
+each timing is the mean over enough calls to last about BUDGET seconds, after a short pause
+(SETTLE) so neither side's idle-spinning threads run into the other's timing. A ratio is the median over
 the pairs of (onnxruntime time / picograd time): above 1 means picograd is faster.
 
 Before timing, `picograd run` checks each model in a new process with an empty `$PICOGRAD_CACHE`
@@ -63,6 +64,14 @@ class Picograd:
         self.proc.wait()
 
 
+# Seconds of quiet before each timed measurement: onnxruntime's pool threads spin for a while
+# after a run (`session.intra_op.allow_spinning`, on by default), and at 2 threads on 2 cores a
+# measurement started in that while lost a core to them (oddnet batch 8, 2 threads: picograd
+# 5.0-5.9 ms right after onnxruntime against 4.0-4.2 after a pause, 2026-11-28). The pause goes
+# before both sides' measurements, so neither inherits the other's threads.
+SETTLE = 0.05
+
+
 def calls_for(seconds_per_call, budget):
     return max(1, min(10000, int(budget / max(seconds_per_call, 1e-7))))
 
@@ -116,15 +125,24 @@ def time_model(pg, modeldir, name, batch, threads, args):
         n_run = calls_for(pg.ask("run 1")[0], args.budget)
         kinds.append(("run", n_run))
     pairs = {k: [] for k, _ in kinds}
+
+    def ours(kind, n):
+        time.sleep(SETTLE)
+        return pg.ask(f"{kind} {n}")[0]
+
+    def theirs():
+        time.sleep(SETTLE)
+        return ort_time(sess, feed, n_ort)
+
     for i in range(args.pairs):
         for kind, n in kinds:
             if i % 2 == 0:
-                ours = pg.ask(f"{kind} {n}")[0]
-                theirs = ort_time(sess, feed, n_ort)
+                o = ours(kind, n)
+                t = theirs()
             else:
-                theirs = ort_time(sess, feed, n_ort)
-                ours = pg.ask(f"{kind} {n}")[0]
-            pairs[kind].append((ours, theirs))
+                t = theirs()
+                o = ours(kind, n)
+            pairs[kind].append((o, t))
     rows = []
     for kind, _ in kinds:
         p = pairs[kind]
