@@ -4,7 +4,8 @@
 //! for bit) and a naive reference, for the heuristic's pick on a pointwise conv over a 7-wide
 //! row (channel vectors × pixels with a tail), on a 3×3 conv whose channels no tile divides
 //! (channels looped, with a tail), and on a batch-1 pointwise conv whose blocked
-//! weights still let its pixels merge into one row, and for explicit looped opts — with and without
+//! weights still let its pixels merge into one row (and, with a short strided reduce, pixel
+//! lanes over a stride-2 input), and for explicit looped opts — with and without
 //! vector lanes, every amount up to the row — on rows of 7, 14 and 49. A golden
 //! `PICOGRAD_DEBUG=3` listing (`tests/data/looped_remainder_conv.txt`; regenerate with
 //! `PICOGRAD_BLESS=1` after a deliberate change) pins the looped kernel's UOps.
@@ -490,6 +491,67 @@ fn a_longer_reduce_takes_two_vectors_of_pixels() {
     let (got, scalar) = (run(&vector, &it), run(&unopt, &it));
     assert_eq!(got, scalar, "two-vector and unoptimized kernels differ");
     close("two vectors of pixels", &got, &want);
+}
+
+#[test]
+fn a_short_strided_reduce_takes_pixel_lanes_over_its_strided_input() {
+    // A 3×3 stride-2 conv from 3 channels to 32 (padding 1: 16 × 32 → 8 × 16 pixels), like a
+    // CNN's first layer: a reduce of 27 taps. On a 16-lane target the channel-lane tile (32
+    // channels × 4 pixels) spends 16 scalar stores per accumulator; 8 channels × 16 pixels read
+    // through stride 2 (two loads and a shuffle a vector, `orientation.rs`) store vectors. On
+    // a 4-lane target the channel-lane epilogue is cheap enough to keep.
+    let (cin, cout, (h, w)) = (3, 32, (16, 32));
+    let (xv, wv) = (data(cin * h * w, 31), data(cout * cin * 9, 32));
+    let (oh, ow) = (h / 2, w / 2);
+    let want: Vec<f32> = (0..cout * oh * ow)
+        .map(|o| {
+            let (co, oy, ox) = (o / (oh * ow), o / ow % oh, o % ow);
+            let mut acc = 0f32;
+            for ci in 0..cin {
+                for ky in 0..3 {
+                    for kx in 0..3 {
+                        let (iy, ix) = ((2 * oy + ky) as i64 - 1, (2 * ox + kx) as i64 - 1);
+                        if iy >= 0 && ix >= 0 && (iy as usize) < h && (ix as usize) < w {
+                            acc += xv[(ci * h + iy as usize) * w + ix as usize]
+                                * wv[((co * cin + ci) * 3 + ky) * 3 + kx];
+                        }
+                    }
+                }
+            }
+            acc
+        })
+        .collect();
+    for (v, pixel_lanes) in [(16, true), (4, false)] {
+        let cfg = OptConfig::for_vec_width(v);
+        let x = Tensor::from_slice(&xv, &[1, cin, h, w]);
+        let wt = Tensor::from_slice(&wv, &[cout, cin, 3, 3]);
+        let y = x.conv2d(&wt, None, &ConvOpts::default().padding(1).stride(&[2, 2]));
+        let mut items = schedule_for(&[y.lazy().contiguous()], Some(&cfg)).unwrap();
+        let it = items.pop().unwrap();
+        run_schedule(&items).unwrap();
+        let vector = lower_ast(&it.ast, buf_params(&it), Some(&cfg), false).unwrap();
+        let count =
+            |f: &dyn Fn(&UOpKind) -> bool| vector.uops.iter().filter(|u| f(&u.kind)).count();
+        let vec_stores =
+            count(&|k| matches!(k, UOpKind::VecStore { lanes } if usize::from(*lanes) == v));
+        let scalar_stores = count(&|k| matches!(k, UOpKind::Store));
+        if pixel_lanes {
+            assert_eq!(
+                (vec_stores, scalar_stores),
+                (8, 0),
+                "8 channels × 16 pixels:\n{vector}"
+            );
+        } else {
+            assert_eq!(vec_stores, 0, "channel lanes store lane by lane:\n{vector}");
+        }
+        let unopt = lower_ast(&it.ast, buf_params(&it), None, false).unwrap();
+        let (got, scalar) = (run(&vector, &it), run(&unopt, &it));
+        assert_eq!(
+            got, scalar,
+            "{v} lanes: tiled and unoptimized kernels differ"
+        );
+        close("strided pixel lanes", &got, &want);
+    }
 }
 
 /// A batch-1 pointwise conv from `cin` channels to `cout` over `h × w` pixels with a bias and a

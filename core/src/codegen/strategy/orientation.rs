@@ -29,6 +29,11 @@
 //! for the rest, where they were as fast or faster (`BENCH.md`, after the seventh
 //! measurement).
 //!
+//! A stride-2 conv reads its input two pixels apart: a vector of pixels then costs two loads
+//! and a shuffle (`pixel_vector_loads`), which the model counts; with a short reduce pixel
+//! lanes still win on 16-lane targets, whose channel-lane epilogue stores 16 scalars per
+//! accumulator (mobilenet_v2's first conv, 27 taps: 435 → 231 µs on AVX-512, 2026-11-28).
+//!
 //! The pixel-lane tile holds `c` output channels × one vector of pixels, or — where the target
 //! counts its vector registers ([`OptConfig::vec_registers`]) — × two vectors of pixels when
 //! the same model rates that lower (fewer loads per multiply-add: [`pixel_tiles`]).
@@ -91,14 +96,32 @@ fn epilogue_reads(k: &Kernel, wide: usize) -> u64 {
         .count() as u64
 }
 
-/// Does every load that moves along `wide` move by one element (so a vector of pixels is one
-/// plain load)? A strided or windowed read along the pixels would be a gather.
-fn pixels_unit_stride(k: &Kernel, wide: usize) -> bool {
+/// The widest stride along `wide` of the loads that move along it — 1 when each is one plain
+/// vector load per vector of pixels — when the store is contiguous along `wide` and every
+/// stride is a constant up to [`MAX_PIXEL_STRIDE`]; else `None`.
+fn pixel_stride(k: &Kernel, wide: usize) -> Option<u64> {
     let (store, loads) = k.leaf_strides();
-    store.get(wide) == Some(&Some(1))
-        && loads
-            .iter()
-            .all(|l| matches!(l.get(wide), Some(Some(0)) | Some(Some(1))))
+    if store.get(wide) != Some(&Some(1)) {
+        return None;
+    }
+    loads.iter().try_fold(1, |widest, l| match l.get(wide) {
+        Some(Some(s)) if s.unsigned_abs() <= MAX_PIXEL_STRIDE => Some(widest.max(s.unsigned_abs())),
+        _ => None,
+    })
+}
+
+/// The widest input stride along the pixels a pixel-lane tile takes (a stride-2 conv's input);
+/// wider ones would gather a vector from as many lines.
+const MAX_PIXEL_STRIDE: u64 = 2;
+
+/// Issue slots of one vector of pixels read `stride` elements apart: one load when contiguous;
+/// else the `stride` vector loads that cover it and the `stride - 1` two-source shuffles that
+/// pick its lanes (AVX-512's `vpermt2ps`, AVX2's `vshufps` + `vpermpd` pairs counted as one).
+/// A 3×3 stride-2 conv from 3 channels to 32 over 112² output pixels (mobilenet_v2's first)
+/// ran in 231 µs as 8 channels × 16 strided pixels against 435 µs as 32 channel lanes × 4 pixels
+/// (AVX-512, the measured search, 2026-11-28).
+fn pixel_vector_loads(stride: u64) -> u64 {
+    2 * stride.max(1) - 1
 }
 
 /// The pixel-lane tile — `c` output channels (the largest count up to the accumulator room
@@ -111,9 +134,10 @@ pub(super) fn pixel_lanes(
     (channel, wide): (usize, usize),
 ) -> Option<(Kernel, Vec<Opt>)> {
     let v = cfg.vec_width;
-    if !cfg.vector_lanes || v < 2 || k.ast.dtype() != DType::F32 || !pixels_unit_stride(k, wide) {
+    if !cfg.vector_lanes || v < 2 || k.ast.dtype() != DType::F32 {
         return None;
     }
+    let per_vector = pixel_vector_loads(pixel_stride(k, wide)?);
     let (((_, pixels), (_, channels)), lanes) = channel_lane_tile(k, cfg, (channel, wide))?;
     let n = size(k, wide);
     if n < v as i64 {
@@ -135,7 +159,7 @@ pub(super) fn pixel_lanes(
     };
     let by_pixels = |(c, p): (usize, usize)| Shape {
         accs: (c * p) as u64,
-        loads: (c + p) as u64,
+        loads: c as u64 + p as u64 * per_vector,
         lanes: v as u64,
         stores: 1,
         reads,
