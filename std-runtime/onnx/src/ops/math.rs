@@ -4,7 +4,7 @@
 
 use std::f64::consts::FRAC_PI_2;
 
-use picograd_core::{Result, Tensor};
+use picograd_core::{DType, Result, Tensor};
 
 /// Largest integer ≤ x.
 pub fn floor(x: &Tensor) -> Result<Tensor> {
@@ -29,6 +29,9 @@ pub fn round(x: &Tensor) -> Result<Tensor> {
     if !x.dtype().is_float() {
         return Ok(x.clone());
     }
+    if let Some(bits) = significand_bits(x.dtype()) {
+        return round_magic(x, bits);
+    }
     let f = floor(x)?;
     let d = x.try_sub(&f)?;
     let up = f.try_add(1.0)?;
@@ -36,6 +39,45 @@ pub fn round(x: &Tensor) -> Result<Tensor> {
     let tie = odd.try_where(&up, &f)?;
     let near = d.try_lt(0.5)?.try_where(&f, &up)?;
     d.try_eq(0.5)?.try_where(&tie, &near)
+}
+
+/// The explicit significand bits of `dtype` when its arithmetic runs in that dtype itself on
+/// every device (f32, f64), so that `round_magic`'s two additions round exactly once each;
+/// f16/bf16 compute in f32 and round on store, so they keep the composed rounding.
+fn significand_bits(dtype: DType) -> Option<i32> {
+    match dtype {
+        DType::F32 => Some(23),
+        DType::F64 => Some(52),
+        DType::F16
+        | DType::BF16
+        | DType::Bool
+        | DType::I8
+        | DType::U8
+        | DType::I16
+        | DType::U16
+        | DType::I32
+        | DType::U32
+        | DType::I64
+        | DType::U64 => None,
+    }
+}
+
+/// Round half to even by the magic-number identity: for `0 ≤ a < 2^p` (p the significand
+/// bits), `a + 2^p` lies in `[2^p, 2^(p+1))` where the spacing is exactly 1, so IEEE
+/// round-to-nearest-even rounds it to the nearest integer, ties to even (`2^p` is even, so the
+/// parity is `a`'s own), and subtracting `2^p` back is exact. `|x| ≥ 2^p` is already an integer
+/// (and NaN/±inf fail the compare), so those pass through; the sign is put back by a select so
+/// that `-0.3` rounds to `-0.0` as numpy does (and a zero keeps its own sign). A few cheap float ops per element instead of two
+/// `fmod`s (a loop each in freestanding C): no fast-math is ever on, so `(a + c) - c` is never
+/// folded, and the linearizer folds float arithmetic only on constants.
+fn round_magic(x: &Tensor, bits: i32) -> Result<Tensor> {
+    let c = 2f64.powi(bits);
+    let a = x.abs();
+    let r = a.try_add(c)?.try_sub(c)?;
+    let signed = x.try_lt(0.0)?.try_where(r.neg(), &r)?;
+    let small = a.try_lt(c)?.try_where(&signed, x)?;
+    // -0.0 is not below zero, so the select above gives it +0.0: zeros pass through as they are.
+    a.try_eq(0.0)?.try_where(x, &small)
 }
 
 /// The error function.

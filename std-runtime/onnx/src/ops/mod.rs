@@ -16,7 +16,8 @@ mod grid;
 mod host;
 mod index;
 mod loss;
-mod math;
+// Public: the composed elementwise math (floor/ceil/round …) is usable and testable on its own.
+pub mod math;
 mod ml;
 mod nn;
 mod qlinear;
