@@ -83,9 +83,13 @@ fn inputs_f64() -> Vec<f64> {
         f64::MIN,
     ]);
     let mut r = rng::Rng(18);
+    // Two 32-bit halves: every bit pattern, so every exponent (a range up to `i64::MAX` would
+    // overflow the generator's `hi - lo + 1`).
+    let u32_max = i64::from(u32::MAX);
     v.extend(
-        (0..2000)
-            .map(|_| f64::from_bits((r.range(0, i64::MAX) as u64) << 1 | r.range(0, 1) as u64)),
+        (0..2000).map(|_| {
+            f64::from_bits((r.range(0, u32_max) as u64) << 32 | r.range(0, u32_max) as u64)
+        }),
     );
     v
 }
