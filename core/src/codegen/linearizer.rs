@@ -828,6 +828,11 @@ fn lower(
         );
         l.vars.insert(String::from(&*name), u);
     }
+    // Staged weights' local, before any loop (see `linearizer/stage.rs`).
+    if let Some(n) = stage_size(k).filter(|_| dual_mac) {
+        let u = l.push(UOpKind::DefineLocal { size: n }, DType::I16, Vec::new());
+        l.local = Some((u, n));
+    }
     // A looped remainder: the loops of the axes before its axis are shared, the main part
     // runs first inside them, then the remainder.
     let shared = rem.map_or(0, |r| r.shared);
@@ -868,6 +873,27 @@ fn lower(
 /// kernel asks, so a tile chosen for staging is never lowered without it.
 pub(crate) fn stageable(k: &Kernel) -> bool {
     let outer = k.remainder.as_deref().map_or(0, |r| r.shared);
+    staging(k, outer).is_some()
+        && k.remainder
+            .as_deref()
+            .is_none_or(|r| staging(&r.kernel, outer).is_some())
+}
+
+/// Elements of the local the staged parts of `k` share (the larger part's), if any stages:
+/// declared before any loop, so both parts of a looped remainder see it.
+fn stage_size(k: &Kernel) -> Option<usize> {
+    let outer = k.remainder.as_deref().map_or(0, |r| r.shared);
+    let main = staging(k, outer).map(|s| s.size());
+    let rem = k
+        .remainder
+        .as_deref()
+        .and_then(|r| staging(&r.kernel, outer));
+    main.into_iter().chain(rem.map(|s| s.size())).max()
+}
+
+/// The staging [`emit`] makes of `k` (one part; `outer` global loops open before it), on a
+/// target with `dual_mac`.
+fn staging(k: &Kernel, outer: usize) -> Option<stage::Stage> {
     let part = |k: &Kernel| {
         let up: Vec<i64> = k.full_shape[k.first_upcast..]
             .iter()
@@ -882,7 +908,7 @@ pub(crate) fn stageable(k: &Kernel) -> bool {
         let (global_up, reduce_up) = (pick(false), pick(true));
         let sizes = |which: &[usize]| which.iter().map(|&u| up[u]).collect::<Vec<_>>();
         let (Some(j), Some(red)) = (packed_upcast(true, k, &reduce_up), k.ast.find_reduce()) else {
-            return false;
+            return None;
         };
         let out = combos(&sizes(&global_up));
         let reds = combos_fastest(&sizes(&reduce_up), j);
@@ -896,9 +922,9 @@ pub(crate) fn stageable(k: &Kernel) -> bool {
             }
             p
         };
-        stage::plan(k, &red.src()[0], outer, &out, &reds, &positions).is_some()
+        stage::plan(k, &red.src()[0], outer, &out, &reds, &positions)
     };
-    part(k) && k.remainder.as_deref().is_none_or(|r| part(&r.kernel))
+    part(k)
 }
 
 /// Index variables of `k`: loop counters for looped axes, placeholders for unrolled ones (for

@@ -145,9 +145,10 @@ pub(super) fn plan(
 }
 
 impl Lin {
-    /// The kernel's local for `st`: the one an earlier part (a looped remainder's main part)
-    /// declared when it is large enough, else a new one; `None` when an earlier one is too
-    /// small (this part then reads its weights as words).
+    /// The kernel's local for `st`: the one declared before the kernel's loops (sized for
+    /// every part) when it is large enough, else a new one; `None` when the declared one is
+    /// too small (this part then reads its weights as words; not expected, the declaration
+    /// being sized by the same plans).
     pub(super) fn stage_local(&mut self, st: &Stage) -> Option<u32> {
         match self.local {
             Some((u, size)) if size >= st.size() => Some(u),
