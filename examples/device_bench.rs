@@ -137,6 +137,7 @@ fn configs() -> Vec<(&'static str, Option<OptConfig>)> {
                 dual_mac: false,
                 vector_lanes: false,
                 vec_registers: 0,
+                stack_scratch: 0,
             }),
         ),
         ("tile8", Some(OptConfig::small_device())),

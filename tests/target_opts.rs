@@ -42,13 +42,15 @@ fn shipped_descriptions_keep_the_small_device_shape() {
         let t = Target::by_name(&name).unwrap();
         // The FPU-less targets name no float registers (no small-core conv tiles); the FPU
         // devices unroll up to 64 body copies in speed mode (a depthwise row's 3×3 window);
-        // only the core with the DSP extension (`smlad`) has the dual multiply-accumulate.
+        // only the core with the DSP extension (`smlad`) has the dual multiply-accumulate, and
+        // a stack budget for the weights its int8 sums stage.
         let no_fpu = ["cortex-m3", "riscv32imac"].contains(&name.as_str());
         let fpu_device = ["cortex-m4", "riscv32imafc"].contains(&name.as_str());
         let want = OptConfig {
             float_registers: if no_fpu { 0 } else { small.float_registers },
             max_unrolled: if fpu_device { 64 } else { small.max_unrolled },
             dual_mac: name == "cortex-m4",
+            stack_scratch: if name == "cortex-m4" { 640 } else { 0 },
             ..small
         };
         assert_eq!(t.opt, want, "{name}");

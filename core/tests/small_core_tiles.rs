@@ -84,7 +84,7 @@ fn register_file_tiles_are_bit_identical_and_sized_by_the_registers() {
                 Opt::Upcast { amount, .. }
                 | Opt::Vectorize { amount, .. }
                 | Opt::LoopedUpcast { amount, .. } => *amount,
-                Opt::Unroll { .. } | Opt::ReduceBlock { .. } => 1,
+                Opt::Unroll { .. } | Opt::ReduceBlock { .. } | Opt::StageWeights => 1,
             })
             .product();
         assert_eq!(tile, accs, "case {ci}: {opts:?} ({})", k.describe());

@@ -380,6 +380,7 @@ pub(crate) fn opt_text(o: &Opt) -> String {
             lanes,
         } => format!("looped:{axis}:{amount}:{lanes}"),
         Opt::ReduceBlock { axis, amount } => format!("block:{axis}:{amount}"),
+        Opt::StageWeights => String::from("stage:0:0"),
     }
 }
 
@@ -394,6 +395,7 @@ pub(crate) fn parse_opt(s: &str) -> std::result::Result<Opt, String> {
         (Some("unroll"), None) => Ok(Opt::Unroll { axis, amount }),
         (Some("vectorize"), None) => Ok(Opt::Vectorize { axis, amount }),
         (Some("block"), None) => Ok(Opt::ReduceBlock { axis, amount }),
+        (Some("stage"), None) if axis == 0 && amount == 0 => Ok(Opt::StageWeights),
         (Some("looped"), Some(lanes)) if parts.next().is_none() => Ok(Opt::LoopedUpcast {
             axis,
             amount,

@@ -396,6 +396,22 @@ impl<'a> Writer<'a> {
         match &u.kind {
             UOpKind::DefineGlobal { idx, .. } => self.names[i] = format!("data{idx}"),
             UOpKind::DefineVar { name, .. } => self.names[i] = name.to_string(),
+            UOpKind::DefineLocal { size } => {
+                // 8-byte aligned: its pairs of words are read by `ldrd` (`pg_ld_pairs`).
+                let t = u.dtype.c_storage();
+                self.line(&format!(
+                    "{t} local{i}[{size}] __attribute__((aligned(8)));"
+                ));
+                self.names[i] = format!("local{i}");
+            }
+            UOpKind::PairWiden => {
+                // Four i16 lanes as two words of halfword pairs, `val{i}_lo` and `val{i}_hi`.
+                self.needs.add(Helper::SmladPairs);
+                let x = self.src(i, 0).to_string();
+                self.line(&format!("const int32_t val{i}_lo = pg_widen_lo({x});"));
+                self.line(&format!("const int32_t val{i}_hi = pg_widen_hi({x});"));
+                self.names[i] = format!("val{i}");
+            }
             UOpKind::Const(s) => self.names[i] = literal(*s),
             UOpKind::Loop => self.loop_open(i),
             UOpKind::EndLoop => self.loop_close(),
@@ -442,6 +458,13 @@ impl<'a> Writer<'a> {
     /// `pg_smlad_b` (both lanes' factors i8) or `pg_smlad_h` (halfwords) — `__smlad` under
     /// `__ARM_FEATURE_DSP`, portable C elsewhere.
     fn dual_mac(&mut self, i: usize) -> String {
+        if self.k.uops[i].src.len() == 3 && self.src_dtype(i, 1) == DType::I16 {
+            // Pre-widened operands (four i16 lanes as two words each): two `smlad`s.
+            let (acc, a, b) = (self.src(i, 0), self.src(i, 1), self.src(i, 2));
+            let e = format!("pg_smlad2(pg_smlad2({acc}, {a}_lo, {b}_lo), {a}_hi, {b}_hi)");
+            self.needs.add(Helper::SmladPairs);
+            return e;
+        }
         if self.k.uops[i].src.len() == 3 {
             // The packed form: two words of four i8 lanes (`VecLoad`s printed as `pg_ld_i8x4`).
             let args: Vec<String> = (0..3).map(|n| self.src(i, n).to_string()).collect();

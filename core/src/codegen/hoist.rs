@@ -12,6 +12,9 @@
 //! the loop surely runs at least once (so the load would have run anyway; a
 //! hoisted load never reads memory the original program would not have read). ALU ops may run
 //! speculatively: in both the C and the interpreter they have no side effects and cannot trap.
+//! A `DefineLocal` is a buffer like the others here: a load of it stays inside every loop that
+//! stores into it, and since the linearizer fills a local before the loop that reads it, a
+//! load moved out of that loop still runs after the stores.
 
 use alloc::vec;
 use alloc::vec::Vec;
@@ -56,6 +59,7 @@ fn pure(u: &UOp) -> bool {
             | UOpKind::VecAlu { .. }
             | UOpKind::Vectorize
             | UOpKind::Gep(_)
+            | UOpKind::PairWiden
     )
 }
 
@@ -69,7 +73,9 @@ fn anchors(uops: &[UOp]) -> Vec<Option<usize>> {
         let depth = open.len();
         let reads_acc = u.src.iter().any(|&s| uops[s as usize].kind.is_acc());
         level[i] = match u.kind {
-            UOpKind::DefineGlobal { .. } | UOpKind::DefineVar { .. } => 0,
+            UOpKind::DefineGlobal { .. }
+            | UOpKind::DefineLocal { .. }
+            | UOpKind::DefineVar { .. } => 0,
             _ if pure(u) && !reads_acc => {
                 let need = u.src.iter().map(|&s| level[s as usize]).max().unwrap_or(0);
                 if matches!(u.kind, UOpKind::Load | UOpKind::VecLoad { .. }) {

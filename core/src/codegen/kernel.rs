@@ -88,6 +88,12 @@ pub enum Opt {
         /// Iterations of that loop per block (at least 1, less than the loop's length).
         amount: usize,
     },
+    /// Stage the weights of a packed int8 sum ([`Kernel::staged`]): the factor that does not
+    /// vary along the inner output loops is widened once into a stack local of i16 pairs before
+    /// those loops, and each reduce step reads its pre-widened pairs there. Changes no value
+    /// (integer sums wrap); applies to both parts of a looped remainder; the linearizer stages
+    /// only where the kernel's shape allows it (see `linearizer/stage.rs`).
+    StageWeights,
 }
 
 /// The positions of a [`Opt::LoopedUpcast`] axis that its upcast does not divide.
@@ -124,6 +130,8 @@ pub struct Kernel {
     pub remainder: Option<alloc::boxed::Box<Remainder>>,
     /// Iterations per block of the first reduce loop ([`Opt::ReduceBlock`]), if it is blocked.
     pub reduce_block: Option<usize>,
+    /// The weights of its packed int8 sum are staged as widened pairs ([`Opt::StageWeights`]).
+    pub staged: bool,
 }
 
 impl Kernel {
@@ -176,6 +184,7 @@ impl Kernel {
             vector_lanes: 0,
             remainder: None,
             reduce_block: None,
+            staged: false,
         };
         k.drop_ones()?;
         k.merge_adjacent()?;
@@ -286,6 +295,13 @@ impl Kernel {
         {
             return self.looped_upcast(axis, amount, lanes);
         }
+        if let Opt::StageWeights = opt {
+            if let Some(rem) = &mut self.remainder {
+                rem.kernel.staged = true;
+            }
+            self.staged = true;
+            return Ok(());
+        }
         if let Opt::ReduceBlock { axis, amount } = opt {
             if let Some(rem) = &mut self.remainder {
                 rem.kernel.block_reduce(axis, amount)?;
@@ -327,7 +343,8 @@ impl Kernel {
             | Opt::Vectorize { .. }
             | Opt::Unroll { .. }
             | Opt::LoopedUpcast { .. }
-            | Opt::ReduceBlock { .. } => {
+            | Opt::ReduceBlock { .. }
+            | Opt::StageWeights => {
                 return Err(Error::axis(
                     "apply_opt",
                     alloc::format!(

@@ -28,6 +28,7 @@ use crate::ops::{AluOp, ReduceOp, Scalar};
 use crate::symbolic::{Kind, Node};
 
 mod lanes;
+mod stage;
 
 struct Lin {
     uops: Vec<UOp>,
@@ -48,6 +49,9 @@ struct Lin {
     error: Option<Error>,
     /// The block loop of a blocked reduce ([`Kernel::reduce_block`]), open around everything.
     block: Option<Block>,
+    /// The kernel's staged-weights local and its size in elements, once declared (a looped
+    /// remainder's second part reuses the first's).
+    local: Option<(u32, usize)>,
 }
 
 /// A blocked reduce ([`Opt::ReduceBlock`](super::kernel::Opt::ReduceBlock)): the outermost
@@ -89,6 +93,7 @@ impl Lin {
                 | UOpKind::VecAlu { .. }
                 | UOpKind::Vectorize
                 | UOpKind::Gep(_)
+                | UOpKind::PairWiden
         ) && !src.iter().any(|&s| self.uops[s as usize].kind.is_acc());
         let u = UOp { kind, dtype, src };
         if shareable {
@@ -529,13 +534,13 @@ impl Lin {
 /// integer sum ([`dual_mac_fits`]) are consecutive in memory, its size a multiple of 4: the
 /// axis a packed `DualMac` reads a word along (`None` without one, or without `dual_mac`).
 /// The last such axis is taken (the innermost order it already had, when it is the last).
-fn packed_upcast(l: &Lin, k: &Kernel, reduce_up: &[usize]) -> Option<usize> {
+fn packed_upcast(dual_mac: bool, k: &Kernel, reduce_up: &[usize]) -> Option<usize> {
     let red = k.ast.find_reduce()?;
     let AstOp::Reduce(rop, _) = red.op() else {
         return None;
     };
     let src = red.src().first()?;
-    if !l.dual_mac || !dual_mac_fits(*rop, src, red.dtype()) {
+    if !dual_mac || !dual_mac_fits(*rop, src, red.dtype()) {
         return None;
     }
     let strides: Vec<Vec<Option<Node>>> = src
@@ -798,6 +803,7 @@ fn lower(
         dual_mac,
         error: None,
         block: None,
+        local: None,
     };
     for (i, b) in bufs.iter().enumerate() {
         l.push(
@@ -821,6 +827,11 @@ fn lower(
             Vec::new(),
         );
         l.vars.insert(String::from(&*name), u);
+    }
+    // Staged weights' local, before any loop (see `linearizer/stage.rs`).
+    if let Some(n) = stage_size(k).filter(|_| dual_mac) {
+        let u = l.push(UOpKind::DefineLocal { size: n }, DType::I16, Vec::new());
+        l.local = Some((u, n));
     }
     // A looped remainder: the loops of the axes before its axis are shared, the main part
     // runs first inside them, then the remainder.
@@ -857,6 +868,65 @@ fn lower(
     finish(l, bufs, name, vars)
 }
 
+/// Will the linearizer stage the weights of `k` (marked [`Kernel::staged`], on a target with
+/// `dual_mac`), in its main part and in its looped remainder if any? The strategy that marks a
+/// kernel asks, so a tile chosen for staging is never lowered without it.
+pub(crate) fn stageable(k: &Kernel) -> bool {
+    let outer = k.remainder.as_deref().map_or(0, |r| r.shared);
+    staging(k, outer).is_some()
+        && k.remainder
+            .as_deref()
+            .is_none_or(|r| staging(&r.kernel, outer).is_some())
+}
+
+/// Elements of the local the staged parts of `k` share (the larger part's), if any stages:
+/// declared before any loop, so both parts of a looped remainder see it.
+fn stage_size(k: &Kernel) -> Option<usize> {
+    let outer = k.remainder.as_deref().map_or(0, |r| r.shared);
+    let main = staging(k, outer).map(|s| s.size());
+    let rem = k
+        .remainder
+        .as_deref()
+        .and_then(|r| staging(&r.kernel, outer));
+    main.into_iter().chain(rem.map(|s| s.size())).max()
+}
+
+/// The staging [`emit`] makes of `k` (one part; `outer` global loops open before it), on a
+/// target with `dual_mac`.
+fn staging(k: &Kernel, outer: usize) -> Option<stage::Stage> {
+    let part = |k: &Kernel| {
+        let up: Vec<i64> = k.full_shape[k.first_upcast..]
+            .iter()
+            .map(|d| d.as_const().unwrap_or(1))
+            .collect();
+        let idxs = loop_idxs(k);
+        let pick = |reduce: bool| -> Vec<usize> {
+            (0..up.len())
+                .filter(|&u| k.upcast_is_reduce[u] == reduce)
+                .collect()
+        };
+        let (global_up, reduce_up) = (pick(false), pick(true));
+        let sizes = |which: &[usize]| which.iter().map(|&u| up[u]).collect::<Vec<_>>();
+        let (Some(j), Some(red)) = (packed_upcast(true, k, &reduce_up), k.ast.find_reduce()) else {
+            return None;
+        };
+        let out = combos(&sizes(&global_up));
+        let reds = combos_fastest(&sizes(&reduce_up), j);
+        let positions = |g: &[i64], r: &[i64], _: bool| -> Vec<Node> {
+            let mut p = idxs.clone();
+            for (n, &u) in global_up.iter().enumerate() {
+                p[k.first_upcast + u] = Node::cst(g[n]);
+            }
+            for (n, &u) in reduce_up.iter().enumerate() {
+                p[k.first_upcast + u] = Node::cst(r[n]);
+            }
+            p
+        };
+        stage::plan(k, &red.src()[0], outer, &out, &reds, &positions)
+    };
+    part(k)
+}
+
 /// Index variables of `k`: loop counters for looped axes, placeholders for unrolled ones (for
 /// bounds).
 fn loop_idxs(k: &Kernel) -> Vec<Node> {
@@ -886,14 +956,6 @@ fn emit(l: &mut Lin, k: &Kernel, outer: usize) -> Result<()> {
         .collect();
     let loop_idxs = loop_idxs(k);
     let mut loops = Vec::new();
-    for (i, idx) in loop_idxs
-        .iter()
-        .enumerate()
-        .take(k.first_reduce)
-        .skip(outer)
-    {
-        loops.push(l.open_loop(String::from(idx.var_name().unwrap_or("")), &k.full_shape[i]));
-    }
     let global_up: Vec<usize> = (0..up_sizes.len())
         .filter(|&u| !k.upcast_is_reduce[u])
         .collect();
@@ -904,7 +966,7 @@ fn emit(l: &mut Lin, k: &Kernel, outer: usize) -> Result<()> {
     let mut out_combos = combos(&sizes(&global_up));
     // A packed dual multiply-accumulate reads four consecutive reduce positions of each
     // factor: its axis runs fastest (integer sums wrap, so the order changes no value).
-    let packed = packed_upcast(l, k, &reduce_up);
+    let packed = packed_upcast(l.dual_mac, k, &reduce_up);
     let mut red_combos = match packed {
         Some(j) => combos_fastest(&sizes(&reduce_up), j),
         None => combos(&sizes(&reduce_up)),
@@ -936,6 +998,46 @@ fn emit(l: &mut Lin, k: &Kernel, outer: usize) -> Result<()> {
                 .unwrap_or(red_combos);
         }
     }
+
+    // Staged weights: the global loops the weight moves along first, its staging, then the
+    // rest (see `linearizer/stage.rs`).
+    let staged = match (packed, k.ast.find_reduce()) {
+        (Some(_), Some(red)) => stage::plan(
+            k,
+            &red.src()[0],
+            outer,
+            &out_combos,
+            &red_combos,
+            &positions,
+        ),
+        _ => None,
+    };
+    let split = staged.as_ref().map_or(k.first_reduce, |s| s.split);
+    let open_globals = |l: &mut Lin, loops: &mut Vec<u32>, from: usize, to: usize| {
+        for (i, idx) in loop_idxs.iter().enumerate().take(to).skip(from) {
+            loops.push(l.open_loop(String::from(idx.var_name().unwrap_or("")), &k.full_shape[i]));
+        }
+    };
+    open_globals(l, &mut loops, outer, split);
+    let staged = match (staged, k.ast.find_reduce()) {
+        (Some(st), Some(red)) => match l.stage_local(&st) {
+            Some(local) => {
+                let (o, r) = (&out_combos[..], &red_combos[..]);
+                l.stage_weights(
+                    k,
+                    (&st, local),
+                    &red.src()[0],
+                    (o, r),
+                    &positions,
+                    &loop_idxs,
+                );
+                Some((st, local))
+            }
+            None => None,
+        },
+        _ => None,
+    };
+    open_globals(l, &mut loops, split.max(outer), k.first_reduce);
 
     let store = &k.ast;
     let AstOp::Store { st: out_st, .. } = store.op() else {
@@ -1098,8 +1200,14 @@ fn emit(l: &mut Lin, k: &Kernel, outer: usize) -> Result<()> {
         // Paired: four positions at a time, one packed `DualMac` where both factors are four
         // consecutive bytes there, else two pairs (the last chunk may be shorter: a pair and
         // an odd position taking a single step).
-        for quad in red_combos.chunks(if paired { 4 } else { 1 }) {
+        for (q, quad) in red_combos.chunks(if paired { 4 } else { 1 }).enumerate() {
             for (gi, g) in out_combos.iter().enumerate() {
+                if let (Some((st, local)), 4) = (&staged, quad.len()) {
+                    let first = positions(g, &quad[0], true);
+                    let at = (q, gi);
+                    l.accumulate_staged(k, (st, *local), src, at, &first, &loop_idxs, accs[gi])?;
+                    continue;
+                }
                 if quad.len() == 4 {
                     let ps: Vec<Vec<Node>> = quad.iter().map(|r| positions(g, r, true)).collect();
                     if l.accumulate_packed(src, &ps, accs[gi])? {
@@ -1305,6 +1413,7 @@ mod tests {
             vector_lanes: 0,
             remainder: None,
             reduce_block: None,
+            staged: false,
         };
         let buf = |size, writable| BufParam {
             dtype: DType::F32,

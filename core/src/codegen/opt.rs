@@ -53,6 +53,11 @@ pub struct OptConfig {
     /// tiles are sized by `max_accs` alone. The pixel-lane tile of a pointwise conv
     /// (`strategy/orientation.rs`) takes a second vector of pixels where they fit.
     pub vec_registers: usize,
+    /// Bytes of stack one kernel may take for scratch: a packed int8 sum's weights staged as
+    /// widened i16 pairs ([`Opt::StageWeights`](super::kernel::Opt::StageWeights)), sized by
+    /// the small-core conv tile (`strategy/small_core.rs`). 0 (the default): no staging. A
+    /// target sets it from the stack its parts can spare (`opt.stack_scratch`).
+    pub stack_scratch: usize,
 }
 
 impl OptConfig {
@@ -71,6 +76,7 @@ impl OptConfig {
             dual_mac: false,
             vector_lanes: false,
             vec_registers: 0,
+            stack_scratch: 0,
         }
     }
 
@@ -101,6 +107,7 @@ impl OptConfig {
             // x86-64 has 16 vector registers up to AVX2 and 32 with AVX-512 (16 lanes); a
             // 4-lane NEON core has 32, and 16 is the safe count for 4 lanes.
             vec_registers: if vec_width >= 16 { 32 } else { 16 },
+            stack_scratch: 0,
         }
     }
 

@@ -34,6 +34,15 @@ pub enum UOpKind {
         /// Its largest value.
         max: i64,
     },
+    /// A scratch array of `size` elements of the UOp's dtype that the kernel owns (on the
+    /// stack in C, aligned to 8 bytes; per run in the interpreter): loads and stores address
+    /// it as they address a `DefineGlobal`. Its contents start undefined: the kernel stores
+    /// every element it later loads (the linearizer's staged weights fill it before the loop
+    /// that reads it). Declared after the `DefineGlobal`s and `DefineVar`s.
+    DefineLocal {
+        /// Its element count.
+        size: usize,
+    },
     /// A constant.
     Const(Scalar),
     /// A loop: the UOp's value runs over `[src0, src1)`.
@@ -63,7 +72,9 @@ pub enum UOpKind {
     /// the instruction (`dual_mac`: Arm's `smlad` on cores with the DSP extension).
     /// Packed form, three sources: `src0 + Σₖ src1[k]·src2[k]` over two `VecLoad`s of four i8
     /// lanes each (one 32-bit word per operand: two `smlad`s on `sxtb16`-widened halves), made
-    /// where both factors are four consecutive elements of memory.
+    /// where both factors are four consecutive elements of memory; or over two 4-lane i16
+    /// values already widened (`PairWiden`s, or a `VecLoad` of four i16 lanes from a
+    /// `DefineLocal` holding `PairWiden`s): two `smlad`s and no widening.
     DualMac,
     /// A vector accumulator of `lanes` elements of the UOp's dtype, every lane starting at the
     /// value; updated by `Assign` with a vector of as many lanes.
@@ -102,6 +113,12 @@ pub enum UOpKind {
     Vectorize,
     /// Lane `n` of the vector `src0`, as a scalar.
     Gep(u8),
+    /// The four i8 lanes of the word `src0` (a `VecLoad` of four i8 lanes) sign-extended to
+    /// four i16 lanes in the order `(0, 2, 1, 3)`: the halfword pairs Arm's `sxtb16` gives
+    /// from a word and from the word rotated by 8 bits, one 32-bit register each. A dot
+    /// product of two such values (a packed `DualMac` of 4-lane i16 operands) is the dot of
+    /// the words, the lane order being the same on both sides.
+    PairWiden,
 }
 
 impl UOpKind {
@@ -120,7 +137,9 @@ pub fn lanes_of(kind: &UOpKind) -> usize {
         | UOpKind::VecLoad { lanes, .. }
         | UOpKind::VecStore { lanes }
         | UOpKind::VecAlu { lanes, .. } => usize::from(*lanes),
+        UOpKind::PairWiden => 4,
         UOpKind::DefineGlobal { .. }
+        | UOpKind::DefineLocal { .. }
         | UOpKind::DefineVar { .. }
         | UOpKind::Const(_)
         | UOpKind::Loop
@@ -214,6 +233,7 @@ impl fmt::Display for UOpKind {
                 )
             }
             UOpKind::DefineVar { name, min, max } => write!(f, "DEFINE_VAR {name} [{min}, {max}]"),
+            UOpKind::DefineLocal { size } => write!(f, "DEFINE_LOCAL {size}"),
             UOpKind::Const(v) => write!(f, "CONST {v}"),
             UOpKind::Loop => f.write_str("LOOP"),
             UOpKind::EndLoop => f.write_str("ENDLOOP"),
@@ -232,6 +252,7 @@ impl fmt::Display for UOpKind {
             UOpKind::VecAlu { op, .. } => write!(f, "ALU {op}"),
             UOpKind::Vectorize => f.write_str("VECTORIZE"),
             UOpKind::Gep(n) => write!(f, "GEP {n}"),
+            UOpKind::PairWiden => f.write_str("PAIR_WIDEN"),
         }
     }
 }

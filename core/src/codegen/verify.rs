@@ -190,6 +190,7 @@ fn scope_step(w: &mut Walk, i: usize, u: &UOp) -> Option<String> {
         }
         UOpKind::DefineGlobal { .. }
         | UOpKind::DefineVar { .. }
+        | UOpKind::DefineLocal { .. }
         | UOpKind::Const(_)
         | UOpKind::DefineAcc(_)
         | UOpKind::Load
@@ -204,7 +205,8 @@ fn scope_step(w: &mut Walk, i: usize, u: &UOp) -> Option<String> {
         | UOpKind::VecStore { .. }
         | UOpKind::VecAlu { .. }
         | UOpKind::Vectorize
-        | UOpKind::Gep(_) => {}
+        | UOpKind::Gep(_)
+        | UOpKind::PairWiden => {}
     }
     None
 }
@@ -238,6 +240,7 @@ fn declaration_problem(lk: &LinearKernel, u: &UOp, globals: &mut [usize]) -> Opt
             (!declared)
                 .then(|| format!("variable {name} [{min}, {max}] is not in the kernel's vars"))
         }
+        UOpKind::DefineLocal { size } => (*size == 0).then(|| String::from("an empty local")),
         UOpKind::Const(_)
         | UOpKind::Loop
         | UOpKind::EndLoop
@@ -254,7 +257,8 @@ fn declaration_problem(lk: &LinearKernel, u: &UOp, globals: &mut [usize]) -> Opt
         | UOpKind::VecStore { .. }
         | UOpKind::VecAlu { .. }
         | UOpKind::Vectorize
-        | UOpKind::Gep(_) => None,
+        | UOpKind::Gep(_)
+        | UOpKind::PairWiden => None,
     }
 }
 
@@ -265,9 +269,19 @@ fn kind_problem(lk: &LinearKernel, u: &UOp) -> Option<String> {
     match &u.kind {
         UOpKind::DefineGlobal { .. }
         | UOpKind::DefineVar { .. }
+        | UOpKind::DefineLocal { .. }
         | UOpKind::Const(_)
         | UOpKind::DefineAcc(_)
         | UOpKind::VecAcc { .. } => arity(0),
+        UOpKind::PairWiden => arity(1).or_else(|| {
+            (!is_word(lk, u.src[0]) || u.dtype != DType::I16).then(|| {
+                format!(
+                    "pair widening of {:?} giving {} (wants a 4-lane i8 load, gives i16)",
+                    dts(lk, u),
+                    u.dtype.name()
+                )
+            })
+        }),
         UOpKind::Loop => arity(2).or_else(|| ints(&[dt(0), dt(1)], "loop bounds")),
         UOpKind::EndLoop => arity(1),
         UOpKind::Load => memory_problem(lk, u, false),
@@ -314,21 +328,16 @@ fn kind_problem(lk: &LinearKernel, u: &UOp) -> Option<String> {
                 same(&[acc.dtype, dt(1), u.dtype], "assign")
             }
         }),
-        // The packed form: an i32 accumulator and two `VecLoad`s of four i8 lanes.
+        // The packed form: an i32 accumulator and two `VecLoad`s of four i8 lanes, or two
+        // 4-lane i16 values (widened pairs).
         UOpKind::DualMac if u.src.len() == 3 => {
-            let word = |s: usize| {
-                let w = &lk.uops[u.src[s] as usize];
-                w.kind
-                    == UOpKind::VecLoad {
-                        lanes: 4,
-                        stride: 1,
-                    }
-                    && w.dtype == DType::I8
-            };
-            (u.dtype != DType::I32 || dt(0) != DType::I32 || !word(1) || !word(2)).then(|| {
+            let word = |s: usize| is_word(lk, u.src[s]);
+            let pairs = |s: usize| dt(s) == DType::I16 && lanes(&lk.uops, u.src[s] as usize) == 4;
+            let operands = (word(1) && word(2)) || (pairs(1) && pairs(2));
+            (u.dtype != DType::I32 || dt(0) != DType::I32 || !operands).then(|| {
                 format!(
                     "packed dual multiply-accumulate of {:?} giving {} (wants i32 and two \
-                     4-lane i8 loads)",
+                     4-lane i8 loads or two 4-lane i16 values)",
                     dts(lk, u),
                     u.dtype.name()
                 )
@@ -383,12 +392,14 @@ fn lanes_problem(lk: &LinearKernel, i: usize) -> Option<String> {
             "gep reads a lane of a vector",
         ),
         UOpKind::Assign => want(&|_, n| n == w, "the value is as wide as the accumulator"),
+        UOpKind::PairWiden => want(&|_, n| n == 4, "a pair widening takes a 4-lane word"),
         UOpKind::DualMac if u.src.len() == 3 => want(
             &|s, n| n == if s == 0 { 1 } else { 4 },
             "a packed dual MAC takes a scalar accumulator and two 4-lane words",
         ),
         UOpKind::DefineGlobal { .. }
         | UOpKind::DefineVar { .. }
+        | UOpKind::DefineLocal { .. }
         | UOpKind::Const(_)
         | UOpKind::Loop
         | UOpKind::EndLoop
@@ -402,6 +413,18 @@ fn lanes_problem(lk: &LinearKernel, i: usize) -> Option<String> {
     }
 }
 
+/// Is UOp `i` a word of four consecutive i8 lanes (a packed `DualMac`'s or a `PairWiden`'s
+/// operand)?
+fn is_word(lk: &LinearKernel, i: u32) -> bool {
+    let w = &lk.uops[i as usize];
+    w.kind
+        == UOpKind::VecLoad {
+            lanes: 4,
+            stride: 1,
+        }
+        && w.dtype == DType::I8
+}
+
 fn dts(lk: &LinearKernel, u: &UOp) -> Vec<DType> {
     u.src.iter().map(|&s| lk.uops[s as usize].dtype).collect()
 }
@@ -412,8 +435,11 @@ fn memory_problem(lk: &LinearKernel, u: &UOp, store: bool) -> Option<String> {
         return Some(format!("{} sources, not 2 or 3", u.src.len()));
     }
     let buf = &lk.uops[u.src[0] as usize];
-    let UOpKind::DefineGlobal { idx, writable } = buf.kind else {
-        return Some(format!("addresses {} (not a declared buffer)", buf.kind));
+    let (idx, writable) = match buf.kind {
+        UOpKind::DefineGlobal { idx, writable } => (idx, writable),
+        // A kernel's own scratch: always writable.
+        UOpKind::DefineLocal { .. } => (u.src[0] as usize, true),
+        _ => return Some(format!("addresses {} (not a declared buffer)", buf.kind)),
     };
     if store && !writable {
         return Some(format!("stores to read-only buffer {idx}"));

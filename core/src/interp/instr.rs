@@ -89,19 +89,29 @@ pub(crate) enum View<'a> {
 pub(crate) struct Mem<'a> {
     pub views: Vec<View<'a>>,
     pub slots: Vec<usize>,
+    /// The kernel's `DefineLocal` scratch arrays, this run's own: slot `slots.len() + n` is
+    /// local number `n`.
+    pub scratch: Vec<Vec<u8>>,
 }
 
 impl Mem<'_> {
-    /// The bytes of the buffer in parameter `slot`.
+    /// The bytes of the buffer in parameter `slot` (or of a local, past the parameters).
     pub fn read(&self, slot: usize) -> &[u8] {
+        if let Some(n) = slot.checked_sub(self.slots.len()) {
+            return &self.scratch[n];
+        }
         match &self.views[self.slots[slot]] {
             View::Read(g) => g,
             View::Write(g) => g,
         }
     }
 
-    /// The bytes of the buffer in parameter `slot`, if this run holds it writable.
+    /// The bytes of the buffer in parameter `slot`, if this run holds it writable (a local
+    /// always is).
     pub fn write(&mut self, slot: usize) -> Option<&mut [u8]> {
+        if let Some(n) = slot.checked_sub(self.slots.len()) {
+            return Some(&mut self.scratch[n]);
+        }
         match &mut self.views[self.slots[slot]] {
             View::Read(_) => None,
             View::Write(g) => Some(g),

@@ -1,6 +1,6 @@
 //! Running vector UOps lane by lane: before the interpreter lowers a kernel, every vector UOp
-//! (`VecAcc`, `VecLoad`, `VecStore`, `VecAlu`, `Vectorize`, `Gep`, an `Assign` to a vector
-//! accumulator) is expanded into one scalar UOp per lane, so the rest of the interpreter sees
+//! (`VecAcc`, `VecLoad`, `VecStore`, `VecAlu`, `Vectorize`, `Gep`, `PairWiden`, an `Assign` to
+//! a vector accumulator) is expanded into one scalar UOp per lane, so the rest of the interpreter sees
 //! scalar UOps only.
 //!
 //! Invariant: lane `k` of a vector UOp becomes exactly the scalar UOp the C renderer's vector
@@ -90,7 +90,13 @@ pub(super) fn scalarize(k: &LinearKernel) -> Option<LinearKernel> {
             }
             UOpKind::Vectorize => scalar(&u.src),
             UOpKind::Gep(n) => alloc::vec![lane(u.src[0], usize::from(*n))],
+            // Lanes (0, 2, 1, 3) of the word, each cast to the i16 it sign-extends to.
+            UOpKind::PairWiden => [0, 2, 1, 3]
+                .iter()
+                .map(|&n| push(&mut out, UOpKind::Cast, alloc::vec![lane(u.src[0], n)]))
+                .collect(),
             kind @ (UOpKind::DefineGlobal { .. }
+            | UOpKind::DefineLocal { .. }
             | UOpKind::DefineVar { .. }
             | UOpKind::Const(_)
             | UOpKind::Loop
@@ -124,6 +130,7 @@ fn is_vector_kind(kind: &UOpKind) -> bool {
             | UOpKind::VecAlu { .. }
             | UOpKind::Vectorize
             | UOpKind::Gep(_)
+            | UOpKind::PairWiden
     )
 }
 

@@ -82,6 +82,8 @@ pub(crate) struct Lowered {
     pub vars: Vec<VarSlot>,
     /// Per buffer parameter: does the kernel store to it?
     pub written: Vec<bool>,
+    /// Bytes of each `DefineLocal`, in order (slot `bufs.len() + n` at run time).
+    pub locals: Vec<usize>,
 }
 
 /// The register encoding of a constant converted to `dt`.
@@ -105,7 +107,9 @@ pub(crate) fn lower(k: &LinearKernel) -> Result<Lowered> {
             regs: vec![0; k.uops.len()],
             vars: Vec::new(),
             written: vec![false; k.bufs.len()],
+            locals: Vec::new(),
         },
+        local_slot: Vec::new(),
         loops: Vec::new(),
     };
     for (i, u) in k.uops.iter().enumerate() {
@@ -130,6 +134,8 @@ struct Lowerer<'k> {
     out: Lowered,
     /// Open loops: (loop UOp, index of its `Loop` instruction).
     loops: Vec<(usize, usize)>,
+    /// `(DefineLocal UOp, its slot)`.
+    local_slot: Vec<(usize, usize)>,
 }
 
 type Msg = String;
@@ -143,6 +149,15 @@ impl Lowerer<'_> {
         match &u.kind {
             UOpKind::DefineGlobal { idx, .. } => self.define_global(*idx, u.dtype),
             UOpKind::DefineVar { name, .. } => self.define_var(i, name, u.dtype),
+            UOpKind::DefineLocal { size } => {
+                let bytes = size
+                    .checked_mul(u.dtype.itemsize())
+                    .ok_or("local of too many bytes")?;
+                let slot = self.k.bufs.len() + self.out.locals.len();
+                self.out.locals.push(bytes);
+                self.local_slot.push((i, slot));
+                Ok(())
+            }
             UOpKind::Const(v) => {
                 self.out.regs[i] = scalar_reg(*v, u.dtype);
                 Ok(())
@@ -165,7 +180,8 @@ impl Lowerer<'_> {
             | UOpKind::VecStore { .. }
             | UOpKind::VecAlu { .. }
             | UOpKind::Vectorize
-            | UOpKind::Gep(_) => Err(String::from(
+            | UOpKind::Gep(_)
+            | UOpKind::PairWiden => Err(String::from(
                 "a vector uop left after the lane-by-lane expansion",
             )),
         }
@@ -284,7 +300,13 @@ impl Lowerer<'_> {
     fn slot(&self, buf: usize, dt: DType) -> core::result::Result<(usize, bool), Msg> {
         match self.k.uops[buf].kind {
             UOpKind::DefineGlobal { idx, writable } if self.dtype(buf) == dt => Ok((idx, writable)),
-            UOpKind::DefineGlobal { .. } => Err(format!(
+            UOpKind::DefineLocal { .. } if self.dtype(buf) == dt => self
+                .local_slot
+                .iter()
+                .find(|&&(u, _)| u == buf)
+                .map(|&(_, s)| (s, true))
+                .ok_or_else(|| format!("local uop {buf} was not declared")),
+            UOpKind::DefineGlobal { .. } | UOpKind::DefineLocal { .. } => Err(format!(
                 "accesses {dt} in buffer uop {buf} of {}",
                 self.dtype(buf)
             )),
@@ -330,7 +352,9 @@ impl Lowerer<'_> {
         }
         self.index(src[1])?;
         let gate = self.gate(src.get(3))?;
-        self.out.written[slot] = true;
+        if let Some(w) = self.out.written.get_mut(slot) {
+            *w = true;
+        }
         let ins = storage_type!(dt, S => store::<S>(i, slot, [src[1], src[2]], gate))
             .ok_or("bad dtype")?;
         self.emit(ins)

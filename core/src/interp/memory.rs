@@ -142,6 +142,7 @@ impl Held {
         Mem {
             views,
             slots: self.slots.clone(),
+            scratch: Vec::new(),
         }
     }
 }

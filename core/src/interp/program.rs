@@ -66,7 +66,15 @@ impl InterpProgram {
     }
 
     fn fault(&self, f: Fault) -> Error {
-        let dt = self.kernel.bufs[f.slot].dtype;
+        let Some(dt) = self.kernel.bufs.get(f.slot).map(|b| b.dtype) else {
+            return self.err(format_args!(
+                "uop {}: index {} out of range for local {} ({} elements)",
+                f.uop,
+                f.index,
+                f.slot - self.kernel.bufs.len(),
+                f.len
+            ));
+        };
         let what = self.kernel.uops[f.uop].kind.clone();
         match f.kind {
             FaultKind::OutOfRange => self.err(format_args!(
@@ -93,6 +101,13 @@ impl Program for InterpProgram {
         let mut regs = self.registers(vars)?;
         let held = Held::new(&self.mem, bufs, &self.lowered.written).map_err(|e| self.err(e))?;
         let mut mem = held.lock();
+        // Each run's own scratch (zeroed; the kernel stores before it loads).
+        mem.scratch = self
+            .lowered
+            .locals
+            .iter()
+            .map(|&n| alloc::vec![0u8; n])
+            .collect();
         let n = exec(&self.lowered.code, &mut regs, &mut mem).map_err(|f| self.fault(f))?;
         *EXECUTED.lock() += n;
         Ok(())

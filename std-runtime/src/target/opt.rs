@@ -75,6 +75,12 @@ pub const OPT_KEYS: &[OptKey] = &[
         set: |c, v| c.vec_registers = v,
         doc: "SIMD registers a vector register tile may fill; 0: unknown, tiles sized by max_accs (default 0)",
     },
+    OptKey {
+        name: "stack_scratch",
+        range: (0, 1 << 20),
+        set: |c, v| c.stack_scratch = v,
+        doc: "bytes of stack a kernel may take for staged int8 weights (needs dual_mac); 0: none (default 0)",
+    },
 ];
 
 /// The description's [`OptConfig`]: [`OptConfig::small_device`], with each `opt.` key given

@@ -44,6 +44,11 @@ pub(crate) enum Helper {
     /// `pg_ld_i8x4` and `pg_smlad4_b`: a 4-lane [`UOpKind::DualMac`](crate::codegen::uops::UOpKind::DualMac)
     /// over two packed words of four i8 each (one 32-bit load per operand).
     SmladWords,
+    /// `pg_widen_lo`/`pg_widen_hi` ([`UOpKind::PairWiden`](crate::codegen::uops::UOpKind::PairWiden)),
+    /// `pg_ld_pairs`/`pg_st_pairs` (four i16 lanes of a `DefineLocal` as two words: one `ldrd`)
+    /// and `pg_smlad2` (one `smlad`): a packed `DualMac` of pre-widened operands (needs
+    /// [`Helper::SmladWords`]' `pg_sxtb16_ror8`).
+    SmladPairs,
     /// `pg_div_<int>`: truncating division, x/0 = 0, MIN/-1 wraps.
     Div(DType),
     /// `pg_mod_<int>`: C remainder, x%0 = 0, MIN%-1 = 0.
@@ -86,6 +91,9 @@ impl Needs {
             // `pg_smlad_b` packs with `pg_pack16`, defined beside `pg_smlad_h`.
             Helper::SmladBytes => {
                 self.helpers.insert(Helper::SmladHalves);
+            }
+            Helper::SmladPairs => {
+                self.helpers.insert(Helper::SmladWords);
             }
             _ => {}
         }
@@ -147,6 +155,7 @@ fn helper_text(h: Helper) -> String {
         Helper::SmladHalves => String::from(SMLAD_HALVES),
         Helper::SmladBytes => String::from(SMLAD_BYTES),
         Helper::SmladWords => String::from(SMLAD_WORDS),
+        Helper::SmladPairs => String::from(SMLAD_PAIRS),
         Helper::Div(dt) => div_text(dt),
         Helper::Mod(dt) => mod_text(dt),
         Helper::FloatToInt(f, i) => float_to_int_text(f, i),
@@ -572,6 +581,60 @@ static inline __attribute__((unused)) int32_t pg_smlad4_b(int32_t acc, int32_t a
     s += (uint32_t)((int32_t)(int8_t)(uint8_t)((uint32_t)a >> k) * (int32_t)(int8_t)(uint8_t)((uint32_t)b >> k));
   }
   return (int32_t)s;
+}
+#endif
+";
+
+/// Pre-widened packed operands: a word of four i8 as two words of i16 pairs, `(b0, b2)` and
+/// `(b1, b3)` (`__sxtb16` and its rotated form), four i16 lanes of a local in that order read
+/// as two words by one `ldrd` and stored by `pg_st_pairs`, and `pg_smlad2`, one `__smlad`.
+/// gcc 12 pairs two word loads into an `ldrd` only from an asm statement with an `"m"` operand
+/// (its offset form; two `ldr`s otherwise: the staged pointwise tile measured 17 instead of 22
+/// instructions per 16 multiply-adds by hand); the operand's type is `may_alias`, so the
+/// compiler orders it after the stores of the local's `int16_t` elements. The portable forms
+/// compute the same lanes in C (wrapping through `uint32_t`).
+const SMLAD_PAIRS: &str = "typedef int32_t __attribute__((may_alias)) pg_i32a;
+typedef int64_t __attribute__((may_alias)) pg_i64a;
+static inline __attribute__((unused)) void pg_st_pairs(int16_t *p, int32_t lo, int32_t hi) {
+  ((pg_i32a *)p)[0] = lo;
+  ((pg_i32a *)p)[1] = hi;
+}
+#if defined(__ARM_FEATURE_DSP)
+static inline __attribute__((unused)) int32_t pg_widen_lo(int32_t w) {
+  return __sxtb16(w);
+}
+static inline __attribute__((unused)) int32_t pg_widen_hi(int32_t w) {
+  return pg_sxtb16_ror8(w);
+}
+static inline __attribute__((unused)) void pg_ld_pairs(const int16_t *p, int32_t *lo, int32_t *hi) {
+  int32_t a, b;
+  __asm__(\"ldrd %0, %1, %2\" : \"=r\"(a), \"=r\"(b) : \"m\"(*(const pg_i64a *)p));
+  *lo = a;
+  *hi = b;
+}
+static inline __attribute__((unused)) int32_t pg_smlad2(int32_t acc, int32_t a, int32_t b) {
+  return __smlad(a, b, acc);
+}
+#else
+static inline __attribute__((unused)) int32_t pg_pair16(int32_t w, int k) {
+  uint32_t lo = (uint16_t)(int16_t)(int8_t)(uint8_t)((uint32_t)w >> k);
+  uint32_t hi = (uint16_t)(int16_t)(int8_t)(uint8_t)((uint32_t)w >> (k + 16));
+  return (int32_t)(lo | (hi << 16));
+}
+static inline __attribute__((unused)) int32_t pg_widen_lo(int32_t w) {
+  return pg_pair16(w, 0);
+}
+static inline __attribute__((unused)) int32_t pg_widen_hi(int32_t w) {
+  return pg_pair16(w, 8);
+}
+static inline __attribute__((unused)) void pg_ld_pairs(const int16_t *p, int32_t *lo, int32_t *hi) {
+  *lo = ((const pg_i32a *)p)[0];
+  *hi = ((const pg_i32a *)p)[1];
+}
+static inline __attribute__((unused)) int32_t pg_smlad2(int32_t acc, int32_t a, int32_t b) {
+  int32_t p0 = (int32_t)(int16_t)(uint16_t)(uint32_t)a * (int32_t)(int16_t)(uint16_t)(uint32_t)b;
+  int32_t p1 = (int32_t)(int16_t)(uint16_t)((uint32_t)a >> 16) * (int32_t)(int16_t)(uint16_t)((uint32_t)b >> 16);
+  return (int32_t)((uint32_t)acc + (uint32_t)p0 + (uint32_t)p1);
 }
 #endif
 ";

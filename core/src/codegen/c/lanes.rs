@@ -57,6 +57,15 @@ impl Writer<'_> {
     }
 
     pub(super) fn vec_load(&mut self, i: usize, w: usize, stride: usize) {
+        if self.k.uops[i].dtype == DType::I16 && w == 4 && stride == 1 {
+            // Four i16 lanes (widened pairs in a local) as two words by one `ldrd`.
+            self.needs.add(Helper::SmladPairs);
+            let (b, x) = (String::from(self.src(i, 0)), String::from(self.src(i, 1)));
+            self.line(&format!("int32_t val{i}_lo, val{i}_hi;"));
+            self.line(&format!("pg_ld_pairs({b} + {x}, &val{i}_lo, &val{i}_hi);"));
+            self.names[i] = format!("val{i}");
+            return;
+        }
         if self.k.uops[i].dtype == DType::I8 && w == 4 {
             // Four i8 lanes are made only as a packed `DualMac`'s operand: one 32-bit word.
             self.needs.add(Helper::SmladWords);
@@ -108,6 +117,13 @@ impl Writer<'_> {
     }
 
     pub(super) fn vec_store(&mut self, i: usize, w: usize) {
+        if self.k.uops[i].dtype == DType::I16 && w == 4 {
+            // Four i16 lanes (a `PairWiden`'s two words) into a local.
+            let (b, x, v) = (self.src(i, 0), self.src(i, 1), self.src(i, 2));
+            let s = format!("pg_st_pairs({b} + {x}, {v}_lo, {v}_hi);");
+            self.line(&s);
+            return;
+        }
         let Some(t) = self.vec_type(i, w) else { return };
         let (b, x, v) = (self.src(i, 0), self.src(i, 1), self.src(i, 2));
         let s = format!("*({t}u *)({b} + {x}) = {v};");

@@ -51,6 +51,15 @@ const MAX_SIDE: usize = 16;
 /// Tiles a conv-shaped kernel by the register file; false, changing nothing, when the
 /// configuration names no registers or the kernel is not conv-shaped.
 pub(super) fn choose(k: &mut Kernel, cfg: &OptConfig, applied: &mut Vec<Opt>) -> bool {
+    if let Some(opts) = staged(k, cfg) {
+        let mut next = k.clone();
+        let mut done = Vec::new();
+        if opts.iter().all(|&o| try_opt(&mut next, o, &mut done)) {
+            *k = next;
+            applied.extend(done);
+            return true;
+        }
+    }
     // The first tile whose opts apply (a looped remainder needs constant axes).
     for tile in tiles(k, cfg) {
         let mut next = k.clone();
@@ -69,10 +78,102 @@ pub(super) fn choose(k: &mut Kernel, cfg: &OptConfig, applied: &mut Vec<Opt>) ->
 
 /// The tiles of the module doc that fit, best first, as the search's alternatives.
 pub(super) fn space(k: &Kernel, cfg: &OptConfig) -> Vec<Choice> {
-    tiles(k, cfg)
+    let staged = staged(k, cfg).map(|opts| Choice::new(opts, tile_axes(k).map(|a| a.0)));
+    staged
         .into_iter()
-        .map(|tile| Choice::new(tile_opts(k, tile, cfg), Some(tile.1 .0)))
+        .chain(
+            tiles(k, cfg)
+                .into_iter()
+                .map(|tile| Choice::new(tile_opts(k, tile, cfg), Some(tile.1 .0))),
+        )
         .collect()
+}
+
+/// Registers a staged tile's reduce loop holds besides its `c` accumulators: the input word's
+/// two widened pairs, the weight pair one `ldrd` loads, and the input address, the local's
+/// address and the loop's end.
+const STAGED_FIXED: usize = 7;
+
+/// The staged tile of a packed int8 sum ([`Opt::StageWeights`]), on a target with a dual
+/// multiply-accumulate and a stack budget for scratch ([`OptConfig::stack_scratch`]): `c`
+/// output channels × 1 pixel, the channels' weights widened once per channel group into the
+/// stack (`c` × the reduce length × 2 bytes) and read as pre-widened pairs, so a packed step
+/// costs one input word widened once and, per channel, one pair load and two `smlad`s (17
+/// instructions per 16 multiply-adds at `c` = 4 instead of the word tiles' 32 per 24,
+/// measured by hand on the KWS DS-CNN's pointwise convs under gcc -O2). `c` is the largest
+/// whose accumulators and [`STAGED_FIXED`] registers fit the integer registers, whose local
+/// fits the budget, and whose `c` (plus a remainder group's) copies of the packed body fit the
+/// code budget; a `c` that does not divide the channels leaves a remainder group after a loop
+/// of at least two groups ([`Opt::LoopedUpcast`] on the channel axis). `None` when nothing fits
+/// or the linearizer would not stage the result (`linearizer::stageable`: gated or
+/// non-consecutive words, a weight that moves with the pixels).
+fn staged(k: &Kernel, cfg: &OptConfig) -> Option<Vec<Opt>> {
+    let integer = k.ast.find_reduce().is_some_and(|r| !r.dtype().is_float());
+    if !integer || !cfg.dual_mac || cfg.stack_scratch == 0 {
+        return None;
+    }
+    packed_axis(k)?;
+    let registers = super::facts::tile_registers(k, cfg);
+    let (channel, _) = tile_axes(k)?;
+    let n = size(k, channel);
+    let reduce: i64 = (k.first_reduce..k.first_upcast)
+        .map(|a| size(k, a))
+        .product();
+    if n < 2 || reduce <= 0 {
+        return None;
+    }
+    (2..=MAX_SIDE.min(n as usize)).rev().find_map(|c| {
+        let rem = (n % c as i64) as usize;
+        let fits = c + STAGED_FIXED <= registers
+            && c as i64 * reduce * 2 <= cfg.stack_scratch as i64
+            && (rem == 0 || n >= 2 * c as i64)
+            && c * PACK <= cfg.max_unrolled;
+        if !fits {
+            return None;
+        }
+        let mut opts = alloc::vec![if rem == 0 {
+            Opt::Upcast {
+                axis: channel,
+                amount: c,
+            }
+        } else {
+            Opt::LoopedUpcast {
+                axis: channel,
+                amount: c,
+                lanes: 0,
+            }
+        }];
+        let mut next = k.clone();
+        next.apply_opt(opts[0]).ok()?;
+        let unroll = packed_unroll(packed_axis(&next)?);
+        next.apply_opt(unroll).ok()?;
+        opts.push(unroll);
+        // Two words per reduce iteration where the innermost reduce loop halves, the body
+        // fits the code budget and the second word's widened pair fits the registers: the
+        // loop's end test (3 instructions) is then paid once per 16c multiply-adds instead of
+        // per 8c (KWS DS-CNN, Cortex-M4, gcc -O2: 21 instructions per 20 multiply-adds at
+        // c = 5 with one word, pointwise convs 2,621,280 -> 2,518,188; the first conv at c = 7,
+        // whose registers are full, spilled: 437,630 -> 484,201). The linearizer keeps the
+        // packed axis fastest, so each word stays four consecutive bytes.
+        let inner = (next.first_reduce..next.first_upcast)
+            .rev()
+            .find(|&a| size(&next, a) % 2 == 0)
+            .filter(|_| c * PACK * 2 <= cfg.max_unrolled && c + STAGED_FIXED + 2 <= registers);
+        if let Some(a) = inner {
+            let twice = Opt::Unroll {
+                axis: a - next.first_reduce,
+                amount: 2,
+            };
+            if next.apply_opt(twice).is_ok() {
+                opts.push(twice);
+            }
+        }
+        next.apply_opt(Opt::StageWeights).ok()?;
+        crate::codegen::linearizer::stageable(&next).then(|| {
+            opts.push(Opt::StageWeights);
+            opts
+        })
+    })
 }
 
 /// The opts of one tile: the channel upcast, then the pixel upcast — a looped remainder
