@@ -4,7 +4,9 @@
 //! reference) on ties, on both sides of every boundary of the identity (2^(p-1), 2^p, 2^(p+1)),
 //! signed zeros, subnormals, infinities, NaN and pseudo-random bit patterns: on the
 //! interpreter, the Clang device, and the exported C on the host and under QEMU on Cortex-M4
-//! (hard-float f32, soft-float f64).
+//! (hard-float f32, soft-float f64). And `QuantizeLinear`'s select-free form for outputs it
+//! saturates to 8 or 16 bits (`round_for_saturation`): exact below 2^22, and beyond it on the
+//! same side of every such range, on the interpreter and the Clang device.
 
 use std::sync::Arc;
 
@@ -16,7 +18,7 @@ use picograd::runtime::export::write_bundle;
 use picograd::runtime::private_fs::private_temp_dir;
 use picograd::runtime::target::{build_and_run, BuildOptions, Target, Values};
 use picograd::{DType, Tensor};
-use picograd_onnx::ops::math::round;
+use picograd_onnx::ops::math::{round, round_for_saturation};
 
 #[path = "common/rng.rs"]
 mod rng;
@@ -210,5 +212,44 @@ fn f64_round_is_half_to_even_on_every_device() {
     };
     for (name, got) in exported(&values, DType::F64) {
         check(&format!("exported C on {name}"), &xb, &got, &want, nan);
+    }
+}
+
+/// `round_for_saturation` on f32: every `|x| < 2^22` rounds to `round_ties_even(x)` (as a value:
+/// a zero's sign is free), and every input — larger ones, ±inf, NaN — saturates onto i8, u8,
+/// i16 and u16 (Rust's `as`: truncate, saturate, NaN → 0) exactly as `round_ties_even(x)` does.
+#[test]
+fn rounding_for_saturation_agrees_wherever_a_narrow_saturation_can_tell() {
+    picograd::init();
+    let mut xs = inputs_f32();
+    for e in [21, 22, 23, 24] {
+        let b = 2f32.powi(e);
+        for d in [-3.0f32, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 3.0] {
+            xs.extend([b + d, -b + d, b + d * 2.0, -b - d * 2.0]);
+        }
+    }
+    let devices: [(&str, Arc<dyn Device>); 2] = [
+        ("interpreter", Arc::new(Interp::new())),
+        ("Clang device", picograd::context::default_device()),
+    ];
+    for (name, dev) in devices {
+        let t = Tensor::try_from_slice_on(&xs, &[xs.len()], &dev).unwrap();
+        let got = round_for_saturation(&t)
+            .expect("f32 has the select-free form")
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap();
+        for (&x, &g) in xs.iter().zip(&got) {
+            let want = x.round_ties_even();
+            if x.abs() < 4_194_304.0 {
+                assert_eq!(g, want, "{name}: {x:e} rounded to {g:e}, want {want:e}");
+            }
+            let sat = |v: f32| (v as i8, v as u8, v as i16, v as u16);
+            assert_eq!(
+                sat(g),
+                sat(want),
+                "{name}: {x:e} saturates as {g:e}, want {want:e}"
+            );
+        }
     }
 }

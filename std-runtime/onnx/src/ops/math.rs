@@ -80,6 +80,20 @@ fn round_magic(x: &Tensor, bits: i32) -> Result<Tensor> {
     a.try_eq(0.0)?.try_where(x, &small)
 }
 
+/// Round half to even for a caller that saturates the result to a range within
+/// `±2^(p−2)` right after (p the significand bits; QuantizeLinear onto 8- and 16-bit
+/// integers): `(x + 1.5·2^p) − 1.5·2^p` rounds every `|x| < 2^(p−1)` to its nearest integer,
+/// ties to even (the sum lies in `(2^p, 2^(p+1))`, where the spacing is 1, and `1.5·2^p` is
+/// even), and leaves every larger `x` beyond `±(2^(p−1) − 2)` on its own side, ±inf and NaN as
+/// they are — all the saturation needs, in two additions and no selects (a zero may come out
+/// `+0.0`, which no integer result can tell). `None` where [`round`] composes its rounding
+/// (f16, bf16: their arithmetic rounds on store).
+pub fn round_for_saturation(x: &Tensor) -> Option<Result<Tensor>> {
+    let bits = significand_bits(x.dtype())?;
+    let c = 1.5 * 2f64.powi(bits);
+    Some(x.try_add(c).and_then(|t| t.try_sub(c)))
+}
+
 /// The error function.
 pub fn erf(x: &Tensor) -> Result<Tensor> {
     let x = x.float();
