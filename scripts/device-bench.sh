@@ -10,7 +10,8 @@
 #
 # The models (scripts/device-bench-models.py, built with onnx.helper): sine MLP 1-16-16-1, digits
 # MLP 64-128-10 and CNN (trained weights from `cargo run --release --example train_digits` when
-# out/digits_*.safetensors exist, else seeded), and MLPerf Tiny's KWS DS-CNN as issue 15 gives it.
+# out/digits_*.safetensors exist, else seeded), MLPerf Tiny's KWS DS-CNN as issue 15 gives it, and
+# the same network quantized to int8 by onnxruntime (issue 17).
 # Installs what it needs first. Output also goes to target/device-bench/report.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,6 +26,12 @@ OUT=target/device-bench
 rm -rf "$OUT"
 mkdir -p "$OUT/models"
 "$PY" scripts/device-bench-models.py "$OUT/models" out | sed 's/^/weights: /'
+# The int8 row (issue 17): the same KWS DS-CNN quantized by onnxruntime's quantize_static (QDQ,
+# per-channel int8, 300 seeded calibration inputs; scripts/device-bench-int8.py). Its batch axis
+# is symbolic, so its builds name the input's shape.
+"$PY" scripts/device-bench-int8.py "$OUT/int8" | sed 's/^/int8: /'
+cp "$OUT/int8/kws_int8.onnx" "$OUT/models/kws_int8.onnx"
+cp "$OUT/int8/kws_input.npy" "$OUT/models/kws_int8_input.npy"
 
 # One build: prints "instr code weights library arena stack", or the reason it failed.
 measure() { # model target compiler opt tag [extra flags...]
@@ -55,19 +62,21 @@ measure() { # model target compiler opt tag [extra flags...]
 }
 
 {
-for model in sine digits_mlp digits_cnn kws_dscnn; do
+for model in sine digits_mlp digits_cnn kws_dscnn kws_int8; do
+    extra=()
+    [ "$model" = kws_int8 ] && extra=(--shape x=1,1,49,10)
     echo
     echo "== $model"
     printf '   %-28s %12s %8s %9s %8s %8s %8s\n' build "instr/inf" "code B" "weights B" "lib B" "arena B" "stack B"
     for build in "cortex-m4 gcc speed" "cortex-m4 clang speed" "cortex-m4 gcc size" "riscv32imafc gcc speed"; do
         # shellcheck disable=SC2086
         set -- $build
-        read -r ins code w lib arena stack <<<"$(measure "$model" "$1" "$2" "$3" "")"
+        read -r ins code w lib arena stack <<<"$(measure "$model" "$1" "$2" "$3" "" "${extra[@]}")"
         opt=-O2
         [ "$3" = size ] && opt=-Os
         printf '   %-28s %12s %8s %9s %8s %8s %8s\n' "$1 $2 $opt" "$ins" "${code:-}" "${w:-}" "${lib:-}" "${arena:-}" "${stack:-}"
     done
-    measure "$model" cortex-m4 gcc speed -noinline --cflag=-fno-inline >/dev/null
+    measure "$model" cortex-m4 gcc speed -noinline --cflag=-fno-inline "${extra[@]}" >/dev/null
     echo "   per function (cortex-m4 gcc -O2 -fno-inline: attribution build), instructions per inference:"
     sed -n '/^instructions:/,/^budget:/p' "$OUT/$model-cortex-m4-gcc-speed-noinline.txt" | sed -n '2,$p' | grep -v '^budget:' | sed 's/^/   /'
 done
