@@ -188,15 +188,7 @@ impl Lin {
                 };
                 let idx = wst.expr_idxs(&pos(&out[g], &quad[0], true)).0;
                 let i = self.node(&idx);
-                let word = self.push(
-                    UOpKind::VecLoad {
-                        lanes: 4,
-                        stride: 1,
-                    },
-                    DType::I8,
-                    alloc::vec![b, i],
-                );
-                let pairs = self.push(UOpKind::PairWiden, DType::I16, alloc::vec![word]);
+                let pairs = self.widened_word(b, i);
                 let at = self.stage_index(k, st, q, s, loop_idxs);
                 self.push(
                     UOpKind::VecStore { lanes: 4 },
@@ -208,6 +200,20 @@ impl Lin {
         for lp in rloops.into_iter().rev() {
             self.close_loop(lp);
         }
+    }
+
+    /// The word of four i8 at index `i` of buffer `b`, widened to the i16 pairs the dual
+    /// multiply-accumulate takes (`PairWiden`).
+    fn widened_word(&mut self, b: u32, i: u32) -> u32 {
+        let word = self.push(
+            UOpKind::VecLoad {
+                lanes: 4,
+                stride: 1,
+            },
+            DType::I8,
+            alloc::vec![b, i],
+        );
+        self.push(UOpKind::PairWiden, DType::I16, alloc::vec![word])
     }
 
     /// Index of quad `q`, slot `s` of the current reduce iteration in the local:
@@ -254,15 +260,7 @@ impl Lin {
         let b = self.buf_uop(*buf);
         let idx = xst.expr_idxs(first).0;
         let i = self.node(&idx);
-        let word = self.push(
-            UOpKind::VecLoad {
-                lanes: 4,
-                stride: 1,
-            },
-            DType::I8,
-            alloc::vec![b, i],
-        );
-        let x = self.push(UOpKind::PairWiden, DType::I16, alloc::vec![word]);
+        let x = self.widened_word(b, i);
         let at = self.stage_index(k, st, q, st.slot[gi], loop_idxs);
         let wp = self.push(
             UOpKind::VecLoad {
