@@ -894,37 +894,34 @@ fn stage_size(k: &Kernel) -> Option<usize> {
 /// The staging [`emit`] makes of `k` (one part; `outer` global loops open before it), on a
 /// target with `dual_mac`.
 fn staging(k: &Kernel, outer: usize) -> Option<stage::Stage> {
-    let part = |k: &Kernel| {
-        let up: Vec<i64> = k.full_shape[k.first_upcast..]
-            .iter()
-            .map(|d| d.as_const().unwrap_or(1))
-            .collect();
-        let idxs = loop_idxs(k);
-        let pick = |reduce: bool| -> Vec<usize> {
-            (0..up.len())
-                .filter(|&u| k.upcast_is_reduce[u] == reduce)
-                .collect()
-        };
-        let (global_up, reduce_up) = (pick(false), pick(true));
-        let sizes = |which: &[usize]| which.iter().map(|&u| up[u]).collect::<Vec<_>>();
-        let (Some(j), Some(red)) = (packed_upcast(true, k, &reduce_up), k.ast.find_reduce()) else {
-            return None;
-        };
-        let out = combos(&sizes(&global_up));
-        let reds = combos_fastest(&sizes(&reduce_up), j);
-        let positions = |g: &[i64], r: &[i64], _: bool| -> Vec<Node> {
-            let mut p = idxs.clone();
-            for (n, &u) in global_up.iter().enumerate() {
-                p[k.first_upcast + u] = Node::cst(g[n]);
-            }
-            for (n, &u) in reduce_up.iter().enumerate() {
-                p[k.first_upcast + u] = Node::cst(r[n]);
-            }
-            p
-        };
-        stage::plan(k, &red.src()[0], outer, &out, &reds, &positions)
+    let up: Vec<i64> = k.full_shape[k.first_upcast..]
+        .iter()
+        .map(|d| d.as_const().unwrap_or(1))
+        .collect();
+    let idxs = loop_idxs(k);
+    let pick = |reduce: bool| -> Vec<usize> {
+        (0..up.len())
+            .filter(|&u| k.upcast_is_reduce[u] == reduce)
+            .collect()
     };
-    part(k)
+    let (global_up, reduce_up) = (pick(false), pick(true));
+    let sizes = |which: &[usize]| which.iter().map(|&u| up[u]).collect::<Vec<_>>();
+    let (Some(j), Some(red)) = (packed_upcast(true, k, &reduce_up), k.ast.find_reduce()) else {
+        return None;
+    };
+    let out = combos(&sizes(&global_up));
+    let reds = combos_fastest(&sizes(&reduce_up), j);
+    let positions = |g: &[i64], r: &[i64], _: bool| -> Vec<Node> {
+        let mut p = idxs.clone();
+        for (n, &u) in global_up.iter().enumerate() {
+            p[k.first_upcast + u] = Node::cst(g[n]);
+        }
+        for (n, &u) in reduce_up.iter().enumerate() {
+            p[k.first_upcast + u] = Node::cst(r[n]);
+        }
+        p
+    };
+    stage::plan(k, &red.src()[0], outer, &out, &reds, &positions)
 }
 
 /// Index variables of `k`: loop counters for looped axes, placeholders for unrolled ones (for

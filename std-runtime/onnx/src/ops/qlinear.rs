@@ -355,7 +355,7 @@ fn scalar(op: &'static str, t: &Tensor) -> Result<f32> {
     }
 }
 
-/// The sum of `(x − xz)` over each window, with its element count.
+/// The sum of `(x − xz)` over each window, as i32.
 fn window_sums(n: &Node, x: &Tensor, kernel: &[usize], strides: &[usize]) -> Result<Tensor> {
     let d = vec![1; kernel.len()];
     let win = x.cast(DType::I32).try_pool_windows(kernel, strides, &d)?; // [b, c, o.., k..]
