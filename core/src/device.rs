@@ -15,6 +15,7 @@ use crate::codegen::strided_copy::StridedCopy;
 use crate::codegen::uops::{BufParam, LinearKernel};
 use crate::dtype::DType;
 use crate::error::Result;
+use crate::schedule::LayoutOption;
 
 /// A handle to one allocation on a device.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -99,6 +100,23 @@ pub trait Device: Send + Sync {
     /// not depend on the answer.
     fn choose_opts(&self, ast: &Ast, bufs: &[BufParam]) -> Option<Vec<Opt>> {
         let _ = (ast, bufs);
+        None
+    }
+
+    /// Does the device measure the layouts of reduce kernels (then the scheduler builds every
+    /// alternative and asks [`Device::choose_layout`])? Default: no — the layout rules decide
+    /// alone, and no alternative is built.
+    fn measures_layouts(&self) -> bool {
+        false
+    }
+
+    /// The index of the layout to give a reduce kernel among `options` (the scheduler's rules'
+    /// choice is option 0; see [`crate::schedule::LayoutOption`]), e.g. by timing each on
+    /// scratch buffers; `None` (the default): the rules' choice. Asked only when
+    /// [`Device::measures_layouts`]; every option computes bit-identical results, so results do
+    /// not depend on the answer.
+    fn choose_layout(&self, options: &[LayoutOption]) -> Option<usize> {
+        let _ = options;
         None
     }
 

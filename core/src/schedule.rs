@@ -43,7 +43,7 @@ mod offsets;
 mod vars;
 mod widen;
 
-pub use layout::{MIN_REUSE_VECTORS, UNPAD_MIN_READS};
+pub use layout::{LayoutOption, LayoutStep, MIN_REUSE_VECTORS, UNPAD_MIN_READS};
 
 /// One unit of work: a kernel computing `out`, or a copy between devices.
 #[derive(Clone, Debug)]
@@ -660,9 +660,26 @@ pub fn schedule(outs: &[LazyBuffer]) -> Result<Vec<ScheduleItem>> {
 /// [`schedule`] with the layout transforms of `cfg` for every kernel (`None`: none), whatever
 /// the devices ask for — to compare layouts, or to schedule for another target.
 pub fn schedule_for(outs: &[LazyBuffer], cfg: Option<&OptConfig>) -> Result<Vec<ScheduleItem>> {
+    schedule_with_layouts(outs, cfg, &|_| None)
+}
+
+/// [`schedule_for`], taking the layout `pick` chooses among each reduce kernel's alternatives
+/// ([`LayoutOption`]s, the rules' choice first; `None`: the rules') — what a device that
+/// measures layouts does ([`Device::choose_layout`](crate::device::Device::choose_layout)).
+/// Every option gives bit-identical results.
+pub fn schedule_with_layouts(
+    outs: &[LazyBuffer],
+    cfg: Option<&OptConfig>,
+    pick: &dyn Fn(&[LayoutOption]) -> Option<usize>,
+) -> Result<Vec<ScheduleItem>> {
     let (items, _) = schedule_kernels(outs)?;
     let cfg = cfg.copied();
-    let mut items = layout::apply(items, &|_| cfg)?;
+    let policy = layout::Policy {
+        cfg_for: &|_| cfg,
+        measures: &|_| true,
+        pick: &|_, options| pick(options),
+    };
+    let mut items = layout::apply(items, &policy)?;
     offsets::share_offsets(&mut items)?;
     vars::unbind_items(&mut items)?;
     Ok(items)
@@ -672,7 +689,12 @@ pub fn schedule_for(outs: &[LazyBuffer], cfg: Option<&OptConfig>) -> Result<Vec<
 /// linear in the graph (each kernel reads each of its nodes once, see the module doc).
 pub fn schedule_with_visits(outs: &[LazyBuffer]) -> Result<(Vec<ScheduleItem>, u64)> {
     let (items, visits) = schedule_kernels(outs)?;
-    let mut items = layout::apply(items, &|it| it.out.device().opt_config())?;
+    let policy = layout::Policy {
+        cfg_for: &|it| it.out.device().opt_config(),
+        measures: &|it| it.out.device().measures_layouts(),
+        pick: &|it, options| it.out.device().choose_layout(options),
+    };
+    let mut items = layout::apply(items, &policy)?;
     offsets::share_offsets(&mut items)?;
     vars::unbind_items(&mut items)?;
     Ok((items, visits))

@@ -1,12 +1,13 @@
 //! The scheduler's layout transforms (`core/src/schedule/layout.rs`): a conv with odd channel
 //! counts and matmuls with remainder column counts get their copies (counted in the schedule),
 //! and give bit-identical results to the untransformed schedule and to naive loops summing in
-//! the same order. Gradients through transformed schedules match too.
+//! the same order. Gradients through transformed schedules match too, and so does every layout
+//! option a measuring device may choose instead of the rules' (`schedule_with_layouts`).
 
 use picograd_core::ast::AstOp;
 use picograd_core::codegen::opt::OptConfig;
 use picograd_core::realize::run_schedule;
-use picograd_core::schedule::schedule_for;
+use picograd_core::schedule::{schedule_for, schedule_with_layouts, LayoutOption};
 use picograd_core::{ConvOpts, Tensor};
 
 /// Deterministic values with varied magnitudes (so a changed summation order would show).
@@ -286,4 +287,82 @@ fn conv_gradients_through_transformed_schedules_are_bit_identical() {
     assert_eq!(none, 0);
     assert!(copies > 0, "the backward convs are transformed too");
     assert_eq!((lx, lw), (px, pw));
+}
+
+/// Schedules `t` with `cfg`, taking option `k` (when it has one) among every reduce kernel's
+/// layout options, and runs it: the values, and each kernel's option labels.
+fn run_option(t: &Tensor, cfg: &OptConfig, k: usize) -> (Vec<f32>, Vec<Vec<String>>) {
+    let seen = std::cell::RefCell::new(Vec::new());
+    let pick = |options: &[LayoutOption]| {
+        seen.borrow_mut()
+            .push(options.iter().map(|o| o.label.clone()).collect::<Vec<_>>());
+        (k < options.len()).then_some(k)
+    };
+    let node = t.lazy().contiguous();
+    let items = schedule_with_layouts(std::slice::from_ref(&node), Some(cfg), &pick).unwrap();
+    run_schedule(&items).unwrap();
+    let vals = Tensor::from_lazy(node).to_vec::<f32>().unwrap();
+    (vals, seen.into_inner())
+}
+
+/// Every layout a measuring device may pick (`PICOGRAD_SEARCH`'s layout stage) — the rules'
+/// choice, no copies, other block and panel widths, panels with and without the loop reorder —
+/// gives the same bits as a naive loop, for convs with odd channel counts and a batched matmul
+/// with remainder columns. The rules' choice is option 0, and the options are distinct.
+#[test]
+fn every_layout_option_gives_naive_loop_bits() {
+    let wide = OptConfig::for_vec_width(16);
+    for (cin, cout) in [(3, 24), (5, 40), (3, 100)] {
+        let (xs, ws) = ([2, cin, 9, 7], [cout, 3]);
+        let xv = vals(2 * cin * 9 * 7, cin);
+        let wv = vals(cout * cin * 9, cout);
+        let conv = || {
+            let x = Tensor::from_slice(&xv, &xs);
+            let w = Tensor::from_slice(&wv, &[cout, cin, 3, 3]);
+            x.conv2d(&w, None, &ConvOpts::default().padding(1))
+        };
+        let want = bits(&naive_conv(&xv, xs, &wv, ws, 1));
+        let (rules, _, _) = run(&conv(), Some(&wide));
+        assert_eq!(bits(&rules), want, "cin {cin}, cout {cout}");
+        let (_, labels) = run_option(&conv(), &wide, 0);
+        let [labels] = &labels[..] else {
+            panic!("one reduce kernel: {labels:?}")
+        };
+        assert!(labels.len() >= 3, "cin {cin}, cout {cout}: {labels:?}");
+        assert!(labels.contains(&"plain".to_string()), "{labels:?}");
+        let mut distinct = labels.clone();
+        distinct.sort();
+        distinct.dedup();
+        assert_eq!(distinct.len(), labels.len(), "{labels:?}");
+        for (k, label) in labels.iter().enumerate() {
+            let (got, _) = run_option(&conv(), &wide, k);
+            assert_eq!(bits(&got), want, "cin {cin}, cout {cout}: {label}");
+        }
+    }
+    // A small L2, so the operand overflows it: panels of 4, 2 and 1 vectors, outermost or not.
+    let small_l2 = desktop().with_caches(1024, 4096);
+    for m in [100, 96] {
+        let dims = [3, 40, 24, m];
+        let av = vals(3 * 40 * 24, 1);
+        let bv = vals(3 * 24 * m, m);
+        let mm = || {
+            let a = Tensor::from_slice(&av, &[3, 40, 24]);
+            let b = Tensor::from_slice(&bv, &[3, 24, m]);
+            a.matmul(&b)
+        };
+        let want = bits(&naive_matmul(&av, &bv, dims));
+        let (_, labels) = run_option(&mm(), &small_l2, 0);
+        let [labels] = &labels[..] else {
+            panic!("one reduce kernel: {labels:?}")
+        };
+        assert!(labels.len() >= 4, "m {m}: {labels:?}");
+        assert!(
+            labels.iter().any(|l| l.contains("panels outermost")) == (m == 96),
+            "m {m}: {labels:?}"
+        );
+        for (k, label) in labels.iter().enumerate() {
+            let (got, _) = run_option(&mm(), &small_l2, k);
+            assert_eq!(bits(&got), want, "m {m}: {label}");
+        }
+    }
 }

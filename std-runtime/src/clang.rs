@@ -28,6 +28,7 @@ use picograd_core::codegen::split::split_loops;
 use picograd_core::codegen::strided_copy::StridedCopy;
 use picograd_core::codegen::uops::{BufParam, LinearKernel, UOpKind};
 use picograd_core::device::{Allocator, BufId, Device, Program};
+use picograd_core::schedule::LayoutOption;
 use picograd_core::{Error, Result};
 
 use crate::compiler::{CompiledLib, Compiler, Effort, EntryFn};
@@ -617,6 +618,15 @@ impl Device for Clang {
     fn choose_opts(&self, ast: &Ast, bufs: &[BufParam]) -> Option<Vec<Opt>> {
         let search = self.search.as_ref()?;
         search.choose(self, &self.identity(), ast, bufs)
+    }
+
+    fn measures_layouts(&self) -> bool {
+        self.search.is_some() && self.opt.is_some()
+    }
+
+    fn choose_layout(&self, options: &[LayoutOption]) -> Option<usize> {
+        let search = self.search.as_ref()?;
+        search.choose_layout(self, &self.identity(), options)
     }
 
     fn fused_mulacc(&self) -> bool {

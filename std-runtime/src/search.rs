@@ -1,7 +1,9 @@
 //! Measured kernel search (`PICOGRAD_SEARCH`): for each new kernel AST, compile the candidates of
 //! [`candidates`], run each on scratch buffers, keep the fastest, and remember the
 //! choice in memory and in a file beside the kernel cache, so later processes reuse it without
-//! searching.
+//! searching. Its layout stage (`search/layout.rs`) chooses among the scheduler's layout
+//! options of a reduce kernel the same way, timing each option's kernels with the opts chosen
+//! here.
 //!
 //! Invariants: the user's buffers are never touched — candidates run only on scratch buffers
 //! allocated and freed here. Results never depend on the search: every candidate is
@@ -49,6 +51,8 @@ use picograd_core::{Error, Result};
 use crate::cache::Fnv128;
 use crate::private_fs;
 
+mod layout;
+
 /// The first line of every choice file.
 const MAGIC: &str = "PGSEARCH1";
 /// Largest choice file read: five short lines; anything larger is not one of ours.
@@ -81,6 +85,10 @@ pub struct SearchStats {
     pub corrupt_rebuilt: u64,
     /// Candidates timed, over all searches.
     pub timed: u64,
+    /// Kernels whose layouts were measured (every option compiled and timed).
+    pub layout_searches: u64,
+    /// Layout choices read from an intact file, without measuring.
+    pub layout_disk_hits: u64,
 }
 
 #[derive(Default)]
@@ -90,6 +98,8 @@ struct Counters {
     memory_hits: AtomicU64,
     corrupt_rebuilt: AtomicU64,
     timed: AtomicU64,
+    layout_searches: AtomicU64,
+    layout_disk_hits: AtomicU64,
 }
 
 fn bump(c: &AtomicU64, n: u64) {
@@ -116,6 +126,8 @@ pub struct Search {
     /// `None` where the hand-coded opts are used (too small, or the search failed). Looked up
     /// before the disk key is even computed, as realizing asks on every lowering.
     chosen: Mutex<HashMap<Memo, Option<Vec<Opt>>>>,
+    /// Layout choices by key (`layout.rs`); `None` where the rules' choice stands.
+    layouts: Mutex<HashMap<u128, Option<usize>>>,
     /// Held while searching, so two searches never time their kernels against each other.
     busy: Mutex<()>,
     counters: Counters,
@@ -140,6 +152,7 @@ impl Search {
             dir_verdict: OnceLock::new(),
             min_work: MIN_SEARCH_WORK,
             chosen: Mutex::new(HashMap::new()),
+            layouts: Mutex::new(HashMap::new()),
             busy: Mutex::new(()),
             counters: Counters::default(),
         }
@@ -178,6 +191,11 @@ impl Search {
     /// private — checked once per search, the refusal said once on stderr (choices then last for
     /// this process only).
     fn path(&self, key: u128) -> Option<PathBuf> {
+        self.file(key, "choice")
+    }
+
+    /// [`Search::path`] with the file extension `ext`.
+    fn file(&self, key: u128, ext: &str) -> Option<PathBuf> {
         let dir = self.dir.as_ref()?;
         let verdict = self.dir_verdict.get_or_init(|| {
             private_fs::ensure_private_dir(dir).map_err(|why| {
@@ -191,7 +209,7 @@ impl Search {
         });
         verdict
             .is_ok()
-            .then(|| dir.join(format!("{key:032x}.choice")))
+            .then(|| dir.join(format!("{key:032x}.{ext}")))
     }
 
     /// Why this search does not use its choice folder; `None` when it does or has not needed it.
@@ -209,6 +227,8 @@ impl Search {
             memory_hits: get(&c.memory_hits),
             corrupt_rebuilt: get(&c.corrupt_rebuilt),
             timed: get(&c.timed),
+            layout_searches: get(&c.layout_searches),
+            layout_disk_hits: get(&c.layout_disk_hits),
         }
     }
 

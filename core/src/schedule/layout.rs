@@ -51,6 +51,7 @@
 //! untransformed schedule. Each rewritten item keeps its untransformed AST ([`ScheduleItem::plain`])
 //! so export can undo the choice for a target without caches.
 
+use alloc::string::String;
 use alloc::vec::Vec;
 
 use hashbrown::HashSet;
@@ -63,6 +64,10 @@ use crate::error::Result;
 use crate::lazy::LazyBuffer;
 use crate::shape::{ShapeTracker, Sint};
 use crate::symbolic::Node;
+
+mod options;
+
+pub use options::{LayoutOption, LayoutStep};
 
 /// Copies are made when the kernel does at least this many vectors' worth of multiply-adds per
 /// copied element: the copy is then at most about 1/4 of the kernel's memory work.
@@ -281,8 +286,7 @@ fn panels(
         .filter(|&&a| !f.global(a))
         .map(|&a| f.full[a])
         .product();
-    let footprint = vary.iter().map(|&a| f.full[a]).product::<usize>() * f.elem;
-    let overflows = footprint > cfg.l2_bytes;
+    let overflows = overflows(f, s, cfg);
     let rows_apart = vary
         .iter()
         .filter(|&&a| !f.global(a))
@@ -299,8 +303,23 @@ fn panels(
         .copied()
         .find(|&p| taps * p * f.elem <= cfg.l2_bytes / 2)
         .unwrap_or(v);
-    let outermost = overflows && f.full[wide] % width == 0 && f.full[wide] > width;
-    Some((width, outermost))
+    Some((width, outermost(f, s, width, cfg)))
+}
+
+/// Should panels of `width` of the operand with strides `s` be the kernel's outermost loop? When
+/// the operand overflows L2 and the panels divide the output row: then each panel is used by
+/// every row before the next is loaded.
+fn outermost(f: &Facts, s: &[Option<i64>], width: usize, cfg: &OptConfig) -> bool {
+    let Some(wide) = f.wide else {
+        return false;
+    };
+    overflows(f, s, cfg) && f.full[wide] % width == 0 && f.full[wide] > width
+}
+
+/// Do the elements the operand with strides `s` reads outgrow the L2?
+fn overflows(f: &Facts, s: &[Option<i64>], cfg: &OptConfig) -> bool {
+    let footprint = f.varies(s).iter().map(|&a| f.full[a]).product::<usize>() * f.elem;
+    footprint > cfg.l2_bytes
 }
 
 /// Elements of the padded source a masked load reads (its views up to the last mask, broadcast
@@ -525,32 +544,43 @@ fn copy_item(copy: &LazyBuffer) -> Result<Option<ScheduleItem>> {
     }))
 }
 
-/// Applies the layout rules to every reduce kernel of `items` (in dependency order), with the
-/// configuration `cfg_for` gives each item (`None`: leave it as it is). Copies run right before
-/// the kernel that reads them; a copy several kernels share is made once.
-pub(super) fn apply(
-    items: Vec<ScheduleItem>,
-    cfg_for: &dyn Fn(&ScheduleItem) -> Option<OptConfig>,
-) -> Result<Vec<ScheduleItem>> {
+/// How the layout pass is steered: the configuration each item's target asks for, and, for
+/// items whose device measures layouts, who picks among the alternatives
+/// ([`options::space`]).
+pub(super) struct Policy<'a> {
+    /// The target's configuration for an item (`None`: leave the item as it is).
+    pub cfg_for: &'a dyn Fn(&ScheduleItem) -> Option<OptConfig>,
+    /// Does someone measure this item's layouts? Then every alternative is built and offered to
+    /// `pick`; otherwise only the rules' choice is built.
+    pub measures: &'a dyn Fn(&ScheduleItem) -> bool,
+    /// The index of the option to take (the rules' choice is option 0); `None`: the rules'.
+    pub pick: &'a dyn Fn(&ScheduleItem, &[LayoutOption]) -> Option<usize>,
+}
+
+/// Applies the layout rules (or, where `policy` measures, its pick among the alternatives) to
+/// every reduce kernel of `items` (in dependency order). Copies run right before the kernel that
+/// reads them; a copy several kernels share is made once.
+pub(super) fn apply(items: Vec<ScheduleItem>, policy: &Policy<'_>) -> Result<Vec<ScheduleItem>> {
     let mut out = Vec::with_capacity(items.len());
     let mut made: HashSet<usize> = HashSet::new();
     for it in items {
-        let cfg = match cfg_for(&it) {
+        let cfg = match (policy.cfg_for)(&it) {
             Some(c) if c.l2_bytes > 0 && !it.is_copy => c,
             _ => {
                 out.push(it);
                 continue;
             }
         };
-        transform(it, &cfg, &mut made, &mut out)?;
+        transform(it, &cfg, policy, &mut made, &mut out)?;
     }
     Ok(out)
 }
 
-/// Applies the rules to one item, pushing its copies and then the (rewritten) item on `out`.
+/// Lays out one item: pushes the chosen option's copies (those not made yet) and then its kernel.
 fn transform(
-    mut it: ScheduleItem,
+    it: ScheduleItem,
     cfg: &OptConfig,
+    policy: &Policy<'_>,
     made: &mut HashSet<usize>,
     out: &mut Vec<ScheduleItem>,
 ) -> Result<()> {
@@ -558,44 +588,73 @@ fn transform(
         out.push(it);
         return Ok(());
     };
-    let (choices, order) = choose(&f, cfg);
-    if choices.is_empty() {
-        out.push(it);
-        return Ok(());
+    let plans = if (policy.measures)(&it) {
+        options::space(&f, cfg)
+    } else {
+        alloc::vec![choose(&f, cfg)]
+    };
+    let mut opts: Vec<LayoutOption> = Vec::new();
+    for plan in &plans {
+        let o = build(&it, &f, plan)?;
+        if !opts.iter().any(|x| x.kernel.ast == o.kernel.ast) {
+            opts.push(o);
+        }
     }
-    let plain = (it.ast.clone(), it.inputs.len());
+    let pick = if opts.len() > 1 {
+        (policy.pick)(&it, &opts).filter(|&i| i < opts.len())
+    } else {
+        None
+    };
+    let chosen = opts.swap_remove(pick.unwrap_or(0));
+    if chosen.kernel.plain.is_some() {
+        crate::context::log(
+            5,
+            &alloc::format!("schedule: layout of {:?}: {}", it.out, chosen.label),
+        );
+    }
+    for c in chosen.copies {
+        if made.insert(c.out.id()) {
+            out.push(c);
+        }
+    }
+    out.push(chosen.kernel);
+    Ok(())
+}
+
+/// The item laid out by `plan`: its copies (those not realized yet) and the rewritten kernel,
+/// or the item itself when the plan changes nothing.
+fn build(it: &ScheduleItem, f: &Facts, (choices, order): &Plan) -> Result<LayoutOption> {
+    let mut kernel = it.clone();
+    let mut copies: Vec<ScheduleItem> = Vec::new();
     let mut swaps: Vec<(usize, ShapeTracker, usize, ShapeTracker)> = Vec::new();
-    for (i, choice) in &choices {
+    for (i, choice) in choices {
         let (buf, st, s) = &f.loads[*i];
         let base = it.inputs[*buf - 1].clone();
         let made_copy = match choice {
             Choice::Unpad => unpad(&base, st)?,
-            Choice::Blocks { axis, width } => Some(blocks(&f, &base, st, s, (*axis, *width))?),
+            Choice::Blocks { axis, width } => Some(blocks(f, &base, st, s, (*axis, *width))?),
         };
         let Some((copy, read)) = made_copy else {
             continue;
         };
-        crate::context::log(
-            5,
-            &alloc::format!("schedule: layout {choice:?} of buf{buf} into {copy:?}"),
-        );
-        if copy.realized().is_none() && made.insert(copy.id()) {
-            if let Some(item) = copy_item(&copy)? {
-                out.push(item);
-            }
+        if copy.realized().is_none() && !copies.iter().any(|c| c.out.ptr_eq(&copy)) {
+            copies.extend(copy_item(&copy)?);
         }
-        let nb = match it.inputs.iter().position(|b| b.ptr_eq(&copy)) {
+        let nb = match kernel.inputs.iter().position(|b| b.ptr_eq(&copy)) {
             Some(p) => p + 1,
             None => {
-                it.inputs.push(copy);
-                it.inputs.len()
+                kernel.inputs.push(copy);
+                kernel.inputs.len()
             }
         };
         swaps.push((*buf, st.clone(), nb, read));
     }
     if swaps.is_empty() {
-        out.push(it);
-        return Ok(());
+        return Ok(LayoutOption::new(
+            String::from("plain"),
+            Vec::new(),
+            it.clone(),
+        ));
     }
     let mut ast = it.ast.map_ops(&mut |op, inside| match op {
         AstOp::Load { buf, st } if inside => swaps
@@ -611,10 +670,10 @@ fn transform(
         other => other.clone(),
     });
     if let Some(o) = order {
-        ast = reorder(&ast, o)?;
+        ast = reorder(&ast, *o)?;
     }
-    it.ast = ast;
-    it.plain = Some(plain);
-    out.push(it);
-    Ok(())
+    kernel.ast = ast;
+    kernel.plain = Some((it.ast.clone(), it.inputs.len()));
+    let label = options::label(f, choices, *order);
+    Ok(LayoutOption::new(label, copies, kernel))
 }

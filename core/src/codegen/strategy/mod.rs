@@ -11,6 +11,11 @@
 //! kernel decides that stage. The search combines every `Tile` entry's space with every
 //! `Unroll` entry's space, and each such pair with the `Block` entries' space for it.
 //!
+//! Layouts (panelled and blocked operands, unpadded inputs) are the scheduler's stage, since a
+//! layout adds copy kernels: `schedule/layout.rs` holds its heuristic pick and
+//! `schedule/layout/options.rs` its space, which the search measures by re-scheduling the
+//! kernel for each option (`std-runtime/src/search/layout.rs`).
+//!
 //! Invariant: every entry applies only order-preserving opts (upcasts of output axes; unrolls
 //! that keep the reduce's digit order; blocks of the outermost reduce loop), so any combination the heuristic or the search picks
 //! computes bit-identical results to the unoptimized kernel.

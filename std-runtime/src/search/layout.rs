@@ -1,0 +1,441 @@
+//! The measured search's layout stage: given a reduce kernel's layout options
+//! ([`LayoutOption`], built by the scheduler, the rules' choice first), compile each exactly as
+//! realizing would — every step with the opts the kernel search chooses for it, which it then
+//! remembers for the realize that follows — run each on scratch buffers, and keep the fastest
+//! per-call time (a copy of constants runs once per capture and is not counted). The choice is
+//! remembered in memory and in a file beside the kernel choices.
+//!
+//! Invariants (those of the kernel search, `search.rs`): the user's buffers are never touched;
+//! an option whose output differs in any bit from the rules' option is rejected; another option
+//! replaces the rules' only when it is faster by [`MIN_GAIN`] once both are timed again
+//! alternately; a choice file is used only after its magic, key, checksum and option count
+//! verify, under the cache's trust rules — anything else is reported, set aside or ignored,
+//! measured again and rewritten.
+//!
+//! ## Layout file
+//!
+//! `<dir>/<key as 32 lowercase hex digits>.layout`, five text lines:
+//!
+//! ```text
+//! PGLAYOUT1
+//! key <the key, 32 hex digits>
+//! option <chosen index> of <how many options> <the chosen option's label>
+//! micros <the chosen option's best per-call time in microseconds>
+//! check <FNV-1a-128 of the four lines above, newlines included, 32 hex digits>
+//! ```
+//!
+//! The key hashes every option's kernels (ASTs, buffers, which run every call), the optimizer
+//! settings and the device's identity.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use picograd_core::codegen::kernel::Kernel;
+use picograd_core::codegen::lower::lower_ast_with;
+use picograd_core::codegen::opt::OptConfig;
+use picograd_core::codegen::uops::BufParam;
+use picograd_core::context::{debug, log};
+use picograd_core::device::{BufId, Device, Program};
+use picograd_core::schedule::{LayoutOption, LayoutStep};
+use picograd_core::{Error, Result};
+
+use super::{
+    bump, checksum, lock, Scratch, Search, CONFIRM_ROUNDS, MAX_CHOICE_BYTES, MIN_GAIN,
+    MIN_SAMPLE_NS, REPS,
+};
+use crate::cache::Fnv128;
+use crate::private_fs;
+
+/// The first line of every layout file.
+const MAGIC: &str = "PGLAYOUT1";
+
+/// An option as [`LayoutOption::steps`] gives it: its buffers and kernels.
+type Described = (Vec<BufParam>, Vec<LayoutStep>);
+
+/// One compiled step: its program, buffer indices, variable values, and whether it runs on every
+/// call.
+type Step = (Arc<dyn Program>, Vec<usize>, Vec<i64>, bool);
+
+/// What one layout measurement found.
+struct Found {
+    index: usize,
+    best_ns: u64,
+    rules_ns: u64,
+    timed: usize,
+}
+
+impl Search {
+    /// The layout to give a reduce kernel among `options` (option 0 is the scheduler's rules'
+    /// choice) on `dev` (whose identity for the key is `ident`): from memory, else from an
+    /// intact layout file, else by measuring (and writing the file). `None` (the rules' choice)
+    /// when the device has no optimizer settings, the kernel is too small to search, or the
+    /// measurement failed.
+    pub fn choose_layout(
+        &self,
+        dev: &dyn Device,
+        ident: &str,
+        options: &[LayoutOption],
+    ) -> Option<usize> {
+        let cfg = dev.opt_config()?;
+        let described: Vec<Described> = options.iter().map(LayoutOption::steps).collect();
+        let key = layout_key(ident, &cfg, &described);
+        if let Some(c) = lock(&self.layouts).get(&key).copied() {
+            bump(&self.counters.memory_hits, 1);
+            return c;
+        }
+        let choice = self.layout_choice(dev, ident, key, options, &described, &cfg);
+        lock(&self.layouts).insert(key, choice);
+        choice
+    }
+
+    fn layout_choice(
+        &self,
+        dev: &dyn Device,
+        ident: &str,
+        key: u128,
+        options: &[LayoutOption],
+        described: &[Described],
+        cfg: &OptConfig,
+    ) -> Option<usize> {
+        let (params, steps) = described.first()?;
+        let kernel = steps.last()?;
+        if self.too_small(&kernel.ast, &step_params(params, kernel), cfg) {
+            return None;
+        }
+        if let Some(i) = self.read_layout(key, options) {
+            return Some(i);
+        }
+        let start = Instant::now();
+        let found = match self.measure_layouts(dev, ident, described, cfg) {
+            Ok(f) => f,
+            Err(e) => {
+                log(1, &format!("search layout: failed ({e})"));
+                return None;
+            }
+        };
+        bump(&self.counters.layout_searches, 1);
+        if debug() >= 1 {
+            log(
+                1,
+                &format!(
+                    "search layout of {}: chose {} {:.1} us (rules' {} {:.1} us), {} of {} options timed in {} ms",
+                    Kernel::new(&kernel.ast).map_or_else(|_| String::from("a kernel"), |k| k.name()),
+                    options[found.index].label,
+                    found.best_ns as f64 / 1e3,
+                    options[0].label,
+                    found.rules_ns as f64 / 1e3,
+                    found.timed,
+                    options.len(),
+                    start.elapsed().as_millis()
+                ),
+            );
+        }
+        if let Some(path) = self.file(key, "layout") {
+            let text = layout_text(key, &found, options);
+            if let Err(e) = private_fs::write_atomic(&path, text.as_bytes(), 0o600) {
+                log(1, &format!("search: cannot save the layout choice: {e}"));
+            }
+        }
+        Some(found.index)
+    }
+
+    /// The choice in `key`'s layout file when it is intact and names one of `options`; a
+    /// corrupt, foreign or planted file is reported and counted.
+    fn read_layout(&self, key: u128, options: &[LayoutOption]) -> Option<usize> {
+        let path = self.file(key, "layout")?;
+        let bytes = match private_fs::open_private_file(&path, MAX_CHOICE_BYTES) {
+            private_fs::Opened::Trusted(_, bytes) => bytes,
+            private_fs::Opened::Missing => return None,
+            private_fs::Opened::Odd(why) => {
+                let aside = private_fs::set_aside(&path);
+                eprintln!(
+                    "picograd: layout choice {} is {why}; not read{}, measuring again",
+                    path.display(),
+                    aside.map_or(String::new(), |p| format!(
+                        " (set aside as {})",
+                        p.display()
+                    ))
+                );
+                bump(&self.counters.corrupt_rebuilt, 1);
+                return None;
+            }
+        };
+        match parse_layout(&bytes, key, options.len()) {
+            Ok(i) => {
+                bump(&self.counters.layout_disk_hits, 1);
+                log(2, &format!("search layout: cached {}", options[i].label));
+                Some(i)
+            }
+            Err(reason) => {
+                eprintln!(
+                    "picograd: layout choice {} is corrupt ({reason}); measuring again",
+                    path.display()
+                );
+                bump(&self.counters.corrupt_rebuilt, 1);
+                None
+            }
+        }
+    }
+
+    /// Compiles every option (each step with the kernel search's opts), then times each on
+    /// scratch buffers, under the search's lock.
+    fn measure_layouts(
+        &self,
+        dev: &dyn Device,
+        ident: &str,
+        described: &[Described],
+        cfg: &OptConfig,
+    ) -> Result<Found> {
+        let mut built: Vec<Option<Vec<Step>>> = Vec::new();
+        for (i, d) in described.iter().enumerate() {
+            match self.build_option(dev, ident, d, cfg) {
+                Ok(steps) => built.push(Some(steps)),
+                Err(e) if i > 0 => {
+                    log(2, &format!("search layout: option {i} failed: {e}"));
+                    built.push(None);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let _busy = lock(&self.busy);
+        let deadline = Instant::now() + self.budget;
+        let mut reference: Option<Vec<u8>> = None;
+        let mut timed: Vec<(usize, u64, Scratch<'_>)> = Vec::new();
+        for (i, (steps, (params, _))) in built.iter().zip(described).enumerate() {
+            let Some(steps) = steps else { continue };
+            if i > 0 && Instant::now() >= deadline {
+                break;
+            }
+            let scratch = Scratch::new(dev.allocator(), params)?;
+            scratch.reset()?;
+            // The verifying run makes every copy, the once-per-capture ones included.
+            run_steps(steps, &scratch.ids, false)?;
+            let out = scratch.output()?;
+            match &reference {
+                None => reference = Some(out),
+                Some(r) if *r != out => {
+                    log(
+                        1,
+                        &format!("search layout: option {i} changed the results; rejected"),
+                    );
+                    continue;
+                }
+                Some(_) => {}
+            }
+            let ns = best_of(steps, &scratch.ids, REPS)?;
+            timed.push((i, ns, scratch));
+        }
+        let rules = timed
+            .iter()
+            .position(|t| t.0 == 0)
+            .ok_or_else(|| Error::Device("search layout: the rules' option did not run".into()))?;
+        let best = (0..timed.len())
+            .min_by_key(|&j| timed[j].1)
+            .unwrap_or(rules);
+        let (index, best_ns, rules_ns) = if best == rules {
+            (0, timed[rules].1, timed[rules].1)
+        } else {
+            // Both again, alternately, so one lucky sample under load cannot decide.
+            let (mut r, mut b) = (u64::MAX, u64::MAX);
+            let (rs, bs) = (
+                built[0].as_deref().unwrap_or_default(),
+                built[timed[best].0].as_deref().unwrap_or_default(),
+            );
+            let start = Instant::now();
+            for _ in 0..CONFIRM_ROUNDS {
+                r = r.min(best_of(rs, &timed[rules].2.ids, 1)?);
+                b = b.min(best_of(bs, &timed[best].2.ids, 1)?);
+                if start.elapsed() >= self.budget / 4 {
+                    break;
+                }
+            }
+            if (b as f64) * (1.0 + MIN_GAIN) < r as f64 {
+                (timed[best].0, b, r)
+            } else {
+                (0, r, r)
+            }
+        };
+        Ok(Found {
+            index,
+            best_ns,
+            rules_ns,
+            timed: timed.len(),
+        })
+    }
+
+    /// Lowers and compiles one option's steps as realizing would.
+    fn build_option(
+        &self,
+        dev: &dyn Device,
+        ident: &str,
+        (params, steps): &Described,
+        cfg: &OptConfig,
+    ) -> Result<Vec<Step>> {
+        steps
+            .iter()
+            .map(|st| {
+                let bufs = step_params(params, st);
+                let opts = self.choose(dev, ident, &st.ast, &bufs);
+                let lk = lower_ast_with(
+                    &st.ast,
+                    bufs,
+                    Some(cfg),
+                    opts.as_deref(),
+                    dev.fused_mulacc(),
+                )?;
+                let vars = lk.vars.iter().map(|(_, _, hi)| *hi).collect();
+                Ok((dev.compile(&lk)?, st.bufs.clone(), vars, st.every_call))
+            })
+            .collect()
+    }
+}
+
+/// A step's buffer parameters, output first.
+fn step_params(params: &[BufParam], step: &LayoutStep) -> Vec<BufParam> {
+    step.bufs
+        .iter()
+        .enumerate()
+        .map(|(j, &b)| BufParam {
+            writable: j == 0,
+            ..params[b].clone()
+        })
+        .collect()
+}
+
+/// Runs the steps once on the pool `ids` (only those run on every call when `per_call`).
+fn run_steps(steps: &[Step], ids: &[BufId], per_call: bool) -> Result<()> {
+    let mut bufs = Vec::new();
+    for (prog, idx, vars, every_call) in steps {
+        if per_call && !every_call {
+            continue;
+        }
+        bufs.clear();
+        bufs.extend(idx.iter().map(|&i| ids[i]));
+        prog.run(&bufs, vars)?;
+    }
+    Ok(())
+}
+
+/// The best of `reps` samples of the per-call steps, in nanoseconds per call; a sample of a
+/// short option repeats it for at least [`MIN_SAMPLE_NS`].
+fn best_of(steps: &[Step], ids: &[BufId], reps: usize) -> Result<u64> {
+    let t = Instant::now();
+    run_steps(steps, ids, true)?;
+    let first = (t.elapsed().as_nanos() as u64).max(1);
+    let inner = (MIN_SAMPLE_NS / first).clamp(1, 1000);
+    let mut best = u64::MAX;
+    for _ in 0..reps.max(1) {
+        let t = Instant::now();
+        for _ in 0..inner {
+            run_steps(steps, ids, true)?;
+        }
+        best = best.min((t.elapsed().as_nanos() as u64 / inner).max(1));
+    }
+    Ok(best)
+}
+
+/// The stable key of a kernel's layout choice.
+fn layout_key(ident: &str, cfg: &OptConfig, described: &[Described]) -> u128 {
+    let mut h = Fnv128::new();
+    h.field(b"picograd layout choice v1");
+    h.field(format!("{cfg:?}").as_bytes());
+    h.field(ident.as_bytes());
+    for (params, steps) in described {
+        h.field(format!("option {} buffers", params.len()).as_bytes());
+        for b in params {
+            h.field(format!("{} {} {}", b.dtype, b.size, b.writable).as_bytes());
+        }
+        for s in steps {
+            h.field(format!("{:?} {}", s.bufs, s.every_call).as_bytes());
+            h.field(s.ast.to_string().as_bytes());
+        }
+    }
+    h.finish()
+}
+
+fn layout_text(key: u128, f: &Found, options: &[LayoutOption]) -> String {
+    let body = format!(
+        "{MAGIC}\nkey {key:032x}\noption {} of {} {}\nmicros {:.3}\n",
+        f.index,
+        options.len(),
+        options[f.index].label,
+        f.best_ns as f64 / 1e3
+    );
+    format!("{body}check {:032x}\n", checksum(&body))
+}
+
+/// The chosen option of a layout file's bytes, checked against `key` and the option count `n`;
+/// the reason when it is not intact.
+fn parse_layout(bytes: &[u8], key: u128, n: usize) -> std::result::Result<usize, String> {
+    let text = std::str::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_string())?;
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let [magic, key_line, option, micros, check] = lines[..] else {
+        return Err(format!("{} lines, not 5", lines.len()));
+    };
+    if magic != format!("{MAGIC}\n") {
+        return Err(format!("no {MAGIC} header (foreign or truncated)"));
+    }
+    let body = [magic, key_line, option, micros].concat();
+    if check != format!("check {:032x}\n", checksum(&body)) {
+        return Err("checksum mismatch (contents changed since it was written)".into());
+    }
+    if key_line != format!("key {key:032x}\n") {
+        return Err("it carries another kernel's key".into());
+    }
+    if !micros.starts_with("micros ") {
+        return Err("no micros line".into());
+    }
+    let mut words = option
+        .strip_prefix("option ")
+        .ok_or("no option line")?
+        .split(' ');
+    let index = words.next().and_then(|w| w.parse::<usize>().ok());
+    let of = words.next();
+    let count = words
+        .next()
+        .and_then(|w| w.trim_end().parse::<usize>().ok());
+    match (index, of, count) {
+        (Some(i), Some("of"), Some(c)) if c == n && i < n => Ok(i),
+        (Some(_), Some("of"), Some(c)) => {
+            Err(format!("it chose among {c} options, this kernel has {n}"))
+        }
+        _ => Err("its option line does not parse".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(index: usize, count: usize) -> (u128, String) {
+        let key = 0xfeed_0000_0000_0000_0000_0000_0000_beef;
+        let body = format!(
+            "{MAGIC}\nkey {key:032x}\noption {index} of {count} buf2 in blocks of 8 along axis 1\nmicros 12.500\n"
+        );
+        (key, format!("{body}check {:032x}\n", checksum(&body)))
+    }
+
+    #[test]
+    fn a_layout_file_reads_back() {
+        let (key, t) = text(2, 4);
+        assert_eq!(parse_layout(t.as_bytes(), key, 4), Ok(2));
+    }
+
+    #[test]
+    fn every_byte_flip_truncation_and_foreign_count_is_caught() {
+        let (key, t) = text(1, 3);
+        let bytes = t.as_bytes();
+        for i in 0..bytes.len() {
+            let mut bad = bytes.to_vec();
+            bad[i] ^= 0x01;
+            assert!(parse_layout(&bad, key, 3).is_err(), "flip at {i}");
+        }
+        for n in 0..bytes.len() {
+            assert!(parse_layout(&bytes[..n], key, 3).is_err(), "cut to {n}");
+        }
+        let e = parse_layout(bytes, key, 5).unwrap_err();
+        assert!(e.contains("3 options"), "{e}");
+        let e = parse_layout(bytes, key ^ 1, 3).unwrap_err();
+        assert!(e.contains("another kernel's key"), "{e}");
+    }
+}
