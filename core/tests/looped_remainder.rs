@@ -584,3 +584,44 @@ fn pointwise_residual(
         .collect();
     (it, want)
 }
+
+#[test]
+fn a_long_reduce_the_channel_tile_would_block_takes_pixel_lanes() {
+    // A batch-1 pointwise conv from 240 channels to 64 over 7 × 7 pixels on 16 lanes (the shape
+    // of mobilenet_v2's late pointwise convs, smaller). The channel-lane tile (4 vectors × 2
+    // pixels) feeds each weight to 2 pixels only, so its 240-step reduce would run in 4 blocks
+    // (`strategy/block.rs`), paying its lane-by-lane epilogue 4 times and loading the partial
+    // sums back 3 times; the orientation model counts that and takes 8 channels × a vector of
+    // 16 pixels, looped (49 = 3 · 16 + 1). Without the blocks in the model it kept channel
+    // lanes: the pixel tile streams the 47 KB input from the L2 once per 8 channels.
+    let cfg = OptConfig::for_vec_width(16);
+    let (t, want) = pointwise(1, 240, 64, (7, 7));
+    let mut items = schedule_for(&[t.lazy().contiguous()], Some(&cfg)).unwrap();
+    let it = items.pop().unwrap();
+    run_schedule(&items).unwrap();
+    let mut k = Kernel::new(&it.ast).unwrap();
+    assert_eq!(k.describe(), "[64,49 | 240 | ]");
+    let opts = hand_coded(&mut k, &cfg);
+    assert_eq!(
+        opts[..2],
+        [
+            Opt::Upcast { axis: 0, amount: 8 },
+            Opt::LoopedUpcast {
+                axis: 1,
+                amount: 16,
+                lanes: 16
+            }
+        ],
+        "{opts:?} -> {}",
+        k.describe()
+    );
+    assert!(
+        !opts.iter().any(|o| matches!(o, Opt::ReduceBlock { .. })),
+        "{opts:?}"
+    );
+    let vector = lower_ast(&it.ast, buf_params(&it), Some(&cfg), false).unwrap();
+    let unopt = lower_ast(&it.ast, buf_params(&it), None, false).unwrap();
+    let (got, scalar) = (run(&vector, &it), run(&unopt, &it));
+    assert_eq!(got, scalar, "pixel-lane and unoptimized kernels differ");
+    close("long pointwise", &got, &want);
+}

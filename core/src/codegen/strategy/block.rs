@@ -67,7 +67,7 @@ pub(super) fn space(k: &Kernel, cfg: &OptConfig) -> Vec<Choice> {
 }
 
 /// Iterations per block of the outermost reduce loop, or `None` for no block.
-fn block_for(k: &Kernel, cfg: &OptConfig) -> Option<usize> {
+pub(super) fn block_for(k: &Kernel, cfg: &OptConfig) -> Option<usize> {
     let half = cfg.l1_bytes / 2;
     let (r, rank) = (k.first_reduce, k.rank());
     if half == 0 || r >= k.first_upcast || k.reduce_block.is_some() {

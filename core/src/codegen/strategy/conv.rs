@@ -68,15 +68,18 @@ pub(super) fn choose(k: &mut Kernel, cfg: &OptConfig, applied: &mut Vec<Opt>) ->
         return false;
     };
     let channel_tile = taken_channel_tile(k, cfg, (channel, wide));
-    // A short reduce: pixel lanes, whose epilogue stores vectors (`orientation.rs`).
-    if channel_tile.is_some() {
-        if let Some((next, opts)) = super::orientation::pixel_lanes(k, cfg, (channel, wide)) {
+    // A short reduce, or one the channel tile would run in blocks: pixel lanes, whose epilogue
+    // stores vectors (`orientation.rs`).
+    if let Some(tile) = channel_tile {
+        let blocks = reduce_blocks(k, cfg, tile);
+        if let Some((next, opts)) = super::orientation::pixel_lanes(k, cfg, (channel, wide), blocks)
+        {
             *k = next;
             applied.extend(opts);
             return true;
         }
     }
-    let (first, second) = match channel_tile {
+    let tile = match channel_tile {
         Some(tile) => tile,
         None => {
             let lanes = wide_amount(size(k, wide), cfg.vec_width);
@@ -91,6 +94,28 @@ pub(super) fn choose(k: &mut Kernel, cfg: &OptConfig, applied: &mut Vec<Opt>) ->
             ((channel, c), (wide, lanes))
         }
     };
+    apply_tile(k, cfg, tile, applied)
+}
+
+/// How many blocks the reduce-block strategy (`block.rs`) would run the reduce in after the
+/// channel-lane `tile` (1: none): the tile's epilogue is paid once per block.
+fn reduce_blocks(k: &Kernel, cfg: &OptConfig, tile: Tile) -> u64 {
+    let mut tiled = k.clone();
+    if !apply_tile(&mut tiled, cfg, tile, &mut Vec::new()) {
+        return 1;
+    }
+    let len = size(&tiled, tiled.first_reduce).max(1) as u64;
+    super::block::block_for(&tiled, cfg).map_or(1, |b| len.div_ceil(b.max(1) as u64))
+}
+
+/// Applies the tile `(first, second)` (the second upcast carries the vector lanes); false when
+/// it does not fit.
+fn apply_tile(
+    k: &mut Kernel,
+    cfg: &OptConfig,
+    (first, second): Tile,
+    applied: &mut Vec<Opt>,
+) -> bool {
     // Pixels the row does not divide: the channel vectors first, then the pixels as a looped
     // remainder (which must be the last global opt).
     if size(k, first.0) % first.1 as i64 != 0 {

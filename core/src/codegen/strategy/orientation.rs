@@ -17,6 +17,13 @@
 //! - reduce: `K · max(multiply-adds, loads)` per tile (`K` the reduce length);
 //! - epilogue: a store per accumulator lane for channel lanes, per accumulator for pixel lanes;
 //!   half that per elementwise operand read along the pixels after the reduce;
+//! - reduce blocks: a reduce long enough that the channel-lane tile would run it in blocks
+//!   (`block.rs`: its weight vectors outgrow the L1) pays that epilogue once per block, and
+//!   loads the partial sums back, lane by lane, in every block after the first (pixel-lane
+//!   tiles broadcast their weights and are not blocked). mobilenet_v2's 7 × 7 pointwise convs
+//!   over 320 and 960 input channels (6 and 16 blocks) take pixel lanes with this term, as the
+//!   measured search picked for them on AVX-512; in the model's run (1 thread, `perf`,
+//!   2026-11-28) their share of the time went 5.79 → 5.27% and 4.17 → 3.93%;
 //! - input: when the input one block of output channels reads outgrows the L1
 //!   (`OptConfig::l1_bytes`), it streams from the L2 once per block, `K` values per output
 //!   over the block's channels — pixel lanes hold fewer channels (8 against 16), so they
@@ -27,7 +34,8 @@
 //! for reduces of 16–32 over 28²–112² pixels (each kernel 22–34% faster alone) and into 24
 //! output channels, where the channel tile holds one vector (19–23%), and keeps channel lanes
 //! for the rest, where they were as fast or faster (`BENCH.md`, after the seventh
-//! measurement).
+//! measurement; AVX2). On 16 lanes it also picks pixel lanes for the reduces of 320 and 960
+//! over 7² pixels, which the channel tile would run in blocks (above).
 //!
 //! A stride-2 conv reads its input two pixels apart: a vector of pixels then costs two loads
 //! and a shuffle (`pixel_vector_loads`), which the model counts; with a short reduce pixel
@@ -66,13 +74,18 @@ struct Shape {
     reads: u64,
     /// Output channels per tile: the input is streamed once per channel block.
     channels: u64,
+    /// Reduce blocks (`block.rs`): the epilogue's stores are paid once per block, and every
+    /// block after the first loads the partial sums back.
+    blocks: u64,
 }
 
 /// Issue slots per output value (a load or multiply-add 1, a store 2; module doc) over a
 /// reduce of `reduce` steps, plus the input streamed from the L2 once per channel block when
 /// one block's input (`input_bytes`) outgrows the L1 (`l1_bytes`, 0 when unknown).
 fn cost(t: &Shape, reduce: u64, itemsize: u64, input_bytes: u64, l1_bytes: u64) -> f64 {
-    let tile = reduce * t.accs.max(t.loads) + t.accs * (2 * t.stores + t.reads);
+    let blocks = t.blocks.max(1);
+    let epilogue = 2 * t.stores * blocks + t.stores * (blocks - 1) + t.reads;
+    let tile = reduce * t.accs.max(t.loads) + t.accs * epilogue;
     let compute = tile as f64 / (t.accs * t.lanes) as f64;
     let streamed = l1_bytes > 0 && input_bytes > l1_bytes;
     // Two slots per cycle: the L2 hands over `L2_BYTES_PER_CYCLE` per two slots.
@@ -132,6 +145,7 @@ pub(super) fn pixel_lanes(
     k: &Kernel,
     cfg: &OptConfig,
     (channel, wide): (usize, usize),
+    channel_blocks: u64,
 ) -> Option<(Kernel, Vec<Opt>)> {
     let v = cfg.vec_width;
     if !cfg.vector_lanes || v < 2 || k.ast.dtype() != DType::F32 {
@@ -156,6 +170,7 @@ pub(super) fn pixel_lanes(
         stores: lanes as u64,
         reads: lanes as u64 * reads,
         channels: channels as u64,
+        blocks: channel_blocks,
     };
     let by_pixels = |(c, p): (usize, usize)| Shape {
         accs: (c * p) as u64,
@@ -164,6 +179,7 @@ pub(super) fn pixel_lanes(
         stores: 1,
         reads,
         channels: c as u64,
+        blocks: 1,
     };
     let rate = |t: &Shape| cost(t, reduce, itemsize, input_bytes, l1);
     // The fewest issue slots per output; on a tie the single vector of pixels.
