@@ -2,7 +2,8 @@
 //! on a device that measures layouts, the scheduler offers every reduce kernel's layout options
 //! and the search times them; whatever it picks, results are bit-identical to an unoptimized
 //! device's. The choice is remembered on disk and reused without measuring; a corrupt or foreign
-//! layout file is ignored and rebuilt; with the search off, the device measures nothing.
+//! layout file is ignored and rebuilt, one another user planted is never read; with the search
+//! off, the device measures nothing.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -127,6 +128,52 @@ fn a_corrupt_or_foreign_layout_file_is_rebuilt() {
             (1, 0),
             "{what}: {s:?}"
         );
+    }
+}
+
+#[path = "../std-runtime/tests/common/attacker.rs"]
+mod attacker;
+
+/// A layout file another user planted (valid contents, their file), or a link to one, is never
+/// read: it is set aside and the layouts measured again, and our own file written in its place.
+#[test]
+fn a_layout_file_planted_by_another_user_is_not_read() {
+    let Some(att) = attacker::Attacker::new("a_layout_file_planted_by_another_user_is_not_read")
+    else {
+        return;
+    };
+    picograd::init();
+    let tmp = temp_dir("planted");
+    let dir = tmp.path().join("choices");
+    let want = conv_bits(&unoptimized());
+    assert_eq!(conv_bits(&(searching(&dir) as Arc<dyn Device>)), want);
+    let path = layout_files(&dir).pop().expect("a layout file");
+    let intact = std::fs::read(&path).unwrap();
+    let theirs = att.shared().join("theirs.layout");
+    att.plant_file(&theirs, &intact, 0o644);
+    let plants: [(&str, &dyn Fn()); 2] = [
+        ("their file", &|| {
+            let f = att.shared().join("moved.layout");
+            att.plant_file(&f, &intact, 0o644);
+            std::fs::rename(&f, &path).unwrap();
+        }),
+        ("a link to their file", &|| {
+            std::fs::remove_file(&path).unwrap();
+            std::os::unix::fs::symlink(&theirs, &path).unwrap();
+        }),
+    ];
+    for (what, plant) in plants {
+        plant();
+        let dev = searching(&dir);
+        assert_eq!(conv_bits(&(dev.clone() as Arc<dyn Device>)), want, "{what}");
+        let s = dev.search().unwrap().stats();
+        assert_eq!(
+            (s.corrupt_rebuilt, s.layout_searches, s.layout_disk_hits),
+            (1, 1, 0),
+            "{what}: {s:?}"
+        );
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        assert!(meta.is_file(), "{what}: not rewritten as our own file");
     }
 }
 
