@@ -660,7 +660,13 @@ pub fn schedule(outs: &[LazyBuffer]) -> Result<Vec<ScheduleItem>> {
 /// [`schedule`] with the layout transforms of `cfg` for every kernel (`None`: none), whatever
 /// the devices ask for — to compare layouts, or to schedule for another target.
 pub fn schedule_for(outs: &[LazyBuffer], cfg: Option<&OptConfig>) -> Result<Vec<ScheduleItem>> {
-    schedule_with_layouts(outs, cfg, &|_| None)
+    let cfg = cfg.copied();
+    let policy = layout::Policy {
+        cfg_for: &|_| cfg,
+        measures: &|_| false,
+        pick: &|_, _| None,
+    };
+    schedule_with_policy(outs, &policy)
 }
 
 /// [`schedule_for`], taking the layout `pick` chooses among each reduce kernel's alternatives
@@ -672,14 +678,22 @@ pub fn schedule_with_layouts(
     cfg: Option<&OptConfig>,
     pick: &dyn Fn(&[LayoutOption]) -> Option<usize>,
 ) -> Result<Vec<ScheduleItem>> {
-    let (items, _) = schedule_kernels(outs)?;
     let cfg = cfg.copied();
     let policy = layout::Policy {
         cfg_for: &|_| cfg,
         measures: &|_| true,
         pick: &|_, options| pick(options),
     };
-    let mut items = layout::apply(items, &policy)?;
+    schedule_with_policy(outs, &policy)
+}
+
+/// The kernels of `outs` laid out as `policy` says, offsets shared and variables unbound.
+fn schedule_with_policy(
+    outs: &[LazyBuffer],
+    policy: &layout::Policy<'_>,
+) -> Result<Vec<ScheduleItem>> {
+    let (items, _) = schedule_kernels(outs)?;
+    let mut items = layout::apply(items, policy)?;
     offsets::share_offsets(&mut items)?;
     vars::unbind_items(&mut items)?;
     Ok(items)

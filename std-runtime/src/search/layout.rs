@@ -179,13 +179,15 @@ impl Search {
     }
 
     /// Compiles every option (each step with the hand-coded opts), then times each on scratch
-    /// buffers, under the search's lock.
+    /// buffers, all under the search's lock.
     fn measure_layouts(
         &self,
         dev: &dyn Device,
         described: &[Described],
         cfg: &OptConfig,
     ) -> Result<Found> {
+        // Held from the compiles on, so no other search times its kernels beside them.
+        let _busy = lock(&self.busy);
         // Compiled side by side: the compiler runs as separate processes.
         let results: Vec<Result<Vec<Step>>> = std::thread::scope(|s| {
             let handles: Vec<_> = described
@@ -212,7 +214,6 @@ impl Search {
                 Err(e) => return Err(e),
             }
         }
-        let _busy = lock(&self.busy);
         let deadline = Instant::now() + self.budget;
         let mut reference: Option<Vec<u8>> = None;
         let mut timed: Vec<(usize, u64, Scratch<'_>)> = Vec::new();
