@@ -282,13 +282,30 @@ impl Search {
     /// file is reported and counted.
     fn read_choice(&self, key: u128, kernel: &Kernel) -> Option<Vec<Opt>> {
         let path = self.path(key)?;
-        let bytes = match private_fs::open_private_file(&path, MAX_CHOICE_BYTES) {
+        let opts = self.read_trusted(&path, "search choice", |bytes| {
+            parse_choice(bytes, key).and_then(|opts| fits(kernel, opts))
+        })?;
+        bump(&self.counters.disk_hits, 1);
+        log(2, &format!("search {}: cached {opts:?}", kernel.name()));
+        Some(opts)
+    }
+
+    /// The file at `path` (a `what`, for messages) read under the cache's trust rules and
+    /// checked by `parse`: `None` when it is missing; when it is not the user's own private
+    /// regular file (set aside), or `parse` refuses it, `None` too, said on stderr and counted.
+    fn read_trusted<T>(
+        &self,
+        path: &Path,
+        what: &str,
+        parse: impl FnOnce(&[u8]) -> std::result::Result<T, String>,
+    ) -> Option<T> {
+        let bytes = match private_fs::open_private_file(path, MAX_CHOICE_BYTES) {
             private_fs::Opened::Trusted(_, bytes) => bytes,
             private_fs::Opened::Missing => return None,
             private_fs::Opened::Odd(why) => {
-                let aside = private_fs::set_aside(&path);
+                let aside = private_fs::set_aside(path);
                 eprintln!(
-                    "picograd: search choice {} is {why}; not read{}, searching again",
+                    "picograd: {what} {} is {why}; not read{}, searching again",
                     path.display(),
                     aside.map_or(String::new(), |p| format!(
                         " (set aside as {})",
@@ -299,16 +316,11 @@ impl Search {
                 return None;
             }
         };
-        let checked = parse_choice(&bytes, key).and_then(|opts| fits(kernel, opts));
-        match checked {
-            Ok(opts) => {
-                bump(&self.counters.disk_hits, 1);
-                log(2, &format!("search {}: cached {opts:?}", kernel.name()));
-                Some(opts)
-            }
+        match parse(&bytes) {
+            Ok(v) => Some(v),
             Err(reason) => {
                 eprintln!(
-                    "picograd: search choice {} is corrupt ({reason}); searching again",
+                    "picograd: {what} {} is corrupt ({reason}); searching again",
                     path.display()
                 );
                 bump(&self.counters.corrupt_rebuilt, 1);

@@ -41,10 +41,7 @@ use picograd_core::device::{BufId, Device, Program};
 use picograd_core::schedule::{LayoutOption, LayoutStep};
 use picograd_core::{Error, Result};
 
-use super::{
-    bump, checksum, lock, Scratch, Search, CONFIRM_ROUNDS, MAX_CHOICE_BYTES, MIN_GAIN,
-    MIN_SAMPLE_NS, REPS,
-};
+use super::{bump, checksum, lock, Scratch, Search, CONFIRM_ROUNDS, MIN_GAIN, MIN_SAMPLE_NS, REPS};
 use crate::cache::Fnv128;
 use crate::private_fs;
 
@@ -144,38 +141,12 @@ impl Search {
     /// corrupt, foreign or planted file is reported and counted.
     fn read_layout(&self, key: u128, options: &[LayoutOption]) -> Option<usize> {
         let path = self.file(key, "layout")?;
-        let bytes = match private_fs::open_private_file(&path, MAX_CHOICE_BYTES) {
-            private_fs::Opened::Trusted(_, bytes) => bytes,
-            private_fs::Opened::Missing => return None,
-            private_fs::Opened::Odd(why) => {
-                let aside = private_fs::set_aside(&path);
-                eprintln!(
-                    "picograd: layout choice {} is {why}; not read{}, measuring again",
-                    path.display(),
-                    aside.map_or(String::new(), |p| format!(
-                        " (set aside as {})",
-                        p.display()
-                    ))
-                );
-                bump(&self.counters.corrupt_rebuilt, 1);
-                return None;
-            }
-        };
-        match parse_layout(&bytes, key, options.len()) {
-            Ok(i) => {
-                bump(&self.counters.layout_disk_hits, 1);
-                log(2, &format!("search layout: cached {}", options[i].label));
-                Some(i)
-            }
-            Err(reason) => {
-                eprintln!(
-                    "picograd: layout choice {} is corrupt ({reason}); measuring again",
-                    path.display()
-                );
-                bump(&self.counters.corrupt_rebuilt, 1);
-                None
-            }
-        }
+        let i = self.read_trusted(&path, "layout choice", |bytes| {
+            parse_layout(bytes, key, options.len())
+        })?;
+        bump(&self.counters.layout_disk_hits, 1);
+        log(2, &format!("search layout: cached {}", options[i].label));
+        Some(i)
     }
 
     /// Compiles every option (each step with the hand-coded opts), then times each on scratch
