@@ -439,25 +439,35 @@ pub(crate) fn parse_opt(s: &str) -> std::result::Result<Opt, String> {
 
 fn choice_text(key: u128, f: &Found) -> String {
     let opts: Vec<String> = f.opts.iter().map(opt_text).collect();
+    file_text(MAGIC, key, &format!("opts {}", opts.join(" ")), f.best_ns)
+}
+
+/// A five-line choice file: `magic`, the key, the `choice` line, the time, and the checksum of
+/// the four lines before it.
+fn file_text(magic: &str, key: u128, choice: &str, best_ns: u64) -> String {
     let body = format!(
-        "{MAGIC}\nkey {key:032x}\nopts {}\nmicros {:.3}\n",
-        opts.join(" "),
-        f.best_ns as f64 / 1e3
+        "{magic}\nkey {key:032x}\n{choice}\nmicros {:.3}\n",
+        best_ns as f64 / 1e3
     );
     format!("{body}check {:032x}\n", checksum(&body))
 }
 
-/// The opts of a choice file's bytes, checked against `key`; the reason when it is not intact.
-fn parse_choice(bytes: &[u8], key: u128) -> std::result::Result<Vec<Opt>, String> {
+/// The choice line (newline removed) of a five-line file's bytes written by [`file_text`] with
+/// `magic` for `key`; the reason when it is not intact.
+fn choice_line<'a>(
+    bytes: &'a [u8],
+    magic: &str,
+    key: u128,
+) -> std::result::Result<&'a str, String> {
     let text = std::str::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_string())?;
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
-    let [magic, key_line, opts, micros, check] = lines[..] else {
+    let [head, key_line, choice, micros, check] = lines[..] else {
         return Err(format!("{} lines, not 5", lines.len()));
     };
-    if magic != format!("{MAGIC}\n") {
-        return Err("no PGSEARCH1 header (foreign or truncated)".into());
+    if head != format!("{magic}\n") {
+        return Err(format!("no {magic} header (foreign or truncated)"));
     }
-    let body = [magic, key_line, opts, micros].concat();
+    let body = [head, key_line, choice, micros].concat();
     if check != format!("check {:032x}\n", checksum(&body)) {
         return Err("checksum mismatch (contents changed since it was written)".into());
     }
@@ -467,7 +477,14 @@ fn parse_choice(bytes: &[u8], key: u128) -> std::result::Result<Vec<Opt>, String
     if !micros.starts_with("micros ") {
         return Err("no micros line".into());
     }
-    let opts = opts.strip_prefix("opts ").ok_or("no opts line")?.trim_end();
+    Ok(choice.trim_end_matches('\n'))
+}
+
+/// The opts of a choice file's bytes, checked against `key`; the reason when it is not intact.
+fn parse_choice(bytes: &[u8], key: u128) -> std::result::Result<Vec<Opt>, String> {
+    let opts = choice_line(bytes, MAGIC, key)?
+        .strip_prefix("opts ")
+        .ok_or("no opts line")?;
     opts.split_whitespace().map(parse_opt).collect()
 }
 

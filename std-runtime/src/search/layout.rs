@@ -41,7 +41,10 @@ use picograd_core::device::{BufId, Device, Program};
 use picograd_core::schedule::{LayoutOption, LayoutStep};
 use picograd_core::{Error, Result};
 
-use super::{bump, checksum, lock, Scratch, Search, CONFIRM_ROUNDS, MIN_GAIN, MIN_SAMPLE_NS, REPS};
+use super::{
+    bump, choice_line, file_text, lock, Scratch, Search, CONFIRM_ROUNDS, MIN_GAIN, MIN_SAMPLE_NS,
+    REPS,
+};
 use crate::cache::Fnv128;
 use crate::private_fs;
 
@@ -332,46 +335,26 @@ fn layout_key(ident: &str, cfg: &OptConfig, described: &[Described]) -> u128 {
 }
 
 fn layout_text(key: u128, f: &Found, options: &[LayoutOption]) -> String {
-    let body = format!(
-        "{MAGIC}\nkey {key:032x}\noption {} of {} {}\nmicros {:.3}\n",
+    let choice = format!(
+        "option {} of {} {}",
         f.index,
         options.len(),
-        options[f.index].label,
-        f.best_ns as f64 / 1e3
+        options[f.index].label
     );
-    format!("{body}check {:032x}\n", checksum(&body))
+    file_text(MAGIC, key, &choice, f.best_ns)
 }
 
 /// The chosen option of a layout file's bytes, checked against `key` and the option count `n`;
 /// the reason when it is not intact.
 fn parse_layout(bytes: &[u8], key: u128, n: usize) -> std::result::Result<usize, String> {
-    let text = std::str::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_string())?;
-    let lines: Vec<&str> = text.split_inclusive('\n').collect();
-    let [magic, key_line, option, micros, check] = lines[..] else {
-        return Err(format!("{} lines, not 5", lines.len()));
-    };
-    if magic != format!("{MAGIC}\n") {
-        return Err(format!("no {MAGIC} header (foreign or truncated)"));
-    }
-    let body = [magic, key_line, option, micros].concat();
-    if check != format!("check {:032x}\n", checksum(&body)) {
-        return Err("checksum mismatch (contents changed since it was written)".into());
-    }
-    if key_line != format!("key {key:032x}\n") {
-        return Err("it carries another kernel's key".into());
-    }
-    if !micros.starts_with("micros ") {
-        return Err("no micros line".into());
-    }
-    let mut words = option
+    let line = choice_line(bytes, MAGIC, key)?;
+    let mut words = line
         .strip_prefix("option ")
         .ok_or("no option line")?
         .split(' ');
     let index = words.next().and_then(|w| w.parse::<usize>().ok());
     let of = words.next();
-    let count = words
-        .next()
-        .and_then(|w| w.trim_end().parse::<usize>().ok());
+    let count = words.next().and_then(|w| w.parse::<usize>().ok());
     match (index, of, count) {
         (Some(i), Some("of"), Some(c)) if c == n && i < n => Ok(i),
         (Some(_), Some("of"), Some(c)) => {
@@ -387,10 +370,8 @@ mod tests {
 
     fn text(index: usize, count: usize) -> (u128, String) {
         let key = 0xfeed_0000_0000_0000_0000_0000_0000_beef;
-        let body = format!(
-            "{MAGIC}\nkey {key:032x}\noption {index} of {count} buf2 in blocks of 8 along axis 1\nmicros 12.500\n"
-        );
-        (key, format!("{body}check {:032x}\n", checksum(&body)))
+        let choice = format!("option {index} of {count} buf2 in blocks of 8 along axis 1");
+        (key, file_text(MAGIC, key, &choice, 12_500))
     }
 
     #[test]
