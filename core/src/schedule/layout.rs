@@ -45,6 +45,10 @@
 //! (`OptConfig::l2_bytes > 0`): a microcontroller's scarce resource is its static arena, which a
 //! copy would grow.
 //!
+//! The rules are the heuristic; a device that measures layouts
+//! ([`Device::measures_layouts`](crate::device::Device::measures_layouts): the measured search)
+//! is offered every alternative instead ([`options`]: the rules' choice first) and picks one.
+//!
 //! Invariant: only memory layout changes. The copy holds the same values (padding zeros where
 //! the mask gave zeros) and the kernel reads each of them at the same iteration, so every
 //! accumulator sums the same values in the same order: results are bit-identical to the
