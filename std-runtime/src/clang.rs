@@ -417,22 +417,52 @@ struct ClangProgram {
 }
 
 impl ClangProgram {
-    /// Runs every core's share, each with its `core_id, core_count` after the variables.
-    fn run_split(&self, ptrs: Vec<usize>, vals: Vec<i32>) {
+    /// Runs every core's share, each with its `core_id, core_count` after the variables. A
+    /// share allocates nothing when the variables fit [`ON_STACK`] (a JIT replays about a
+    /// hundred split kernels per model call).
+    fn run_split(&self, ptrs: &[*mut core::ffi::c_void], vals: &[i32]) {
         let (entry, cores) = (self.entry, self.cores);
+        let ptrs = SharedPtrs(ptrs.to_vec());
+        let vals = vals.to_vec();
         Pool::global().run(
             cores,
             Arc::new(move |id: usize| {
-                let ptrs: Vec<*mut core::ffi::c_void> = ptrs.iter().map(|&p| p as _).collect();
-                let mut vals = vals.clone();
-                vals.extend([id as i32, cores as i32]);
+                let mut stack = [0i32; ON_STACK + 2];
+                let mut heap = Vec::new();
+                let all: &mut [i32] = if vals.len() + 2 <= stack.len() {
+                    &mut stack[..vals.len() + 2]
+                } else {
+                    heap.resize(vals.len() + 2, 0);
+                    &mut heap
+                };
+                let n = vals.len();
+                all[..n].copy_from_slice(&vals);
+                all[n] = id as i32;
+                all[n + 1] = cores as i32;
                 // SAFETY: as in `run`; the caller waits for every core, so the buffers outlive
                 // the call, and each core writes only its own share of the output.
-                unsafe { entry(ptrs.as_ptr(), vals.as_ptr()) };
+                unsafe { entry(ptrs.as_ptr(), all.as_ptr()) };
             }),
         );
     }
 }
+
+/// A kernel call's buffer addresses, shared with the pool's workers for the call's duration.
+struct SharedPtrs(Vec<*mut core::ffi::c_void>);
+
+impl SharedPtrs {
+    /// The addresses as the kernel's argument array (a method, so a closure captures the whole
+    /// wrapper, not its field).
+    fn as_ptr(&self) -> *const *mut core::ffi::c_void {
+        self.0.as_ptr()
+    }
+}
+
+// SAFETY: the addresses are only passed to the kernel, whose cores each write their own share
+// of the output; `Pool::run` returns only after every core has finished with them.
+unsafe impl Send for SharedPtrs {}
+// SAFETY: as above: the cores only read the addresses.
+unsafe impl Sync for SharedPtrs {}
 
 impl ClangProgram {
     /// Checks the argument counts: a program called with the wrong number of buffers or
@@ -469,7 +499,7 @@ impl ClangProgram {
             *out = *v as i32;
         }
         if self.cores > 1 {
-            self.run_split(ptrs.iter().map(|&p| p as usize).collect(), vals.to_vec());
+            self.run_split(ptrs, vals);
             return Ok(());
         }
         // SAFETY: the entry has the generated signature; every pointer is a live, aligned
