@@ -7,10 +7,10 @@
 //! layout — before the kernel, and rewrites the kernel's load to read the copy. The rules, for
 //! each load inside a kernel's reduce (`V` = the target's vector width):
 //!
-//! - **Padded source** (conv inputs): a load that reads through a padding mask is a gated load
-//!   on every reduce tap, an index clang cannot vectorize. The padded source (the views up to the
-//!   last mask, with broadcast axes collapsed) is copied into its own buffer, which the kernel
-//!   reads unmasked.
+//! - **Padded source** (conv inputs): a load that reads through a padding mask is gated where
+//!   `pad_bounds.rs` cannot peel the borders off. The padded source (the views up to the last
+//!   mask, with broadcast axes collapsed) is copied into its own buffer, which the kernel reads
+//!   unmasked — when the kernel reads each element often enough ([`UNPAD_MIN_READS`]).
 //! - **Channel blocks** (conv weights): in a conv-shaped kernel — the operand broadcasts the
 //!   output's contiguous axis and another output axis, varies along a channel axis that another
 //!   operand broadcasts (the shape `codegen/strategy/conv.rs` tiles) — a weight strided along its
@@ -78,9 +78,14 @@ pub use options::{LayoutOption, LayoutStep};
 pub const MIN_REUSE_VECTORS: usize = 4;
 
 /// A padded source is copied when the kernel reads at least this many values per copied element
-/// (a 3×3 conv reads each input pixel 9 times per output channel): a masked read is a gated
-/// scalar load, several times the cost of the copy's one pass.
-pub const UNPAD_MIN_READS: usize = 4;
+/// (a 3×3 conv reads each input pixel 9 times per output channel). Loops over masked reads are
+/// split into border and interior parts (`codegen/pad_bounds.rs`), so the interior reads
+/// unmasked anyway; the copy then pays only where the kernel reads each element many times. A
+/// depthwise 3×3 conv reads each about 9 times: at 4 its inputs were copied, a memory pass
+/// that cost mobilenet_v2 4% of its time on one thread and 9% on two (min of 100 runs, four
+/// interleaved pairs each, AVX-512, 2026-11-28); the measured search had picked no copy for
+/// those convs. A conv with 2 or more output channels per input reads 18 or more: copied.
+pub const UNPAD_MIN_READS: usize = 16;
 
 /// What a rule chose for one load of a reduce kernel.
 #[derive(Clone, Debug, PartialEq, Eq)]
