@@ -63,6 +63,51 @@ fn unoptimized() -> Arc<dyn Device> {
     Arc::new(clang().with_opt_config(None).with_search(None))
 }
 
+/// [`conv_bits`] on a searching device.
+fn bits_on(dev: &Arc<Clang>) -> Vec<u32> {
+    conv_bits(&(dev.clone() as Arc<dyn Device>))
+}
+
+/// A folder holding one measured layout choice: the unoptimized device's bits, and the layout
+/// file's path and intact bytes.
+struct Measured {
+    _tmp: tempfile::TempDir,
+    dir: PathBuf,
+    want: Vec<u32>,
+    path: PathBuf,
+    intact: Vec<u8>,
+}
+
+fn measured_once(name: &str) -> Measured {
+    picograd::init();
+    let tmp = temp_dir(name);
+    let dir = tmp.path().join("choices");
+    let want = conv_bits(&unoptimized());
+    assert_eq!(bits_on(&searching(&dir)), want);
+    let path = layout_files(&dir).pop().expect("a layout file");
+    let intact = std::fs::read(&path).unwrap();
+    Measured {
+        _tmp: tmp,
+        dir,
+        want,
+        path,
+        intact,
+    }
+}
+
+/// A new search in `m`'s folder gives the same bits, and measured again after refusing the file
+/// (one rebuilt, none read).
+fn assert_rebuilt(m: &Measured, what: &str) {
+    let dev = searching(&m.dir);
+    assert_eq!(bits_on(&dev), m.want, "{what}");
+    let s = dev.search().unwrap().stats();
+    assert_eq!(
+        (s.corrupt_rebuilt, s.layout_searches, s.layout_disk_hits),
+        (1, 1, 0),
+        "{what}: {s:?}"
+    );
+}
+
 #[test]
 fn measured_layouts_keep_results_and_are_remembered() {
     picograd::init();
@@ -71,57 +116,41 @@ fn measured_layouts_keep_results_and_are_remembered() {
     let want = conv_bits(&unoptimized());
     let first = searching(&dir);
     assert!(first.measures_layouts());
-    let got = conv_bits(&(first.clone() as Arc<dyn Device>));
-    assert_eq!(got, want);
+    assert_eq!(bits_on(&first), want);
     let s = first.search().unwrap().stats();
     assert_eq!((s.layout_searches, s.layout_disk_hits), (1, 0), "{s:?}");
     assert_eq!(layout_files(&dir).len(), 1);
     // The same device again: from memory.
-    assert_eq!(conv_bits(&(first.clone() as Arc<dyn Device>)), want);
+    assert_eq!(bits_on(&first), want);
     let s = first.search().unwrap().stats();
     assert_eq!(s.layout_searches, 1, "{s:?}");
     // A new search (as in a second process): from the file, no measuring.
     let second = searching(&dir);
-    assert_eq!(conv_bits(&(second.clone() as Arc<dyn Device>)), want);
+    assert_eq!(bits_on(&second), want);
     let s = second.search().unwrap().stats();
     assert_eq!((s.layout_searches, s.layout_disk_hits), (0, 1), "{s:?}");
 }
 
 #[test]
 fn a_corrupt_or_foreign_layout_file_is_rebuilt() {
-    picograd::init();
-    let tmp = temp_dir("corrupt");
-    let dir = tmp.path().join("choices");
-    let want = conv_bits(&unoptimized());
-    assert_eq!(conv_bits(&(searching(&dir) as Arc<dyn Device>)), want);
-    let path = layout_files(&dir).pop().expect("a layout file");
-    let intact = std::fs::read(&path).unwrap();
+    let m = measured_once("corrupt");
+    let intact = &m.intact;
     let mut flipped = intact.clone();
     flipped[intact.len() / 2] ^= 1;
-    let mut other_count = String::from_utf8(intact.clone()).unwrap();
-    other_count = other_count.replacen(" of ", " of 9", 1);
+    let other_count = String::from_utf8(intact.clone())
+        .unwrap()
+        .replacen(" of ", " of 9", 1);
     for (what, bytes) in [
         ("flipped bit", flipped),
         ("truncated", intact[..intact.len() - 7].to_vec()),
         ("empty", Vec::new()),
         ("another option count", other_count.into_bytes()),
     ] {
-        std::fs::write(&path, bytes).unwrap();
-        let dev = searching(&dir);
-        assert_eq!(conv_bits(&(dev.clone() as Arc<dyn Device>)), want, "{what}");
-        let s = dev.search().unwrap().stats();
-        assert_eq!(
-            (s.corrupt_rebuilt, s.layout_searches, s.layout_disk_hits),
-            (1, 1, 0),
-            "{what}: {s:?}"
-        );
+        std::fs::write(&m.path, bytes).unwrap();
+        assert_rebuilt(&m, what);
         // The rebuilt file is intact: the next search reads it.
-        let next = searching(&dir);
-        assert_eq!(
-            conv_bits(&(next.clone() as Arc<dyn Device>)),
-            want,
-            "{what}"
-        );
+        let next = searching(&m.dir);
+        assert_eq!(bits_on(&next), m.want, "{what}");
         let s = next.search().unwrap().stats();
         assert_eq!(
             (s.layout_disk_hits, s.layout_searches),
@@ -142,37 +171,12 @@ fn a_layout_file_planted_by_another_user_is_not_read() {
     else {
         return;
     };
-    picograd::init();
-    let tmp = temp_dir("planted");
-    let dir = tmp.path().join("choices");
-    let want = conv_bits(&unoptimized());
-    assert_eq!(conv_bits(&(searching(&dir) as Arc<dyn Device>)), want);
-    let path = layout_files(&dir).pop().expect("a layout file");
-    let intact = std::fs::read(&path).unwrap();
-    let theirs = att.shared().join("theirs.layout");
-    att.plant_file(&theirs, &intact, 0o644);
-    let plants: [(&str, &dyn Fn()); 2] = [
-        ("their file", &|| {
-            let f = att.shared().join("moved.layout");
-            att.plant_file(&f, &intact, 0o644);
-            std::fs::rename(&f, &path).unwrap();
-        }),
-        ("a link to their file", &|| {
-            std::fs::remove_file(&path).unwrap();
-            std::os::unix::fs::symlink(&theirs, &path).unwrap();
-        }),
-    ];
-    for (what, plant) in plants {
-        plant();
-        let dev = searching(&dir);
-        assert_eq!(conv_bits(&(dev.clone() as Arc<dyn Device>)), want, "{what}");
-        let s = dev.search().unwrap().stats();
-        assert_eq!(
-            (s.corrupt_rebuilt, s.layout_searches, s.layout_disk_hits),
-            (1, 1, 0),
-            "{what}: {s:?}"
-        );
-        let meta = std::fs::symlink_metadata(&path).unwrap();
+    let m = measured_once("planted");
+    for how in attacker::Swap::ALL {
+        att.swap_in(&m.path, &m.intact, how);
+        let what = format!("{how:?}");
+        assert_rebuilt(&m, &what);
+        let meta = std::fs::symlink_metadata(&m.path).unwrap();
         assert!(meta.is_file(), "{what}: not rewritten as our own file");
     }
 }

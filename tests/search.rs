@@ -329,33 +329,20 @@ fn a_choice_file_planted_by_another_user_is_not_read() {
     assert!(searching(&dir, 50).choose_opts(&item.ast, &bufs).is_some());
     let path = choice_files(&dir).pop().expect("a choice file");
     let intact = std::fs::read(&path).unwrap();
-    let theirs = att.shared().join("theirs.choice");
-    att.plant_file(&theirs, &intact, 0o644);
-    let plants: [(&str, &dyn Fn()); 2] = [
-        ("their file", &|| {
-            let f = att.shared().join("moved.choice");
-            att.plant_file(&f, &intact, 0o644);
-            std::fs::rename(&f, &path).unwrap();
-        }),
-        ("a link to their file", &|| {
-            std::fs::remove_file(&path).unwrap();
-            std::os::unix::fs::symlink(&theirs, &path).unwrap();
-        }),
-    ];
-    for (what, plant) in plants {
-        plant();
+    for what in attacker::Swap::ALL {
+        att.swap_in(&path, &intact, what);
         let dev = searching(&dir, 50);
-        assert!(dev.choose_opts(&item.ast, &bufs).is_some(), "{what}");
+        assert!(dev.choose_opts(&item.ast, &bufs).is_some(), "{what:?}");
         let s = dev.search().unwrap().stats();
         assert_eq!(
             (s.corrupt_rebuilt, s.searches, s.disk_hits),
             (1, 1, 0),
-            "{what}: {s:?}"
+            "{what:?}: {s:?}"
         );
         let meta = std::fs::symlink_metadata(&path).unwrap();
         assert!(
             meta.is_file(),
-            "{what}: the choice was not rewritten as our own file"
+            "{what:?}: the choice was not rewritten as our own file"
         );
     }
     // A choice folder another user made is refused: searched, nothing read or written there.

@@ -97,19 +97,37 @@ fn naive_matmul(a: &[f32], b: &[f32], [bt, n, k, m]: [usize; 4]) -> Vec<f32> {
     out
 }
 
+/// A padded 3×3 conv of seeded values, `[2, cin, 9, 7]` → `cout` channels (padding 1).
+fn padded_conv(cin: usize, cout: usize) -> Tensor {
+    let x = Tensor::from_slice(&vals(2 * cin * 9 * 7, cin), &[2, cin, 9, 7]);
+    let w = Tensor::from_slice(&vals(cout * cin * 9, cout), &[cout, cin, 3, 3]);
+    x.conv2d(&w, None, &ConvOpts::default().padding(1))
+}
+
+/// [`padded_conv`] by naive loops.
+fn padded_conv_naive(cin: usize, cout: usize) -> Vec<f32> {
+    let (xv, wv) = (vals(2 * cin * 9 * 7, cin), vals(cout * cin * 9, cout));
+    naive_conv(&xv, [2, cin, 9, 7], &wv, [cout, 3], 1)
+}
+
+/// The batched product `[3, 40, 24] @ [3, 24, m]` of seeded values.
+fn batched_product(m: usize) -> Tensor {
+    let a = Tensor::from_slice(&vals(3 * 40 * 24, 1), &[3, 40, 24]);
+    let b = Tensor::from_slice(&vals(3 * 24 * m, m), &[3, 24, m]);
+    a.matmul(&b)
+}
+
+/// [`batched_product`] by naive loops.
+fn batched_product_naive(m: usize) -> Vec<f32> {
+    naive_matmul(&vals(3 * 40 * 24, 1), &vals(3 * 24 * m, m), [3, 40, 24, m])
+}
+
 #[test]
 fn convs_with_odd_channel_counts_get_padded_inputs_and_channel_blocks_bit_exactly() {
     // 24 and 40 channels: blocks of 8 (the vector width); 100: blocks of 4; 5: no whole block
     // of 2 or more lanes, so only the padded input is copied.
     for (cin, cout) in [(3, 24), (5, 40), (3, 100), (4, 5)] {
-        let (xs, ws) = ([2, cin, 9, 7], [cout, 3]);
-        let xv = vals(2 * cin * 9 * 7, cin);
-        let wv = vals(cout * cin * 9, cout);
-        let conv = || {
-            let x = Tensor::from_slice(&xv, &xs);
-            let w = Tensor::from_slice(&wv, &[cout, cin, 3, 3]);
-            x.conv2d(&w, None, &ConvOpts::default().padding(1))
-        };
+        let conv = || padded_conv(cin, cout);
         let (plain, plain_copies, plain_items) = run(&conv(), None);
         let (laid, copies, items) = run(&conv(), Some(&desktop()));
         // The padded input and the weight's channel blocks: two copies, two more kernels.
@@ -119,7 +137,7 @@ fn convs_with_odd_channel_counts_get_padded_inputs_and_channel_blocks_bit_exactl
         assert_eq!(bits(&laid), bits(&plain), "cin {cin}, cout {cout}");
         assert_eq!(
             bits(&laid),
-            bits(&naive_conv(&xv, xs, &wv, ws, 1)),
+            bits(&padded_conv_naive(cin, cout)),
             "cin {cin}, cout {cout}"
         );
     }
@@ -154,19 +172,12 @@ fn batched_matmuls_with_remainder_columns_get_panels_bit_exactly() {
     // a zero-padded remainder panel; 96 columns are 6 whole panels, run panels-outermost.
     let small_l2 = desktop().with_caches(1024, 4096);
     for m in [100, 96] {
-        let dims = [3, 40, 24, m];
-        let av = vals(3 * 40 * 24, 1);
-        let bv = vals(3 * 24 * m, m);
-        let mm = || {
-            let a = Tensor::from_slice(&av, &[3, 40, 24]);
-            let b = Tensor::from_slice(&bv, &[3, 24, m]);
-            a.matmul(&b)
-        };
+        let mm = || batched_product(m);
         let (plain, _, plain_items) = run(&mm(), None);
         let (laid, copies, items) = run(&mm(), Some(&small_l2));
         assert_eq!((copies, items), (1, plain_items + 1), "m {m}");
         assert_eq!(bits(&laid), bits(&plain), "m {m}");
-        assert_eq!(bits(&laid), bits(&naive_matmul(&av, &bv, dims)), "m {m}");
+        assert_eq!(bits(&laid), bits(&batched_product_naive(m)), "m {m}");
         // 96 columns: the product kernel runs panel by panel, so it stores through a permuted
         // view of its output; 100: in plain order.
         let items = schedule_for(&[mm().lazy().contiguous()], Some(&small_l2)).unwrap();
@@ -313,15 +324,8 @@ fn run_option(t: &Tensor, cfg: &OptConfig, k: usize) -> (Vec<f32>, Vec<Vec<Strin
 fn every_layout_option_gives_naive_loop_bits() {
     let wide = OptConfig::for_vec_width(16);
     for (cin, cout) in [(3, 24), (5, 40), (3, 100)] {
-        let (xs, ws) = ([2, cin, 9, 7], [cout, 3]);
-        let xv = vals(2 * cin * 9 * 7, cin);
-        let wv = vals(cout * cin * 9, cout);
-        let conv = || {
-            let x = Tensor::from_slice(&xv, &xs);
-            let w = Tensor::from_slice(&wv, &[cout, cin, 3, 3]);
-            x.conv2d(&w, None, &ConvOpts::default().padding(1))
-        };
-        let want = bits(&naive_conv(&xv, xs, &wv, ws, 1));
+        let conv = || padded_conv(cin, cout);
+        let want = bits(&padded_conv_naive(cin, cout));
         let (rules, _, _) = run(&conv(), Some(&wide));
         assert_eq!(bits(&rules), want, "cin {cin}, cout {cout}");
         let (_, labels) = run_option(&conv(), &wide, 0);
@@ -355,15 +359,8 @@ fn every_layout_option_gives_naive_loop_bits() {
     // A small L2, so the operand overflows it: panels of 4, 2 and 1 vectors, outermost or not.
     let small_l2 = desktop().with_caches(1024, 4096);
     for m in [100, 96] {
-        let dims = [3, 40, 24, m];
-        let av = vals(3 * 40 * 24, 1);
-        let bv = vals(3 * 24 * m, m);
-        let mm = || {
-            let a = Tensor::from_slice(&av, &[3, 40, 24]);
-            let b = Tensor::from_slice(&bv, &[3, 24, m]);
-            a.matmul(&b)
-        };
-        let want = bits(&naive_matmul(&av, &bv, dims));
+        let mm = || batched_product(m);
+        let want = bits(&batched_product_naive(m));
         let (_, labels) = run_option(&mm(), &small_l2, 0);
         let [labels] = &labels[..] else {
             panic!("one reduce kernel: {labels:?}")

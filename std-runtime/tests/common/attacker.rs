@@ -14,6 +14,20 @@ use std::process::Command;
 /// The attacker's user and group id.
 pub const UID: u32 = 65534;
 
+/// How [`Attacker::swap_in`] puts the attacker's file where ours was.
+#[derive(Clone, Copy, Debug)]
+pub enum Swap {
+    /// Their file, moved into place (same contents, their owner).
+    TheirFile,
+    /// A link to their file.
+    LinkToTheirFile,
+}
+
+impl Swap {
+    /// Every way.
+    pub const ALL: [Swap; 2] = [Swap::TheirFile, Swap::LinkToTheirFile];
+}
+
 /// Runs commands as [`UID`] and owns a shared scratch folder (sticky and world-writable, like
 /// `/tmp`) where it plants things. A folder it made is removed on drop.
 pub struct Attacker {
@@ -103,6 +117,20 @@ impl Attacker {
         self.run(&["chmod", &format!("{mode:o}"), dest.to_str().unwrap()]);
         fs::remove_file(&stage).unwrap();
         assert_eq!(fs::metadata(dest).unwrap().uid(), UID);
+    }
+
+    /// Replaces our file at `path` with one of the attacker's holding `bytes`, as `how` says.
+    pub fn swap_in(&self, path: &Path, bytes: &[u8], how: Swap) {
+        let name = path.file_name().unwrap().to_string_lossy();
+        let theirs = self.shared().join(format!("theirs-{name}"));
+        self.plant_file(&theirs, bytes, 0o644);
+        match how {
+            Swap::TheirFile => fs::rename(&theirs, path).unwrap(),
+            Swap::LinkToTheirFile => {
+                fs::remove_file(path).unwrap();
+                std::os::unix::fs::symlink(&theirs, path).unwrap();
+            }
+        }
     }
 
     /// Makes a folder as the attacker, mode 0777 (so the victim can write there, as a folder
